@@ -1,0 +1,232 @@
+"""Scaled dot-product and multi-head attention ("Attention Is All You Need" §3.2).
+
+    Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V                       (eq. 1)
+    MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O,
+        head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)                        (§3.2.2)
+
+Masks are boolean, True = may attend. A masked score is set to -inf before the softmax, so its
+weight is exactly 0. A query row whose every key is masked has no defined softmax (all -inf gives
+NaN); here such a row gets all-zero weights and a zero context vector, and never a NaN.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from model.masks import check_mask, fully_masked_rows
+
+
+def attention_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    """Raw scores Q K^T: (B, H, Tq, d_k) x (B, H, Tk, d_k) -> (B, H, Tq, Tk)."""
+    return q @ k.transpose(-2, -1)
+
+
+def masked_scores(scaled: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """Scaled scores with every cell a query may not attend set to -inf."""
+    return scaled if mask is None else scaled.masked_fill(~mask, float("-inf"))
+
+
+def softmax_weights(masked: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """softmax over keys (eq. 1); rows with no allowed key get weight 0 instead of NaN."""
+    weights = torch.softmax(masked, dim=-1)
+    empty = fully_masked_rows(mask)
+    return weights if empty is None else weights.masked_fill(empty, 0.0)
+
+
+def scaled_dot_product_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The slow path that materialises the attention matrix: returns (context, weights)."""
+    scaled = attention_scores(q, k) / math.sqrt(q.size(-1))  # (B, H, Tq, Tk), eq. 1's 1/sqrt(d_k)
+    weights = softmax_weights(masked_scores(scaled, mask), mask)
+    return weights @ v, weights  # (B, H, Tq, d_k), (B, H, Tq, Tk)
+
+
+@dataclass(eq=False)
+class AttentionRecord:
+    """Everything one attention block computed, per head.
+
+    Only q, k, v and the mask are stored (O(T * d_model) memory, no T^2 tensors); the scores,
+    their scaled and masked forms, the softmax weights and the context are derived on demand
+    with the very same functions the forward pass used, so they are the numbers it computed.
+    """
+
+    q: torch.Tensor  # (B, H, Tq, d_k) queries, Q W^Q split into heads
+    k: torch.Tensor  # (B, H, Tk, d_k) keys
+    v: torch.Tensor  # (B, H, Tk, d_k) values
+    mask: torch.Tensor | None  # bool, broadcasts to (B, H, Tq, Tk); True = may attend; None = no mask
+
+    @property
+    def d_k(self) -> int:
+        return self.q.size(-1)
+
+    @property
+    def n_heads(self) -> int:
+        return self.q.size(1)
+
+    @property
+    def scores(self) -> torch.Tensor:
+        """Raw Q K^T, (B, H, Tq, Tk)."""
+        return attention_scores(self.q, self.k)
+
+    @property
+    def scaled(self) -> torch.Tensor:
+        """Q K^T / sqrt(d_k), (B, H, Tq, Tk)."""
+        return self.scores / math.sqrt(self.d_k)
+
+    @property
+    def allowed(self) -> torch.Tensor:
+        """The mask expanded to (B, H, Tq, Tk): True = may attend (all True without a mask)."""
+        shape = self.q.shape[:-1] + self.k.shape[-2:-1]  # (B, H, Tq, Tk)
+        if self.mask is None:
+            return torch.ones(shape, dtype=torch.bool, device=self.q.device)
+        return self.mask.expand(shape)
+
+    @property
+    def masked(self) -> torch.Tensor:
+        """Scaled scores with masked cells at -inf, (B, H, Tq, Tk)."""
+        return masked_scores(self.scaled, self.mask)
+
+    @property
+    def weights(self) -> torch.Tensor:
+        """softmax(masked scores) over keys, (B, H, Tq, Tk); each row sums to 1 (0 if fully masked)."""
+        return softmax_weights(self.masked, self.mask)
+
+    @property
+    def context(self) -> torch.Tensor:
+        """Per-head weighted sums of values, weights @ V, (B, H, Tq, d_k)."""
+        return self.weights @ self.v
+
+    def nbytes(self) -> int:
+        """Bytes this record keeps alive (q, k, v and the mask; views of one storage counted once)."""
+        seen: dict[int, int] = {}
+        for t in (self.q, self.k, self.v, self.mask):
+            if t is not None:
+                storage = t.untyped_storage()
+                seen[storage.data_ptr()] = storage.nbytes()
+        return sum(seen.values())
+
+
+class MultiHeadAttention(nn.Module):
+    """MultiHead(Q, K, V) = Concat(head_1..head_h) W^O with separate W^Q, W^K, W^V (§3.2.2)."""
+
+    def __init__(self, d_model: int, n_heads: int, bias: bool = True, dropout: float = 0.0) -> None:
+        super().__init__()
+        if d_model % n_heads:
+            raise ValueError(
+                f"d_model={d_model} is not divisible by n_heads={n_heads}: every head gets "
+                "d_k = d_model / n_heads dimensions, so pick n_heads that divides d_model"
+            )
+        self.d_model, self.n_heads, self.d_k = d_model, n_heads, d_model // n_heads
+        self.dropout = dropout  # on the attention weights, as torch.nn.MultiheadAttention
+        self.w_q = nn.Linear(d_model, d_model, bias=bias)  # all heads' W_i^Q side by side
+        self.w_k = nn.Linear(d_model, d_model, bias=bias)
+        self.w_v = nn.Linear(d_model, d_model, bias=bias)
+        self.w_o = nn.Linear(d_model, d_model, bias=bias)  # W^O
+
+    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, T, d_model) -> (B, H, T, d_k): head i owns columns i*d_k .. (i+1)*d_k - 1."""
+        B, T, _ = x.shape
+        return x.view(B, T, self.n_heads, self.d_k).transpose(1, 2)  # (B, H, T, d_k)
+
+    def merge_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, H, T, d_k) -> (B, T, d_model): Concat(head_1, ..., head_h)."""
+        B, H, T, d_k = x.shape
+        return x.transpose(1, 2).reshape(B, T, H * d_k)  # (B, T, d_model)
+
+    def forward(
+        self,
+        query: torch.Tensor,
+        key: torch.Tensor | None = None,
+        value: torch.Tensor | None = None,
+        mask: torch.Tensor | None = None,
+        return_trace: bool = True,
+    ):
+        """query (B, Tq, d_model), key/value (B, Tk, d_model) -> out (B, Tq, d_model) [, record].
+
+        return_trace=True materialises the attention matrix and returns (out, AttentionRecord);
+        return_trace=False takes torch's fused F.scaled_dot_product_attention and returns out.
+        """
+        key = query if key is None else key
+        value = key if value is None else value
+        for name, t in (("query", query), ("key", key), ("value", value)):
+            if t.dim() != 3 or t.size(-1) != self.d_model:
+                raise ValueError(
+                    f"{name} must have shape (batch, length, d_model={self.d_model}), got {tuple(t.shape)}"
+                )
+        if key.shape[:2] != value.shape[:2] or query.size(0) != key.size(0):
+            raise ValueError(
+                f"query {tuple(query.shape)}, key {tuple(key.shape)} and value {tuple(value.shape)} "
+                "must share the batch size, and key and value their length"
+            )
+        B, Tq, Tk = query.size(0), query.size(1), key.size(1)
+        mask = check_mask(mask, (B, self.n_heads, Tq, Tk))
+
+        q = self.split_heads(self.w_q(query))  # (B, H, Tq, d_k)
+        k = self.split_heads(self.w_k(key))  # (B, H, Tk, d_k)
+        v = self.split_heads(self.w_v(value))  # (B, H, Tk, d_k)
+        p = self.dropout if self.training else 0.0
+
+        if not return_trace:
+            context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+            empty = fully_masked_rows(mask)
+            if empty is not None:  # the fused kernel may give NaN there; our convention is 0
+                context = context.masked_fill(empty, 0.0)
+            return self.w_o(self.merge_heads(context))
+
+        context, weights = scaled_dot_product_attention(q, k, v, mask)
+        if p:
+            context = F.dropout(weights, p) @ v  # (B, H, Tq, d_k)
+        out = self.w_o(self.merge_heads(context))  # (B, Tq, d_model)
+        return out, AttentionRecord(q=q, k=k, v=v, mask=mask)
+
+
+class SelfAttention(nn.Module):
+    """Single-head self-attention with trainable W_query, W_key, W_value (seed 002 / Raschka ch. 3).
+
+    context = softmax(X W_q (X W_k)^T / sqrt(d_out)) X W_v, with d_in -> d_out projections and no
+    output projection. Accepts x of shape (T, d_in) or (B, T, d_in).
+    """
+
+    def __init__(self, d_in: int, d_out: int, qkv_bias: bool = False) -> None:
+        super().__init__()
+        self.d_in, self.d_out = d_in, d_out
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+
+    @classmethod
+    def from_matrices(cls, W_query: torch.Tensor, W_key: torch.Tensor, W_value: torch.Tensor) -> SelfAttention:
+        """Use (d_in, d_out) matrices applied as x @ W (the seed's layout); nn.Linear stores W^T."""
+        d_in, d_out = W_query.shape
+        module = cls(d_in, d_out, qkv_bias=False)
+        with torch.no_grad():
+            for linear, matrix in ((module.W_query, W_query), (module.W_key, W_key), (module.W_value, W_value)):
+                linear.weight.copy_(matrix.T)  # (d_out, d_in)
+        return module
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, return_trace: bool = True):
+        unbatched = x.dim() == 2
+        if unbatched:
+            x = x.unsqueeze(0)  # (1, T, d_in)
+        if x.dim() != 3 or x.size(-1) != self.d_in:
+            raise ValueError(f"x must have shape (T, d_in={self.d_in}) or (B, T, d_in), got {tuple(x.shape)}")
+        if mask is not None and mask.dim() == 2:
+            mask = mask[None, None]  # (Tq, Tk) -> (1, 1, Tq, Tk)
+        T = x.size(1)
+        mask = check_mask(mask, (x.size(0), 1, T, T))
+        q = self.W_query(x).unsqueeze(1)  # (B, 1, T, d_out): one head
+        k = self.W_key(x).unsqueeze(1)  # (B, 1, T, d_out)
+        v = self.W_value(x).unsqueeze(1)  # (B, 1, T, d_out)
+        context, _ = scaled_dot_product_attention(q, k, v, mask)
+        context = context.squeeze(1)  # (B, T, d_out)
+        if unbatched:
+            context = context.squeeze(0)  # (T, d_out)
+        if not return_trace:
+            return context
+        return context, AttentionRecord(q=q, k=k, v=v, mask=mask)

@@ -1,0 +1,34 @@
+"""Device and dtype selection: cuda, mps or cpu (automatic by default)."""
+
+from __future__ import annotations
+
+import torch
+
+DEVICE_CHOICES = ("auto", "cpu", "cuda", "mps")
+DTYPES = {"float32": torch.float32, "float64": torch.float64, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def available_devices() -> list[str]:
+    found = ["cpu"]
+    if torch.cuda.is_available():
+        found.insert(0, "cuda")
+    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        found.insert(0, "mps")
+    return found
+
+
+def pick_device(name: str = "auto") -> torch.device:
+    """"auto" picks cuda, then mps, then cpu; an unknown or absent device is a ValueError."""
+    if name not in DEVICE_CHOICES:
+        raise ValueError(f"device={name!r} is unknown: choose one of {DEVICE_CHOICES}")
+    if name == "auto":
+        return torch.device(available_devices()[0])
+    if name not in available_devices():
+        raise ValueError(f"device={name!r} is not available on this machine; available: {available_devices()}")
+    return torch.device(name)
+
+
+def pick_dtype(name: str = "float32") -> torch.dtype:
+    if name not in DTYPES:
+        raise ValueError(f"dtype={name!r} is unknown: choose one of {sorted(DTYPES)}")
+    return DTYPES[name]

@@ -1,0 +1,136 @@
+"""Encoder and decoder layers: sub-layers with residual connections and LayerNorm (§3.1, §3.3)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from model.attention import AttentionRecord, MultiHeadAttention
+from model.config import TransformerConfig
+
+
+class LayerNorm(nn.Module):
+    """LayerNorm(x) = (x - mean) / sqrt(var + eps) * weight + bias (Ba et al., 2016).
+
+    var is the BIASED variance (divide by n, not n - 1) with eps inside the square root, exactly
+    as torch.nn.LayerNorm; x.std() would use n - 1 and give different numbers.
+    """
+
+    def __init__(self, d_model: int, eps: float = 1e-5) -> None:
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d_model))  # gain (gamma)
+        self.bias = nn.Parameter(torch.zeros(d_model))  # shift (beta)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        mean = x.mean(dim=-1, keepdim=True)
+        var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)  # biased: correction = 0
+        return (x - mean) / torch.sqrt(var + self.eps) * self.weight + self.bias
+
+
+class FeedForward(nn.Module):
+    """FFN(x) = max(0, x W_1 + b_1) W_2 + b_2, applied to each position separately (eq. 2)."""
+
+    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, activation: str = "relu") -> None:
+        super().__init__()
+        self.linear1 = nn.Linear(d_model, d_ff)
+        self.linear2 = nn.Linear(d_ff, d_model)
+        self.dropout = nn.Dropout(dropout)  # between the two linears, as torch's Transformer layers
+        self.activation = {"relu": F.relu, "gelu": F.gelu}[activation]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.linear2(self.dropout(self.activation(self.linear1(x))))
+
+
+class Residual(nn.Module):
+    """One sub-layer connection with its OWN LayerNorm (§5.4 residual dropout).
+
+    post-norm (paper): LayerNorm(x + Dropout(Sublayer(x)))
+    pre-norm:          x + Dropout(Sublayer(LayerNorm(x)))
+    """
+
+    def __init__(self, d_model: int, dropout: float, norm: str, eps: float) -> None:
+        super().__init__()
+        self.norm = LayerNorm(d_model, eps)
+        self.dropout = nn.Dropout(dropout)
+        self.pre = norm == "pre"
+
+    def forward(self, x: torch.Tensor, sublayer) -> tuple[torch.Tensor, object]:
+        """sublayer(h) returns (output, extra); returns (new x, extra)."""
+        if self.pre:
+            out, extra = sublayer(self.norm(x))
+            return x + self.dropout(out), extra
+        out, extra = sublayer(x)
+        return self.norm(x + self.dropout(out)), extra
+
+
+@dataclass(eq=False)
+class EncoderLayerTrace:
+    self_attn: AttentionRecord  # encoder self-attention
+    output: torch.Tensor  # (B, T, d_model) the layer's output
+
+
+@dataclass(eq=False)
+class DecoderLayerTrace:
+    self_attn: AttentionRecord  # masked (causal) decoder self-attention
+    cross_attn: AttentionRecord  # encoder-decoder attention: queries from the decoder, keys/values from memory
+    output: torch.Tensor  # (B, T, d_model)
+
+
+def _attend(attn: MultiHeadAttention, trace: bool, kv: torch.Tensor | None, mask: torch.Tensor | None):
+    """Wrap an attention module as a sub-layer returning (out, record-or-None)."""
+
+    def run(h: torch.Tensor):
+        key = h if kv is None else kv
+        if trace:
+            return attn(h, key, key, mask=mask, return_trace=True)
+        return attn(h, key, key, mask=mask, return_trace=False), None
+
+    return run
+
+
+class EncoderLayer(nn.Module):
+    """Multi-head self-attention, then the feed-forward network, each wrapped in Residual (§3.1)."""
+
+    def __init__(self, config: TransformerConfig) -> None:
+        super().__init__()
+        c = config
+        self.self_attn = MultiHeadAttention(c.d_model, c.n_heads, dropout=c.dropout)
+        self.ffn = FeedForward(c.d_model, c.d_ff, c.dropout, c.activation)
+        self.sublayer1 = Residual(c.d_model, c.dropout, c.norm, c.layer_norm_eps)
+        self.sublayer2 = Residual(c.d_model, c.dropout, c.norm, c.layer_norm_eps)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, return_trace: bool = False):
+        x, rec = self.sublayer1(x, _attend(self.self_attn, return_trace, None, mask))
+        x, _ = self.sublayer2(x, lambda h: (self.ffn(h), None))
+        return (x, EncoderLayerTrace(rec, x)) if return_trace else x
+
+
+class DecoderLayer(nn.Module):
+    """Masked self-attention, encoder-decoder attention, feed-forward; each in Residual (§3.1)."""
+
+    def __init__(self, config: TransformerConfig) -> None:
+        super().__init__()
+        c = config
+        self.self_attn = MultiHeadAttention(c.d_model, c.n_heads, dropout=c.dropout)
+        self.cross_attn = MultiHeadAttention(c.d_model, c.n_heads, dropout=c.dropout)
+        self.ffn = FeedForward(c.d_model, c.d_ff, c.dropout, c.activation)
+        self.sublayer1 = Residual(c.d_model, c.dropout, c.norm, c.layer_norm_eps)
+        self.sublayer2 = Residual(c.d_model, c.dropout, c.norm, c.layer_norm_eps)
+        self.sublayer3 = Residual(c.d_model, c.dropout, c.norm, c.layer_norm_eps)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        memory: torch.Tensor,
+        src_mask: torch.Tensor | None = None,
+        tgt_mask: torch.Tensor | None = None,
+        return_trace: bool = False,
+    ):
+        x, self_rec = self.sublayer1(x, _attend(self.self_attn, return_trace, None, tgt_mask))
+        x, cross_rec = self.sublayer2(x, _attend(self.cross_attn, return_trace, memory, src_mask))
+        x, _ = self.sublayer3(x, lambda h: (self.ffn(h), None))
+        return (x, DecoderLayerTrace(self_rec, cross_rec, x)) if return_trace else x

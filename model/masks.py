@@ -1,0 +1,60 @@
+"""Attention masks. One convention everywhere: boolean, True = this query MAY attend to this key.
+
+Masks broadcast to (B, H, Tq, Tk). They are flipped (True = blocked) only at the boundary with
+torch.nn.MultiheadAttention, never inside this package.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def padding_mask(ids: torch.Tensor, pad_id: int) -> torch.Tensor:
+    """(B, T) token ids -> (B, 1, 1, T): True where the KEY is a real token, False where it is padding."""
+    if ids.dim() != 2:
+        raise ValueError(f"padding_mask expects ids of shape (batch, length), got {tuple(ids.shape)}")
+    return (ids != pad_id)[:, None, None, :]  # (B, 1, 1, Tk)
+
+
+def causal_mask(size: int, device: torch.device | str | None = None) -> torch.Tensor:
+    """(1, 1, T, T) look-ahead mask: query i may attend to keys j <= i (no peeking at the future)."""
+    if not isinstance(size, int) or size < 1:
+        raise ValueError(f"causal_mask size must be a positive integer, got {size!r}")
+    return torch.ones(size, size, dtype=torch.bool, device=device).tril()[None, None]  # (1, 1, T, T)
+
+
+def combine_masks(*masks: torch.Tensor | None) -> torch.Tensor | None:
+    """Logical AND of "may attend" masks (padding AND causal); None means "no restriction"."""
+    result = None
+    for mask in masks:
+        if mask is None:
+            continue
+        result = mask if result is None else result & mask
+    return result
+
+
+def check_mask(mask: torch.Tensor | None, shape: tuple[int, int, int, int]) -> torch.Tensor | None:
+    """Validate that a mask is boolean and broadcasts to shape = (B, H, Tq, Tk)."""
+    if mask is None:
+        return None
+    if mask.dtype != torch.bool:
+        raise ValueError(f"mask must be boolean (True = may attend), got dtype {mask.dtype}")
+    if mask.dim() > 4:
+        raise ValueError(f"mask has {mask.dim()} dimensions; at most 4 (B, H, Tq, Tk) are allowed")
+    try:
+        torch.broadcast_shapes(tuple(mask.shape), shape)
+    except RuntimeError:
+        raise ValueError(
+            f"mask of shape {tuple(mask.shape)} does not broadcast to (B, H, Tq, Tk) = {shape}; "
+            "build it with padding_mask(ids, pad_id) or causal_mask(T)"
+        ) from None
+    if torch.broadcast_shapes(tuple(mask.shape), shape) != torch.Size(shape):
+        raise ValueError(f"mask of shape {tuple(mask.shape)} would enlarge scores of shape {shape}")
+    return mask
+
+
+def fully_masked_rows(mask: torch.Tensor | None) -> torch.Tensor | None:
+    """(…, Tq, 1) True where a query row may attend to no key at all."""
+    if mask is None:
+        return None
+    return ~mask.any(dim=-1, keepdim=True)

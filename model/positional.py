@@ -1,0 +1,116 @@
+"""Positional encodings, selectable by name ("Attention Is All You Need" §3.5).
+
+Each kind is a module whose forward(T) returns the (T, d_model) table that is ADDED to the token
+embeddings. A new kind (e.g. RoPE or ALiBi, which act inside attention) registers itself in
+POSITIONAL_ENCODINGS with a constructor taking (max_len, d_model).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+
+@functools.lru_cache(maxsize=16)
+def _sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
+    position = torch.arange(max_len, dtype=torch.float64).unsqueeze(1)  # (max_len, 1)
+    # omega_i = 1 / 10000^(2i / d_model), i = 0 .. d_model/2 - 1: one frequency per (sin, cos) pair
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # (d_model/2,)
+    omega = torch.exp(-math.log(10000.0) * two_i / d_model)  # (d_model/2,)
+    angle = position * omega  # (max_len, d_model/2)
+    pe = torch.empty(max_len, d_model, dtype=torch.float64)
+    pe[:, 0::2] = torch.sin(angle)  # PE(pos, 2i)   = sin(pos / 10000^(2i/d_model))
+    pe[:, 1::2] = torch.cos(angle)  # PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model))
+    pe = pe.to(torch.float32)
+    pe.requires_grad_(False)
+    return pe
+
+
+def sinusoidal_encoding(max_len: int, d_model: int) -> torch.Tensor:
+    """The (max_len, d_model) sinusoidal table of §3.5, computed once per (max_len, d_model).
+
+    Computed in float64 and rounded once to float32, so large positions stay accurate.
+    """
+    if not isinstance(max_len, int) or max_len < 1:
+        raise ValueError(f"max_len must be a positive integer, got {max_len!r}")
+    if not isinstance(d_model, int) or d_model < 2 or d_model % 2:
+        raise ValueError(
+            f"d_model={d_model!r} must be an even integer >= 2: sinusoidal encoding pairs "
+            "dimensions 2i (sin) and 2i+1 (cos)"
+        )
+    return _sinusoidal_table(max_len, d_model).clone()
+
+
+def frequencies(d_model: int) -> torch.Tensor:
+    """omega_i = 10000^(-2i/d_model) for each (sin, cos) pair i; shape (d_model/2,)."""
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)
+    return torch.exp(-math.log(10000.0) * two_i / d_model)
+
+
+def relative_rotation(k: int, d_model: int) -> torch.Tensor:
+    """The fixed (d_model, d_model) map R_k with PE(pos + k) = R_k @ PE(pos) for every pos.
+
+    Block diagonal: one 2x2 rotation by angle omega_i * k per (sin, cos) pair.
+    """
+    rot = torch.zeros(d_model, d_model, dtype=torch.float64)
+    for i, w in enumerate(frequencies(d_model).tolist()):
+        c, s = math.cos(w * k), math.sin(w * k)
+        # sin(a + b) = sin a cos b + cos a sin b ; cos(a + b) = cos a cos b - sin a sin b
+        rot[2 * i : 2 * i + 2, 2 * i : 2 * i + 2] = torch.tensor([[c, s], [-s, c]], dtype=torch.float64)
+    return rot
+
+
+class SinusoidalEncoding(nn.Module):
+    """Fixed sin/cos table, kept as a (non-persistent) buffer so it moves with .to(device)."""
+
+    def __init__(self, max_len: int, d_model: int) -> None:
+        super().__init__()
+        self.register_buffer("pe", sinusoidal_encoding(max_len, d_model), persistent=False)
+
+    def forward(self, length: int) -> torch.Tensor:
+        return self.pe[:length]  # (T, d_model)
+
+
+class LearnedEncoding(nn.Module):
+    """One trainable vector per position (the paper's §3.5 alternative, Table 3 row E)."""
+
+    def __init__(self, max_len: int, d_model: int) -> None:
+        super().__init__()
+        self.table = nn.Embedding(max_len, d_model)
+        nn.init.normal_(self.table.weight, std=0.02)
+
+    def forward(self, length: int) -> torch.Tensor:
+        return self.table.weight[:length]  # (T, d_model)
+
+
+class NoEncoding(nn.Module):
+    """No position information at all: the encoder becomes permutation-equivariant."""
+
+    def __init__(self, max_len: int, d_model: int) -> None:
+        super().__init__()
+        self.d_model = d_model
+        self.register_buffer("_anchor", torch.zeros(()), persistent=False)  # carries device/dtype
+
+    def forward(self, length: int) -> torch.Tensor:
+        return self._anchor.new_zeros(length, self.d_model)  # (T, d_model)
+
+
+POSITIONAL_ENCODINGS: dict[str, Callable[[int, int], nn.Module]] = {
+    "sinusoidal": SinusoidalEncoding,
+    "learned": LearnedEncoding,
+    "none": NoEncoding,
+}
+
+
+def build_positional(kind: str, max_len: int, d_model: int) -> nn.Module:
+    try:
+        factory = POSITIONAL_ENCODINGS[kind]
+    except KeyError:
+        raise ValueError(
+            f"positional={kind!r} is unknown: choose one of {sorted(POSITIONAL_ENCODINGS)}"
+        ) from None
+    return factory(max_len, d_model)

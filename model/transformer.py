@@ -1,0 +1,236 @@
+"""The encoder-decoder Transformer of "Attention Is All You Need" (Vaswani et al., 2017), Figure 1."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+from model.config import TransformerConfig
+from model.layers import DecoderLayer, DecoderLayerTrace, EncoderLayer, EncoderLayerTrace, LayerNorm
+from model.masks import causal_mask, combine_masks, padding_mask
+from model.positional import build_positional
+
+
+@dataclass(eq=False)
+class EmbeddingTrace:
+    tokens: torch.Tensor  # (B, T, d_model) token embeddings, already x sqrt(d_model) if scaled
+    positional: torch.Tensor  # (T, d_model) the positional encodings added (zeros for "none")
+    summed: torch.Tensor  # (B, T, d_model) tokens + positional: the first layer's input (eval mode)
+
+
+@dataclass(eq=False)
+class StackTrace:
+    embeddings: EmbeddingTrace
+    layers: list = field(default_factory=list)  # EncoderLayerTrace or DecoderLayerTrace, one per layer
+    output: torch.Tensor | None = None  # (B, T, d_model) the stack's output (after the final norm, if any)
+
+
+@dataclass(eq=False)
+class Trace:
+    """What a traced forward keeps: see README "The trace"."""
+
+    encoder: StackTrace | None = None
+    decoder: StackTrace | None = None
+    logits: torch.Tensor | None = None  # (B, T_tgt, tgt_vocab)
+
+    def nbytes(self) -> int:
+        """Bytes of distinct tensor storage this trace keeps alive."""
+        storages: dict[int, int] = {}
+        extra = 0
+
+        def add(t):
+            if isinstance(t, torch.Tensor):
+                s = t.untyped_storage()
+                storages[s.data_ptr()] = s.nbytes()
+
+        for stack in (self.encoder, self.decoder):
+            if stack is None:
+                continue
+            e = stack.embeddings
+            for t in (e.tokens, e.summed, stack.output):
+                add(t)
+            extra += e.positional.numel() * e.positional.element_size()  # a view of the model's table
+            for layer in stack.layers:
+                add(layer.output)
+                recs = [layer.self_attn] + ([layer.cross_attn] if isinstance(layer, DecoderLayerTrace) else [])
+                for rec in recs:
+                    for t in (rec.q, rec.k, rec.v, rec.mask):
+                        add(t)
+        add(self.logits)
+        return sum(storages.values()) + extra
+
+
+class Embeddings(nn.Module):
+    """Token embedding x sqrt(d_model) (§3.4) plus positional encoding (§3.5), then dropout."""
+
+    def __init__(self, vocab_size: int, config: TransformerConfig) -> None:
+        super().__init__()
+        self.d_model, self.max_len = config.d_model, config.max_len
+        self.scale = math.sqrt(config.d_model) if config.scale_embedding else 1.0
+        self.token = nn.Embedding(vocab_size, config.d_model, padding_idx=config.pad_id)
+        self.positional = build_positional(config.positional, config.max_len, config.d_model)
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(self, ids: torch.Tensor, return_trace: bool = False):
+        if ids.dim() != 2:
+            raise ValueError(f"token ids must have shape (batch, length), got {tuple(ids.shape)}")
+        T = ids.size(1)
+        if T == 0:
+            raise ValueError("the input is empty: give at least one token")
+        if T > self.max_len:
+            raise ValueError(
+                f"sequence of {T} tokens is longer than max_len={self.max_len}: shorten the input "
+                "or build the model with a larger max_len (nothing is truncated silently)"
+            )
+        if ids.min() < 0 or ids.max() >= self.token.num_embeddings:
+            raise ValueError(f"token ids must lie in [0, {self.token.num_embeddings}), got {ids.min()}..{ids.max()}")
+        tokens = self.token(ids) * self.scale  # (B, T, d_model)
+        pe = self.positional(T)  # (T, d_model)
+        summed = tokens + pe  # broadcast over the batch: (B, T, d_model)
+        out = self.dropout(summed)
+        return (out, EmbeddingTrace(tokens, pe, summed)) if return_trace else out
+
+
+class Encoder(nn.Module):
+    """A stack of N encoder layers (plus a final LayerNorm when pre-norm, as is standard)."""
+
+    def __init__(self, config: TransformerConfig) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(EncoderLayer(config) for _ in range(config.n_layers))
+        self.norm = LayerNorm(config.d_model, config.layer_norm_eps) if config.norm == "pre" else None
+
+    def forward(self, x, mask=None, return_trace: bool = False, trace: StackTrace | None = None):
+        for layer in self.layers:
+            if return_trace:
+                x, rec = layer(x, mask, return_trace=True)
+                trace.layers.append(rec)
+            else:
+                x = layer(x, mask)
+        return self.norm(x) if self.norm is not None else x
+
+
+class Decoder(nn.Module):
+    """A stack of N decoder layers (plus a final LayerNorm when pre-norm)."""
+
+    def __init__(self, config: TransformerConfig) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(DecoderLayer(config) for _ in range(config.decoder_layers))
+        self.norm = LayerNorm(config.d_model, config.layer_norm_eps) if config.norm == "pre" else None
+
+    def forward(self, x, memory, src_mask=None, tgt_mask=None, return_trace=False, trace=None):
+        for layer in self.layers:
+            if return_trace:
+                x, rec = layer(x, memory, src_mask, tgt_mask, return_trace=True)
+                trace.layers.append(rec)
+            else:
+                x = layer(x, memory, src_mask, tgt_mask)
+        return self.norm(x) if self.norm is not None else x
+
+
+class Transformer(nn.Module):
+    """Encoder-decoder Transformer; logits = Linear(decoder output), softmax gives P(next token).
+
+    Masks are explicit, as in torch.nn.Transformer: None means "attend everywhere". Use
+    src_mask()/tgt_mask() for the standard padding and padding-AND-look-ahead masks.
+    """
+
+    def __init__(self, config: TransformerConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.src_embed = Embeddings(config.src_vocab_size, config)
+        self.tgt_embed = Embeddings(config.tgt_vocab_size, config)
+        self.encoder = Encoder(config)
+        self.decoder = Decoder(config)
+        self.generator = nn.Linear(config.d_model, config.tgt_vocab_size)  # final linear before softmax
+        self._init_weights()
+
+    def _init_weights(self) -> None:
+        for name, p in self.named_parameters():
+            if p.dim() > 1 and "positional" not in name:
+                nn.init.xavier_uniform_(p)
+        for emb in (self.src_embed.token, self.tgt_embed.token):
+            with torch.no_grad():
+                nn.init.normal_(emb.weight, std=self.config.d_model**-0.5)
+                emb.weight[self.config.pad_id].zero_()
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.parameters()).device
+
+    # -- masks: built in one place -------------------------------------------------------------
+    def src_mask(self, src: torch.Tensor) -> torch.Tensor:
+        """(B, 1, 1, Ts): keys that are not padding."""
+        return padding_mask(src, self.config.pad_id)
+
+    def tgt_mask(self, tgt: torch.Tensor) -> torch.Tensor:
+        """(B, 1, Tt, Tt): keys that are not padding AND not in the future."""
+        return combine_masks(padding_mask(tgt, self.config.pad_id), causal_mask(tgt.size(1), tgt.device))
+
+    # -- the model ---------------------------------------------------------------------------
+    def encode(self, src: torch.Tensor, src_mask: torch.Tensor | None = None, return_trace: bool = False):
+        """src ids (B, Ts) -> memory (B, Ts, d_model) [, StackTrace]."""
+        if not return_trace:
+            return self.encoder(self.src_embed(src), src_mask)
+        x, emb = self.src_embed(src, return_trace=True)
+        trace = StackTrace(emb)
+        trace.output = self.encoder(x, src_mask, return_trace=True, trace=trace)
+        return trace.output, trace
+
+    def decode(
+        self,
+        tgt: torch.Tensor,
+        memory: torch.Tensor,
+        src_mask: torch.Tensor | None = None,
+        tgt_mask: torch.Tensor | None = None,
+        return_trace: bool = False,
+    ):
+        """tgt ids (B, Tt) and memory (B, Ts, d_model) -> decoder output (B, Tt, d_model) [, StackTrace]."""
+        if not return_trace:
+            return self.decoder(self.tgt_embed(tgt), memory, src_mask, tgt_mask)
+        x, emb = self.tgt_embed(tgt, return_trace=True)
+        trace = StackTrace(emb)
+        trace.output = self.decoder(x, memory, src_mask, tgt_mask, return_trace=True, trace=trace)
+        return trace.output, trace
+
+    def forward(
+        self,
+        src: torch.Tensor,
+        tgt: torch.Tensor,
+        src_mask: torch.Tensor | None = None,
+        tgt_mask: torch.Tensor | None = None,
+        return_trace: bool = False,
+    ):
+        """(B, Ts) source and (B, Tt) target ids -> logits (B, Tt, tgt_vocab) [, Trace]."""
+        if not return_trace:
+            memory = self.encode(src, src_mask)
+            return self.generator(self.decode(tgt, memory, src_mask, tgt_mask))
+        memory, enc = self.encode(src, src_mask, return_trace=True)
+        out, dec = self.decode(tgt, memory, src_mask, tgt_mask, return_trace=True)
+        logits = self.generator(out)
+        return logits, Trace(encoder=enc, decoder=dec, logits=logits)
+
+    @torch.no_grad()
+    def greedy_decode(
+        self, src: torch.Tensor, bos_id: int, eos_id: int, max_new_tokens: int = 32
+    ) -> torch.Tensor:
+        """Greedy decoding: start from BOS, append argmax P(next | prefix, src) until EOS.
+
+        Returns (B, <= 1 + max_new_tokens) ids starting with BOS; finished rows are padded.
+        """
+        src_mask = self.src_mask(src)
+        memory = self.encode(src, src_mask)
+        ys = torch.full((src.size(0), 1), bos_id, dtype=torch.long, device=src.device)
+        done = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
+        limit = min(max_new_tokens, self.config.max_len - 1)
+        for _ in range(limit):
+            out = self.decode(ys, memory, src_mask, self.tgt_mask(ys))
+            next_id = self.generator(out[:, -1]).argmax(dim=-1)  # (B,)
+            next_id = next_id.masked_fill(done, self.config.pad_id)
+            ys = torch.cat([ys, next_id[:, None]], dim=1)  # (B, t + 1)
+            done |= next_id == eos_id
+            if bool(done.all()):
+                break
+        return ys

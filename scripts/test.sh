@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Everything the test suite needs on a fresh Debian machine, then the tests.
+#   Debian: chromium (browser tests, static figure export) and fonts-noto-cjk (Chinese glyphs)
+#   PyPI:   requirements.txt (torch==2.13.0 CPU wheel among them)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+[ -x /usr/bin/chromium ] || need_apt+=(chromium)
+fc-list 2>/dev/null | grep -qi "Noto Sans CJK" || need_apt+=(fonts-noto-cjk)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}"
+fi
+
+python3 -m pip install -q --disable-pip-version-check -r requirements.txt
+
+python3 -m pytest "$@"

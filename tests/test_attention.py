@@ -1,0 +1,165 @@
+"""Attention is proven against torch.nn.MultiheadAttention and F.scaled_dot_product_attention."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from model import MultiHeadAttention, SelfAttention, causal_mask, padding_mask
+from model.reference import copy_attention
+
+# distinct sizes everywhere, so a wrong axis (heads split without transpose, mask on the wrong
+# dimension) cannot hide behind equal numbers
+B, H, TQ, TK, D = 3, 4, 5, 7, 24
+
+
+def make_pair(seed=0, bias=True):
+    torch.manual_seed(seed)
+    ours = MultiHeadAttention(D, H, bias=bias).eval()
+    theirs = copy_attention(ours, nn.MultiheadAttention(D, H, batch_first=True)).eval()
+    return ours, theirs
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_cross_attention_with_padding_mask_equals_torch(seed):
+    ours, theirs = make_pair(seed)
+    q, kv = torch.randn(B, TQ, D), torch.randn(B, TK, D)
+    ids = torch.randint(1, 9, (B, TK))
+    ids[0, 5:] = 0  # padding at the end of one row
+    ids[2, 3:] = 0
+    mask = padding_mask(ids, pad_id=0)  # (B, 1, 1, TK): True = may attend
+    out, rec = ours(q, kv, kv, mask=mask)
+    ref, ref_w = theirs(q, kv, kv, key_padding_mask=~mask[:, 0, 0], average_attn_weights=False)
+    torch.testing.assert_close(out, ref, atol=1e-5, rtol=0)
+    torch.testing.assert_close(rec.weights, ref_w, atol=1e-5, rtol=0)
+    assert rec.weights.shape == (B, H, TQ, TK)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_causal_self_attention_equals_torch(seed):
+    ours, theirs = make_pair(seed)
+    x = torch.randn(B, TK, D)
+    mask = causal_mask(TK)
+    out, rec = ours(x, x, x, mask=mask)
+    ref, ref_w = theirs(x, x, x, attn_mask=~mask[0, 0], average_attn_weights=False)
+    torch.testing.assert_close(out, ref, atol=1e-5, rtol=0)
+    torch.testing.assert_close(rec.weights, ref_w, atol=1e-5, rtol=0)
+
+
+def test_fused_and_traced_paths_agree():
+    ours, _ = make_pair(3)
+    q, kv = torch.randn(B, TQ, D), torch.randn(B, TK, D)
+    mask = torch.rand(B, 1, TQ, TK) > 0.3
+    mask[..., 0] = True  # every row keeps at least one key
+    traced, rec = ours(q, kv, kv, mask=mask, return_trace=True)
+    fused = ours(q, kv, kv, mask=mask, return_trace=False)
+    torch.testing.assert_close(traced, fused, atol=1e-5, rtol=0)
+
+
+def test_record_matches_scaled_dot_product_attention():
+    ours, _ = make_pair(4)
+    q, kv = torch.randn(B, TQ, D), torch.randn(B, TK, D)
+    mask = causal_mask(TK)[..., :TQ, :]
+    _, rec = ours(q, kv, kv, mask=mask)
+    ref = F.scaled_dot_product_attention(rec.q, rec.k, rec.v, attn_mask=mask)
+    torch.testing.assert_close(rec.context, ref, atol=1e-5, rtol=0)
+    torch.testing.assert_close(rec.scores, rec.q @ rec.k.transpose(-2, -1))
+    torch.testing.assert_close(rec.scaled, rec.scores / math.sqrt(D // H))
+
+
+def test_values_come_from_w_v_not_w_k():
+    # seed 000 computes V with the K projection; then changing W_v would change nothing
+    ours, _ = make_pair(5)
+    x = torch.randn(B, TQ, D)
+    before = ours(x, return_trace=False)
+    with torch.no_grad():
+        ours.w_v.weight.add_(torch.randn_like(ours.w_v.weight))
+    after = ours(x, return_trace=False)
+    assert (before - after).abs().max() > 1e-2
+
+
+def test_rows_sum_to_one_and_masked_weights_are_exactly_zero():
+    ours, _ = make_pair(6)
+    x = torch.randn(B, TK, D)
+    mask = causal_mask(TK)
+    _, rec = ours(x, mask=mask)
+    w = rec.weights
+    torch.testing.assert_close(w.sum(-1), torch.ones(B, H, TK), atol=1e-6, rtol=0)
+    assert torch.all(w.masked_select(~mask.expand_as(w)) == 0)
+    assert torch.all(torch.isinf(rec.masked.masked_select(~mask.expand_as(w))))
+
+
+def test_fully_masked_row_gives_zero_weights_and_no_nan_on_both_paths():
+    ours, _ = make_pair(7)
+    q, kv = torch.randn(B, TQ, D), torch.randn(B, TK, D)
+    mask = torch.ones(B, 1, TQ, TK, dtype=torch.bool)
+    mask[1, 0, 2] = False  # query 2 of batch 1 may attend to nothing
+    traced, rec = ours(q, kv, kv, mask=mask)
+    fused = ours(q, kv, kv, mask=mask, return_trace=False)
+    assert not torch.isnan(traced).any() and not torch.isnan(fused).any()
+    assert torch.all(rec.weights[1, :, 2] == 0)
+    assert torch.all(rec.context[1, :, 2] == 0)
+    torch.testing.assert_close(traced, fused, atol=1e-5, rtol=0)
+    # the query still gets the output projection's bias, nothing from any value
+    torch.testing.assert_close(traced[1, 2], ours.w_o.bias, atol=1e-6, rtol=0)
+
+
+def test_scaling_by_sqrt_dk_gives_unit_variance_scores():
+    torch.manual_seed(0)
+    d_k = 256
+    q, k = torch.randn(4000, d_k), torch.randn(4000, d_k)
+    raw = (q * k).sum(-1)
+    assert raw.var().item() == pytest.approx(d_k, rel=0.1)
+    assert (raw / math.sqrt(d_k)).var().item() == pytest.approx(1.0, rel=0.1)
+
+
+def test_bad_shapes_and_settings_are_value_errors():
+    with pytest.raises(ValueError, match="divisible"):
+        MultiHeadAttention(10, 3)
+    ours, _ = make_pair()
+    x = torch.randn(B, TQ, D)
+    with pytest.raises(ValueError, match="does not broadcast"):
+        ours(x, mask=torch.ones(B, 1, TQ + 1, TQ, dtype=torch.bool))
+    with pytest.raises(ValueError, match="boolean"):
+        ours(x, mask=torch.ones(1, 1, TQ, TQ))
+    with pytest.raises(ValueError, match="d_model"):
+        ours(torch.randn(B, TQ, D + 1))
+
+
+def journey_inputs():
+    # seed 002: "Your journey starts with one step", 3-d embeddings
+    return torch.tensor(
+        [[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64],
+         [0.22, 0.58, 0.33], [0.77, 0.25, 0.10], [0.05, 0.80, 0.55]]
+    )
+
+
+def test_self_attention_reproduces_seed_002_numbers():
+    torch.manual_seed(123)
+    W_query, W_key, W_value = (torch.rand(3, 2) for _ in range(3))
+    sa = SelfAttention.from_matrices(W_query, W_key, W_value)
+    context, rec = sa(journey_inputs())
+    # numbers printed in seed 002 / Raschka's ch. 3 for the 2nd token, "journey"
+    torch.testing.assert_close(rec.q[0, 0, 1], torch.tensor([0.4306, 1.4551]), atol=1e-4, rtol=0)
+    torch.testing.assert_close(
+        rec.scores[0, 0, 1], torch.tensor([1.2705, 1.8524, 1.8111, 1.0795, 0.5577, 1.5440]), atol=1e-4, rtol=0
+    )
+    torch.testing.assert_close(
+        rec.weights[0, 0, 1], torch.tensor([0.1500, 0.2264, 0.2199, 0.1311, 0.0906, 0.1820]), atol=1e-4, rtol=0
+    )
+    torch.testing.assert_close(context[1], torch.tensor([0.3061, 0.8210]), atol=1e-4, rtol=0)
+    assert context.shape == (6, 2)
+
+
+def test_self_attention_is_the_one_head_case_of_sdpa():
+    torch.manual_seed(1)
+    sa = SelfAttention(3, 5, qkv_bias=True)
+    x = torch.randn(2, 6, 3)
+    ctx, rec = sa(x, mask=causal_mask(6))
+    ref = F.scaled_dot_product_attention(
+        sa.W_query(x), sa.W_key(x), sa.W_value(x), attn_mask=causal_mask(6)[0]
+    )
+    torch.testing.assert_close(ctx, ref, atol=1e-6, rtol=0)
+    assert rec.n_heads == 1 and sa.W_query.bias is not None

@@ -1,0 +1,124 @@
+"""LayerNorm and whole layers proven against nn.LayerNorm / nn.TransformerEncoderLayer / DecoderLayer."""
+
+import pytest
+import torch
+from torch import nn
+
+from model import DecoderLayer, EncoderLayer, LayerNorm, Transformer, TransformerConfig, causal_mask, padding_mask
+from model.reference import copy_norm, torch_decoder_layer, torch_encoder_layer, torch_transformer
+
+
+def cfg(**kw):
+    base = dict(src_vocab_size=40, tgt_vocab_size=37, d_model=24, n_heads=4, n_layers=2, d_ff=48, dropout=0.0)
+    base.update(kw)
+    return TransformerConfig(**base)
+
+
+def test_layer_norm_uses_biased_variance_like_torch():
+    x = torch.tensor([[1.0, 0.0, 0.0, 0.0]])
+    ours = LayerNorm(4, eps=0.0)
+    assert ours(x)[0, 0].item() == pytest.approx(1.7320508, abs=1e-6)  # x.std() would give 1.5
+    torch.manual_seed(0)
+    ours = LayerNorm(24)
+    with torch.no_grad():
+        ours.weight.normal_()
+        ours.bias.normal_()
+    theirs = nn.LayerNorm(24)
+    copy_norm(ours, theirs)
+    x = torch.randn(3, 5, 24) * 4 + 2
+    torch.testing.assert_close(ours(x), theirs(x), atol=1e-5, rtol=0)
+    assert set(ours.state_dict()) == set(theirs.state_dict())
+
+
+@pytest.mark.parametrize("norm", ["post", "pre"])
+@pytest.mark.parametrize("activation", ["relu", "gelu"])
+def test_encoder_layer_equals_torch(norm, activation):
+    torch.manual_seed(0)
+    ours = EncoderLayer(cfg(norm=norm, activation=activation)).eval()
+    theirs = torch_encoder_layer(ours)
+    x = torch.randn(3, 7, 24)
+    ids = torch.randint(1, 9, (3, 7))
+    ids[1, 4:] = 0
+    mask = padding_mask(ids, 0)
+    got = ours(x, mask)
+    want = theirs(x, src_key_padding_mask=~mask[:, 0, 0])
+    keep = mask[:, 0, 0]  # torch's fast path may zero padded query rows; compare real tokens
+    torch.testing.assert_close(got[keep], want[keep], atol=1e-5, rtol=0)
+    traced, rec = ours(x, mask, return_trace=True)
+    torch.testing.assert_close(traced, got, atol=1e-5, rtol=0)
+    assert sum(p.numel() for p in ours.parameters()) == sum(p.numel() for p in theirs.parameters())
+
+
+@pytest.mark.parametrize("norm", ["post", "pre"])
+def test_decoder_layer_equals_torch(norm):
+    torch.manual_seed(1)
+    ours = DecoderLayer(cfg(norm=norm)).eval()
+    theirs = torch_decoder_layer(ours)
+    x, memory = torch.randn(3, 5, 24), torch.randn(3, 8, 24)
+    src = torch.randint(1, 9, (3, 8))
+    src[2, 6:] = 0
+    src_mask = padding_mask(src, 0)
+    got = ours(x, memory, src_mask=src_mask, tgt_mask=causal_mask(5))
+    want = theirs(
+        x, memory, tgt_mask=~causal_mask(5)[0, 0], memory_key_padding_mask=~src_mask[:, 0, 0]
+    )
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=0)
+    assert sum(p.numel() for p in ours.parameters()) == sum(p.numel() for p in theirs.parameters())
+
+
+def test_every_sublayer_has_its_own_layer_norm():
+    # seed 001's DecodeLayer shares one LayerNorm across sub-layers: a bug
+    layer = DecoderLayer(cfg())
+    norms = [m for m in layer.modules() if isinstance(m, LayerNorm)]
+    assert len(norms) == 3
+    assert len({id(n.weight) for n in norms}) == 3
+    torch_layer = nn.TransformerDecoderLayer(24, 4, 48)
+    n_ours = sum(1 for k in layer.state_dict() if "norm" in k)
+    n_theirs = sum(1 for k in torch_layer.state_dict() if "norm" in k)
+    assert n_ours == n_theirs == 6
+
+
+@pytest.mark.parametrize("norm", ["post", "pre"])
+def test_whole_transformer_equals_nn_transformer(norm):
+    torch.manual_seed(2)
+    model = Transformer(cfg(norm=norm, n_decoder_layers=3)).eval()
+    ref = torch_transformer(model)
+    src, tgt = torch.randint(1, 40, (2, 9)), torch.randint(1, 37, (2, 6))
+    src[1, 7:] = 0
+    src_mask, tgt_mask = model.src_mask(src), model.tgt_mask(tgt)
+    got = model.decode(tgt, model.encode(src, src_mask), src_mask, tgt_mask)
+    want = ref(
+        model.src_embed(src), model.tgt_embed(tgt),
+        src_key_padding_mask=~src_mask[:, 0, 0], memory_key_padding_mask=~src_mask[:, 0, 0],
+        tgt_mask=~causal_mask(6)[0, 0],
+    )
+    torch.testing.assert_close(got, want, atol=1e-4, rtol=0)
+    logits, trace = model(src, tgt, src_mask, tgt_mask, return_trace=True)
+    torch.testing.assert_close(logits, model.generator(got), atol=1e-5, rtol=0)
+    assert len(trace.encoder.layers) == 2 and len(trace.decoder.layers) == 3
+
+
+def test_config_errors_name_the_field_and_the_fix():
+    with pytest.raises(ValueError, match=r"d_model=30 is not divisible by n_heads=4.*choose n_heads"):
+        TransformerConfig(d_model=30, n_heads=4)
+    with pytest.raises(ValueError, match="positional='rope' is unknown"):
+        TransformerConfig(positional="rope")
+    with pytest.raises(ValueError, match="norm"):
+        TransformerConfig(norm="middle")
+    with pytest.raises(ValueError, match="unknown TransformerConfig field"):
+        TransformerConfig.from_dict({"d_modle": 8})
+    c = TransformerConfig()
+    assert (c.d_model, c.n_heads, c.n_layers, c.d_ff, c.dropout, c.max_len) == (512, 8, 6, 2048, 0.1, 5000)
+    assert TransformerConfig.from_dict(c.to_dict()) == c
+    with pytest.raises(Exception):
+        c.d_model = 4  # frozen
+
+
+def test_too_long_and_empty_inputs_are_refused_not_truncated():
+    model = Transformer(cfg(max_len=10)).eval()
+    with pytest.raises(ValueError, match="longer than max_len=10"):
+        model.encode(torch.ones(1, 11, dtype=torch.long))
+    with pytest.raises(ValueError, match="empty"):
+        model.encode(torch.ones(1, 0, dtype=torch.long))
+    with pytest.raises(ValueError, match="token ids"):
+        model.encode(torch.full((1, 3), 999))
