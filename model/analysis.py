@@ -1,0 +1,182 @@
+"""What the app asks of the model: masks by mode, traced runs, order checks, per-head arrays.
+
+Torch in, torch or numpy out; nothing here draws.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from model.attention import AttentionRecord
+from model.masks import causal_mask, combine_masks, padding_mask
+from model.transformer import Trace, Transformer
+
+# Which cells each attention block may see, by mode (padding = keys that are [PAD]):
+#   paper:      encoder self = padding; decoder self = padding AND look-ahead; cross = padding
+#   none:       nothing masked anywhere (pads and the future are visible)
+#   padding:    padding in every block; the decoder may peek at future tokens
+#   look-ahead: padding AND look-ahead in encoder and decoder self-attention; cross = padding
+MASK_MODES = ("paper", "none", "padding", "look-ahead")
+BLOCKS = ("encoder self", "decoder self", "cross")
+
+
+@dataclass(eq=False)
+class Masks:
+    encoder: torch.Tensor | None  # (B, 1, Ts|1, Ts) for encoder self-attention
+    decoder: torch.Tensor | None  # (B, 1, Tt|1, Tt) for decoder self-attention
+    cross: torch.Tensor | None  # (B, 1, 1, Ts) for encoder-decoder attention
+
+
+def masks_for(model: Transformer, src: torch.Tensor, tgt: torch.Tensor, mode: str = "paper") -> Masks:
+    """The masks of one mode, built with the same two helpers everywhere (True = may attend)."""
+    if mode not in MASK_MODES:
+        raise ValueError(f"mask mode {mode!r} is unknown: choose one of {MASK_MODES}")
+    if mode == "none":
+        return Masks(None, None, None)
+    pad = model.config.pad_id
+    src_pad, tgt_pad = padding_mask(src, pad), padding_mask(tgt, pad)
+    look_src = causal_mask(src.size(1), src.device)
+    look_tgt = causal_mask(tgt.size(1), tgt.device)
+    if mode == "padding":
+        return Masks(src_pad, tgt_pad, src_pad)
+    if mode == "look-ahead":
+        return Masks(combine_masks(src_pad, look_src), combine_masks(tgt_pad, look_tgt), src_pad)
+    return Masks(src_pad, combine_masks(tgt_pad, look_tgt), src_pad)  # paper
+
+
+@torch.no_grad()
+def traced_forward(model: Transformer, src: torch.Tensor, tgt: torch.Tensor, mode: str = "paper") -> Trace:
+    """One traced forward pass under the masks of `mode`."""
+    m = masks_for(model, src, tgt, mode)
+    memory, enc = model.encode(src, m.encoder, return_trace=True)
+    out, dec = model.decode(tgt, memory, m.cross, m.decoder, return_trace=True)
+    logits = model.generator(out)
+    return Trace(encoder=enc, decoder=dec, logits=logits)
+
+
+def record(trace: Trace, block: str, layer: int) -> AttentionRecord:
+    """The attention record of one block ("encoder self", "decoder self", "cross") and layer."""
+    if block not in BLOCKS:
+        raise ValueError(f"block {block!r} is unknown: choose one of {BLOCKS}")
+    stack = trace.encoder if block == "encoder self" else trace.decoder
+    if not 0 <= layer < len(stack.layers):
+        raise ValueError(f"layer {layer} does not exist: this stack has {len(stack.layers)} layers")
+    lt = stack.layers[layer]
+    return {"encoder self": lambda: lt.self_attn, "decoder self": lambda: lt.self_attn,
+            "cross": lambda: lt.cross_attn}[block]()
+
+
+def head_arrays(rec: AttentionRecord, batch: int = 0, head: int = 0) -> dict[str, np.ndarray]:
+    """Every step of eq. 1 for one head, as float64 numpy arrays (bool for `allowed`)."""
+    if not 0 <= head < rec.n_heads:
+        raise ValueError(f"head {head} does not exist: this block has {rec.n_heads} heads")
+
+    def pick(t: torch.Tensor) -> np.ndarray:
+        return t[batch, head].detach().to("cpu", torch.float64).numpy()
+
+    return {
+        "q": pick(rec.q), "k": pick(rec.k), "v": pick(rec.v),
+        "scores": pick(rec.scores), "scaled": pick(rec.scaled),
+        "allowed": rec.allowed[batch, head].cpu().numpy(),
+        "masked": pick(rec.masked), "weights": pick(rec.weights), "context": pick(rec.context),
+    }
+
+
+def all_head_weights(trace: Trace, block: str, batch: int = 0) -> np.ndarray:
+    """(layers, heads, Tq, Tk) softmax weights of one block kind, for grids and overviews."""
+    stack = trace.encoder if block == "encoder self" else trace.decoder
+    return np.stack([
+        record(trace, block, i).weights[batch].detach().cpu().double().numpy() for i in range(len(stack.layers))
+    ])
+
+
+def attention_entropy(weights: np.ndarray) -> np.ndarray:
+    """Shannon entropy (nats) of each attention row, averaged over rows: (..., Tq, Tk) -> (...)."""
+    w = np.clip(weights, 1e-12, 1.0)
+    return -(weights * np.log(w)).sum(-1).mean(-1)
+
+
+def with_positional(model: Transformer, kind: str) -> Transformer:
+    """A NEW model with the same weights but another positional encoding (the cached one is never touched)."""
+    config = dataclasses.replace(model.config, positional=kind)
+    twin = Transformer(config).to(model.device)
+    state = {k: v for k, v in model.state_dict().items() if ".positional." not in k}
+    missing, unexpected = twin.load_state_dict(state, strict=False)
+    if unexpected or any(".positional." not in k for k in missing):
+        raise RuntimeError(f"weights do not fit the twin model: missing {missing}, unexpected {unexpected}")
+    return twin.eval()
+
+
+def match_permutation(a: Sequence, b: Sequence) -> list[int] | None:
+    """perm with b[i] == a[perm[i]] for every i, or None when b is not a reordering of a.
+
+    Repeated tokens are matched in order of appearance (any matching would do: equal tokens
+    give equal outputs in a model without positional information).
+    """
+    if len(a) != len(b):
+        return None
+    where: dict = defaultdict(list)
+    for i, token in enumerate(a):
+        where[token].append(i)
+    perm = []
+    for token in b:
+        if not where[token]:
+            return None
+        perm.append(where[token].pop(0))
+    return perm
+
+
+@dataclass(eq=False)
+class OrderReport:
+    """Is f(B) = P f(A) when B = P A? (equivariance), and are the pooled outputs equal? (invariance)"""
+
+    perm: list[int] | None  # B[i] = A[perm[i]]; None when B is not a reordering of A
+    outputs_a: np.ndarray  # (Ta, d_model) encoder outputs for A
+    outputs_b: np.ndarray  # (Tb, d_model) encoder outputs for B
+    aligned_a: np.ndarray | None  # (Tb, d_model) P f(A): A's outputs in B's token order
+    diff: np.ndarray | None  # (Tb, d_model) |f(B) - P f(A)|
+    max_abs_diff: float | None  # max |f(B) - P f(A)|
+    pooled_a: np.ndarray  # (d_model,) mean over tokens
+    pooled_b: np.ndarray
+    pooled_max_abs_diff: float  # max |mean f(A) - mean f(B)|
+    tolerance: float
+
+    @property
+    def equivariant(self) -> bool | None:
+        return None if self.max_abs_diff is None else self.max_abs_diff <= self.tolerance
+
+    @property
+    def pooled_equal(self) -> bool:
+        return self.pooled_max_abs_diff <= self.tolerance
+
+
+@torch.no_grad()
+def order_report(
+    model: Transformer, ids_a: Sequence[int], ids_b: Sequence[int], causal: bool = False, tolerance: float = 1e-5
+) -> OrderReport:
+    """Encode A and B alone (no padding) and compare them under the permutation that maps A to B."""
+    dev = model.device
+    src_a = torch.tensor([list(ids_a)], dtype=torch.long, device=dev)
+    src_b = torch.tensor([list(ids_b)], dtype=torch.long, device=dev)
+    mask_a = causal_mask(src_a.size(1), dev) if causal else None
+    mask_b = causal_mask(src_b.size(1), dev) if causal else None
+    fa = model.encode(src_a, mask_a)[0].double().cpu().numpy()  # (Ta, d_model)
+    fb = model.encode(src_b, mask_b)[0].double().cpu().numpy()  # (Tb, d_model)
+    perm = match_permutation(list(ids_a), list(ids_b))
+    aligned = diff = max_diff = None
+    if perm is not None:
+        aligned = fa[perm]  # (Tb, d_model): row i is A's output for the token that B has at i
+        diff = np.abs(fb - aligned)
+        max_diff = float(diff.max())
+    pa, pb = fa.mean(0), fb.mean(0)
+    return OrderReport(
+        perm=perm, outputs_a=fa, outputs_b=fb, aligned_a=aligned, diff=diff, max_abs_diff=max_diff,
+        pooled_a=pa, pooled_b=pb, pooled_max_abs_diff=float(np.abs(pa - pb).max()) if pa.shape == pb.shape else float("inf"),
+        tolerance=tolerance,
+    )

@@ -1,0 +1,89 @@
+"""The app's computations: mask modes, per-head arrays, permutation matching, order reports."""
+
+import numpy as np
+import pytest
+import torch
+
+from model import Transformer, TransformerConfig
+from model.analysis import (
+    all_head_weights, attention_entropy, head_arrays, masks_for, match_permutation, order_report,
+    record, traced_forward, with_positional,
+)
+
+
+@pytest.fixture(scope="module")
+def model():
+    torch.manual_seed(0)
+    c = TransformerConfig(src_vocab_size=30, tgt_vocab_size=30, d_model=16, n_heads=4, n_layers=2,
+                          d_ff=32, dropout=0.0, positional="sinusoidal")
+    return Transformer(c).eval()
+
+
+SRC = torch.tensor([[5, 6, 7, 8], [9, 10, 0, 0]])
+TGT = torch.tensor([[1, 5, 6, 7, 8], [1, 9, 10, 0, 0]])
+
+
+def test_mask_modes_mask_exactly_what_they_say(model):
+    paper = masks_for(model, SRC, TGT, "paper")
+    assert paper.encoder.expand(2, 1, 4, 4)[1, 0, :, 2:].any().item() is False  # pads hidden
+    assert paper.decoder[0, 0].tolist() == torch.ones(5, 5, dtype=torch.bool).tril().tolist()
+    none = masks_for(model, SRC, TGT, "none")
+    assert none.encoder is None and none.decoder is None and none.cross is None
+    pad = masks_for(model, SRC, TGT, "padding")
+    assert pad.decoder.expand(2, 1, 5, 5)[0, 0].all()  # padding only: the future is visible
+    look = masks_for(model, SRC, TGT, "look-ahead")
+    assert look.encoder.expand(2, 1, 4, 4)[0, 0].tolist() == torch.ones(4, 4, dtype=torch.bool).tril().tolist()
+    with pytest.raises(ValueError, match="mask mode"):
+        masks_for(model, SRC, TGT, "sideways")
+
+
+def test_head_arrays_are_the_steps_of_equation_one(model):
+    trace = traced_forward(model, SRC, TGT, "paper")
+    a = head_arrays(record(trace, "decoder self", 1), batch=1, head=2)
+    assert a["scores"].shape == (5, 5) and a["q"].shape == (5, 4)
+    np.testing.assert_allclose(a["scores"], a["q"] @ a["k"].T, atol=1e-5)
+    np.testing.assert_allclose(a["scaled"], a["scores"] / 2.0, atol=1e-6)  # sqrt(d_k = 4)
+    assert np.all(np.isneginf(a["masked"][~a["allowed"]]))
+    assert np.all(a["weights"][~a["allowed"]] == 0)
+    np.testing.assert_allclose(a["weights"].sum(1), 1.0, atol=1e-6)
+    np.testing.assert_allclose(a["context"], a["weights"] @ a["v"], atol=1e-6)
+    assert not a["allowed"][0, 1] and not a["allowed"][4, 4]  # future, and a [PAD] key
+    with pytest.raises(ValueError, match="head 4 does not exist"):
+        head_arrays(record(trace, "cross", 0), head=4)
+    with pytest.raises(ValueError, match="layer 2 does not exist"):
+        record(trace, "cross", 2)
+
+
+def test_all_head_weights_and_entropy(model):
+    trace = traced_forward(model, SRC, TGT, "paper")
+    w = all_head_weights(trace, "cross")
+    assert w.shape == (2, 4, 5, 4)
+    ent = attention_entropy(w)
+    assert ent.shape == (2, 4)
+    assert np.all(ent <= np.log(4) + 1e-9) and np.all(ent >= 0)
+    uniform = np.full((3, 6), 1 / 6)
+    assert attention_entropy(uniform) == pytest.approx(np.log(6))
+
+
+def test_match_permutation_handles_repeats_and_refuses_non_permutations():
+    a, b = list("我爱我家"), list("家我爱我")
+    perm = match_permutation(a, b)
+    assert [a[i] for i in perm] == b and sorted(perm) == [0, 1, 2, 3]
+    assert match_permutation(list("你喜欢她"), list("她喜欢你")) == [3, 1, 2, 0]
+    assert match_permutation(list("abc"), list("abd")) is None
+    assert match_permutation(list("ab"), list("abc")) is None
+
+
+def test_order_report_separates_pe_from_no_pe(model):
+    a, b = [5, 6, 7, 8], [8, 6, 7, 5]
+    with_pe = order_report(model, a, b)
+    assert with_pe.equivariant is False and not with_pe.pooled_equal
+    nope = with_positional(model, "none")
+    r = order_report(nope, a, b)
+    assert r.equivariant and r.pooled_equal and r.max_abs_diff <= 1e-5
+    np.testing.assert_allclose(r.aligned_a, r.outputs_a[[3, 1, 2, 0]])
+    assert order_report(nope, a, b, causal=True).equivariant is False
+    assert order_report(nope, a, [5, 6, 7, 9]).perm is None
+    # the twin shares every weight but never changes the cached model
+    assert model.config.positional == "sinusoidal"
+    torch.testing.assert_close(nope.encoder.layers[0].self_attn.w_q.weight, model.encoder.layers[0].self_attn.w_q.weight)
