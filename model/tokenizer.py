@@ -241,7 +241,8 @@ def build_word_tokenizer(texts: Sequence[str], min_frequency: int = 1) -> TextTo
 def read_corpus(corpus_dir: str | Path = CORPUS_DIR) -> tuple[list[str], list[str]]:
     """(Chinese lines, English lines) of the shipped corpus, in file order.
 
-    seed_prose.txt: prose lines from our own tutorials (Chinese with some English);
+    seed_prose.txt: the lines of our tutorials (shared/seeds) that contain Han characters,
+        at most 200 characters, whitespace collapsed, duplicates dropped;
     english_notes.txt: plain English sentences;
     sentences_zh_en.tsv: hand-written "Chinese<TAB>English" sentence pairs.
     """
