@@ -8,9 +8,9 @@ Three kinds, all sharing the same special tokens at fixed ids
   where a character is already a morpheme. Spaces are tokens too, so decode is exact.
 - "bpe": byte-pair encoding (Sennrich et al. 2016) trained on the bilingual corpus in
   assets/corpus/. Pre-tokenisation keeps a run of Han characters as ONE pre-token (merges
-  never cross pre-token boundaries, so isolating each character would forbid words like 喜欢),
-  and the corpus uses each word in many contexts, so frequent words merge but whole sentences
-  do not. A space is kept as the first character of the following Latin word (" like"), so the
+  never cross pre-token boundaries, so isolating each character would forbid words like 喜欢).
+  A merge must be seen 4 times (min_frequency) and no corpus sentence occurs that often, so
+  frequent words (喜欢, 位置编码) become tokens but whole sentences do not. A space is kept as the first character of the following Latin word (" like"), so the
   pieces concatenate back to the exact input text.
 - "word": word level for English translation targets. Lowercased (documented loss), split on
   whitespace and punctuation, each Han character its own word; decode joins words with spaces.
