@@ -6,10 +6,15 @@ from model.device import available_devices, pick_device, pick_dtype
 from model.layers import DecoderLayer, EncoderLayer, FeedForward, LayerNorm
 from model.masks import causal_mask, combine_masks, padding_mask
 from model.positional import POSITIONAL_ENCODINGS, relative_rotation, sinusoidal_encoding
+from model.tokenizer import TOKENIZER_NAMES, Encoding, TextTokenizer, load_tokenizer
 from model.transformer import EmbeddingTrace, StackTrace, Trace, Transformer
 
 __all__ = [
     "AttentionRecord",
+    "Encoding",
+    "TOKENIZER_NAMES",
+    "TextTokenizer",
+    "load_tokenizer",
     "DecoderLayer",
     "EmbeddingTrace",
     "EncoderLayer",
