@@ -1,0 +1,153 @@
+"""Models and runs for a FigureSpec: tokenise, pad A and B into one batch, trace one forward pass."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from lab.spec import FigureSpec
+from model import Transformer, TransformerConfig, load_tokenizer, pick_device
+from model.analysis import traced_forward, with_positional
+from model.tokenizer import BOS_ID, PAD, PAD_ID, Encoding, TextTokenizer
+from model.transformer import Trace
+
+RANDOM_MAX_LEN = 512  # tokens per sentence the random model takes; longer input is cut, with a notice
+MAX_INPUT_CHARS = 20_000  # characters tokenised at all; beyond this a paste is cut first
+
+
+@dataclass(eq=False)
+class Loaded:
+    """A read-only model with its tokenizers. Shared by every session: never mutate it."""
+
+    name: str  # "random" | "zh-en" | "zh-en-nope"
+    model: Transformer
+    src_tokenizer: TextTokenizer
+    tgt_tokenizer: TextTokenizer
+    demo: object | None = None  # model.demo.DemoModel for trained models
+
+    @property
+    def trained(self) -> bool:
+        return self.demo is not None
+
+
+def model_fields(spec: FigureSpec) -> tuple:
+    """The spec fields that decide the model (the cache key of load_model)."""
+    if spec.model == "random":
+        return (spec.model, spec.tokenizer, spec.positional, spec.d_model, spec.n_heads, spec.n_layers,
+                spec.d_ff, spec.norm, spec.seed, spec.device)
+    return (spec.model, spec.positional, spec.device)
+
+
+def load_model(key: tuple) -> Loaded:
+    """Build (random) or load (trained) the model a spec names. Deterministic for a key."""
+    if key[0] == "random":
+        _, tokenizer, positional, d_model, n_heads, n_layers, d_ff, norm, seed, device = key
+        tok = load_tokenizer(tokenizer)
+        config = TransformerConfig(
+            src_vocab_size=tok.vocab_size, tgt_vocab_size=tok.vocab_size, d_model=d_model,
+            n_heads=n_heads, n_layers=n_layers, d_ff=d_ff, dropout=0.1, max_len=RANDOM_MAX_LEN,
+            positional="sinusoidal" if d_model % 2 == 0 else "none", norm=norm, pad_id=PAD_ID,
+        )
+        gen_state = torch.random.get_rng_state()
+        try:
+            torch.manual_seed(seed)
+            model = Transformer(config)
+            if positional != config.positional:
+                torch.manual_seed(seed + 1)
+                # same weights, other positional encoding: toggling PE changes only PE
+                model = with_positional(model, positional)
+        finally:
+            torch.random.set_rng_state(gen_state)
+        model = model.to(pick_device(device)).eval()
+        for p in model.parameters():
+            p.requires_grad_(False)
+        return Loaded("random", model, tok, tok)
+    _, positional, device = key
+    from model.demo import load_demo  # trained models appear with the demo assets
+
+    name = "zh-en" if positional == "sinusoidal" else "zh-en-nope"
+    demo = load_demo(name, device=device) if device != "cpu" else load_demo(name)
+    return Loaded(name, demo.model, demo.src_tokenizer, demo.tgt_tokenizer, demo)
+
+
+@dataclass(eq=False)
+class Sentence:
+    key: str  # "a" or "b"
+    text: str  # the text as typed
+    encoding: Encoding  # the source tokens (after any cut)
+    src_ids: list[int]
+    tgt_ids: list[int]  # decoder input: [BOS] + ... (a translation for trained models)
+    tgt_pieces: list[str]
+    translation: str | None = None  # trained models: the greedy translation
+    cut_from: int | None = None  # number of tokens before cutting, when the input was too long
+
+
+@dataclass(eq=False)
+class Run:
+    sentences: list[Sentence]  # the non-empty ones, in order a, b; row i of the batch is sentences[i]
+    src: torch.Tensor  # (B, Ts) source ids, shorter rows padded with [PAD]
+    tgt: torch.Tensor  # (B, Tt) decoder inputs
+    trace: Trace
+    notices: list[str] = field(default_factory=list)
+
+    def row(self, key: str) -> int | None:
+        for i, s in enumerate(self.sentences):
+            if s.key == key:
+                return i
+        return None
+
+    def src_pieces(self, row: int) -> list[str]:
+        """Source tokens of one batch row including the [PAD]s the batch added."""
+        pieces = list(self.sentences[row].encoding.pieces)
+        return pieces + [PAD] * (self.src.size(1) - len(pieces))
+
+    def tgt_pieces(self, row: int) -> list[str]:
+        pieces = list(self.sentences[row].tgt_pieces)
+        return pieces + [PAD] * (self.tgt.size(1) - len(pieces))
+
+
+def _pad(rows: list[list[int]]) -> torch.Tensor:
+    width = max(len(r) for r in rows)
+    return torch.tensor([r + [PAD_ID] * (width - len(r)) for r in rows], dtype=torch.long)
+
+
+def prepare(loaded: Loaded, key: str, text: str, notices: list[str]) -> Sentence | None:
+    """Tokenise one sentence, cut it to what the model takes (with a notice), make its decoder input."""
+    if not text.strip():
+        return None
+    if len(text) > MAX_INPUT_CHARS:
+        notices.append(f"Sentence {key.upper()} has {len(text):,} characters; only the first "
+                       f"{MAX_INPUT_CHARS:,} are read.")
+        text = text[:MAX_INPUT_CHARS]
+    limit = loaded.model.config.max_len - 1  # room for [BOS]/[EOS]
+    if loaded.trained:
+        demo = loaded.demo
+        info = demo.translate_ids(text)
+        enc = loaded.src_tokenizer.encode(text)
+        return Sentence(key, text, enc, list(info.src_ids), list(info.tgt_input_ids), list(info.tgt_input_pieces),
+                        translation=info.text)
+    enc = loaded.src_tokenizer.encode(text)
+    cut_from = None
+    if len(enc) > limit:
+        cut_from = len(enc)
+        notices.append(f"Sentence {key.upper()} has {len(enc):,} tokens; the model takes {limit}, "
+                       f"so only the first {limit} are shown.")
+        enc = Encoding(text=enc.text, pieces=enc.pieces[:limit], ids=enc.ids[:limit],
+                       offsets=enc.offsets[:limit], is_special=enc.is_special[:limit])
+    tgt_ids = [BOS_ID] + list(enc.ids)
+    tgt_pieces = ["[BOS]"] + list(enc.pieces)
+    return Sentence(key, text, enc, list(enc.ids), tgt_ids[: limit + 1], tgt_pieces[: limit + 1], cut_from=cut_from)
+
+
+def run(loaded: Loaded, sentence_a: str, sentence_b: str, mask: str) -> Run | None:
+    """Trace one forward pass over the non-empty sentences (None when both are empty)."""
+    notices: list[str] = []
+    sentences = [s for s in (prepare(loaded, "a", sentence_a, notices), prepare(loaded, "b", sentence_b, notices)) if s]
+    if not sentences:
+        return None
+    device = loaded.model.device
+    src = _pad([s.src_ids for s in sentences]).to(device)
+    tgt = _pad([s.tgt_ids for s in sentences]).to(device)
+    trace = traced_forward(loaded.model, src, tgt, mask)
+    return Run(sentences, src, tgt, trace, notices)

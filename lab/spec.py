@@ -1,0 +1,192 @@
+"""FigureSpec: everything that decides what a figure shows, as one validated, shareable value.
+
+The same spec is what the app's share link carries in its URL query parameters, what the app
+shows as "the spec of this view", and what `python -m viz.export SPEC.json` renders.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import typing
+from dataclasses import dataclass, fields
+
+MODELS = ("random", "zh-en")  # zh-en: the trained demo; positional picks zh-en or zh-en-nope
+TOKENIZERS = ("char", "bpe")
+POSITIONALS = ("sinusoidal", "learned", "none")
+MASKS = ("paper", "none", "padding", "look-ahead")
+BLOCKS = ("encoder self", "decoder self", "cross")
+VIEWS = ("tokens", "positional", "attention", "heads", "query", "order", "translate")
+THEMES = ("default", "paper", "slide", "dark")
+FORMATS = ("svg", "pdf", "png")
+NORMS = ("post", "pre")
+DEVICES = ("auto", "cpu", "cuda", "mps")
+MAX_CHARS = 2000  # longer pastes are cut, with a notice (the model's max_len bounds tokens too)
+
+
+class SpecError(ValueError):
+    """A spec that cannot be drawn; the message names the field."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+
+
+@dataclass(frozen=True)
+class FigureSpec:
+    sentence_a: str = "你喜欢她"  # first sentence (the source in encoder views)
+    sentence_b: str = "她喜欢你"  # second sentence, compared with the first
+    model: str = "random"  # "random": a configurable random model; "zh-en": the trained translator
+    tokenizer: str = "char"  # random model only; the trained model uses its own tokenizers
+    positional: str = "sinusoidal"  # "none" removes position information (zh-en -> zh-en-nope)
+    mask: str = "paper"  # see model.analysis.MASK_MODES
+    block: str = "encoder self"  # which attention block the attention/heads/query views show
+    layer: int = 0
+    head: int = 0
+    heads: tuple[int, ...] = ()  # heads to export; () = all heads
+    query: int = 0  # the query token of the one-query view
+    sentence: str = "a"  # which sentence the attention views show: "a" or "b"
+    d_model: int = 64  # random model size ...
+    n_heads: int = 4
+    n_layers: int = 2
+    d_ff: int = 256
+    norm: str = "post"
+    seed: int = 0  # random model initialisation
+    device: str = "cpu"
+    views: tuple[str, ...] = ("attention",)  # views to export
+    theme: str = "paper"
+    width: int = 900  # export size in CSS pixels
+    height: int = 600
+    scale: float = 3.0  # PNG scale factor (3 x 96 dpi = 288 dpi; 3.125 = 300 dpi)
+    format: str = "svg"
+
+    def __post_init__(self) -> None:
+        choices = {
+            "model": MODELS, "tokenizer": TOKENIZERS, "positional": POSITIONALS, "mask": MASKS,
+            "block": BLOCKS, "theme": THEMES, "format": FORMATS, "norm": NORMS, "device": DEVICES,
+            "sentence": ("a", "b"),
+        }
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                raise SpecError(name, f"{getattr(self, name)!r} is not one of {list(allowed)}")
+        for view in self.views:
+            if view not in VIEWS:
+                raise SpecError("views", f"{view!r} is not one of {list(VIEWS)}")
+        if not self.views:
+            raise SpecError("views", "name at least one view")
+        for name, lo, hi in (
+            ("d_model", 2, 1024), ("n_heads", 1, 64), ("n_layers", 1, 12), ("d_ff", 1, 8192),
+            ("layer", 0, 63), ("head", 0, 63), ("query", 0, 100_000), ("seed", 0, 2**31 - 1),
+            ("width", 100, 8000), ("height", 100, 8000),
+        ):
+            value = getattr(self, name)
+            if not lo <= value <= hi:
+                raise SpecError(name, f"{value} is outside [{lo}, {hi}]")
+        if not 0.1 <= self.scale <= 10:
+            raise SpecError("scale", f"{self.scale} is outside [0.1, 10]")
+        if self.d_model % self.n_heads:
+            divisors = [h for h in range(1, min(self.d_model, 64) + 1) if self.d_model % h == 0]
+            raise SpecError(
+                "n_heads",
+                f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}; "
+                f"choose n_heads among {divisors}",
+            )
+        if self.positional == "sinusoidal" and self.d_model % 2:
+            raise SpecError("d_model", f"sinusoidal encoding needs an even d_model, got {self.d_model}")
+        if self.model == "zh-en" and self.positional == "learned":
+            raise SpecError("positional", "the trained zh-en model comes with 'sinusoidal' or 'none'")
+        for h in self.heads:
+            if h < 0:
+                raise SpecError("heads", f"head {h} is negative")
+
+    # -- conversions ---------------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["heads"], d["views"] = list(self.heads), list(self.views)
+        return d
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, indent=2)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> FigureSpec:
+        """Strict: an unknown field or a wrong type is a SpecError naming the field."""
+        if not isinstance(data, dict):
+            raise SpecError("spec", f"expected a JSON object, got {type(data).__name__}")
+        hints = typing.get_type_hints(cls)
+        known = {f.name for f in fields(cls)}
+        values = {}
+        for key, value in data.items():
+            if key not in known:
+                raise SpecError(key, f"unknown field; known fields: {sorted(known)}")
+            values[key] = _coerce(key, hints[key], value)
+        return cls(**values)
+
+    @classmethod
+    def from_json(cls, text: str) -> FigureSpec:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise SpecError("spec", f"not valid JSON ({exc.msg} at line {exc.lineno})") from None
+        return cls.from_dict(data)
+
+    def to_query(self) -> dict[str, str]:
+        """Flat string parameters for a share link: only the fields that differ from the defaults."""
+        default = FigureSpec()
+        out = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value != getattr(default, f.name):
+                out[f.name] = ",".join(map(str, value)) if isinstance(value, tuple) else str(value)
+        return out
+
+    @classmethod
+    def from_query(cls, params: typing.Mapping[str, str]) -> FigureSpec:
+        """Parse share-link parameters (strings); unknown or malformed ones raise SpecError."""
+        hints = typing.get_type_hints(cls)
+        data: dict = {}
+        for key, raw in params.items():
+            if key not in hints:
+                raise SpecError(key, "unknown field in the link")
+            kind = hints[key]
+            try:
+                if kind is int:
+                    data[key] = int(raw)
+                elif kind is float:
+                    data[key] = float(raw)
+                elif kind == tuple[int, ...]:
+                    data[key] = tuple(int(x) for x in raw.split(",") if x != "")
+                elif kind == tuple[str, ...]:
+                    data[key] = tuple(x for x in raw.split(",") if x != "")
+                else:
+                    data[key] = str(raw)
+            except ValueError:
+                raise SpecError(key, f"{raw!r} is not a valid {getattr(kind, '__name__', kind)}") from None
+        return cls.from_dict(data)
+
+
+def _coerce(name: str, kind, value):
+    """Check one JSON value against the field's type; ints are accepted for floats."""
+    if kind is bool or kind is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise SpecError(name, f"expected an integer, got {json.dumps(value, ensure_ascii=False)}")
+        return value
+    if kind is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise SpecError(name, f"expected a number, got {json.dumps(value, ensure_ascii=False)}")
+        return float(value)
+    if kind is str:
+        if not isinstance(value, str):
+            raise SpecError(name, f"expected a string, got {json.dumps(value, ensure_ascii=False)}")
+        return value
+    if kind == tuple[int, ...]:
+        if not isinstance(value, list | tuple) or any(isinstance(v, bool) or not isinstance(v, int) for v in value):
+            raise SpecError(name, "expected a list of integers")
+        return tuple(value)
+    if kind == tuple[str, ...]:
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list | tuple) or any(not isinstance(v, str) for v in value):
+            raise SpecError(name, "expected a list of strings")
+        return tuple(value)
+    raise SpecError(name, f"unsupported type {kind}")  # pragma: no cover

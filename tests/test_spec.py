@@ -1,0 +1,63 @@
+"""The figure spec: strict validation naming the field, lossless JSON and share-link round trips."""
+
+import json
+
+import pytest
+
+from lab.spec import FigureSpec, SpecError
+
+
+def test_defaults_are_the_mission_pair():
+    s = FigureSpec()
+    assert (s.sentence_a, s.sentence_b) == ("你喜欢她", "她喜欢你")
+
+
+@pytest.mark.parametrize(
+    "data, field",
+    [
+        ({"colour": "red"}, "colour"),
+        ({"layer": "1"}, "layer"),
+        ({"layer": True}, "layer"),
+        ({"heads": [0, "1"]}, "heads"),
+        ({"n_heads": 3}, "n_heads"),  # 64 is not divisible by 3
+        ({"d_model": 63, "n_heads": 1}, "d_model"),  # odd d_model with sinusoidal PE
+        ({"views": ["attention", "nope"]}, "views"),
+        ({"theme": "neon"}, "theme"),
+        ({"format": "gif"}, "format"),
+        ({"width": 5}, "width"),
+        ({"model": "zh-en", "positional": "learned"}, "positional"),
+    ],
+)
+def test_bad_specs_name_the_field(data, field):
+    with pytest.raises(SpecError) as info:
+        FigureSpec.from_dict(data)
+    assert info.value.field == field
+    assert str(info.value).startswith(field + ":")
+
+
+def test_json_round_trip_keeps_every_field():
+    s = FigureSpec(sentence_a="<b>x</b> 😀", views=("attention", "order"), heads=(1, 3), scale=3.125,
+                   layer=1, mask="look-ahead", block="cross")
+    back = FigureSpec.from_json(s.to_json())
+    assert back == s
+    assert json.loads(s.to_json())["views"] == ["attention", "order"]
+
+
+def test_share_link_round_trip_carries_only_changes():
+    s = FigureSpec(sentence_b="我有一只猫", head=2, views=("heads",), heads=(0, 2))
+    q = s.to_query()
+    assert set(q) == {"sentence_b", "head", "views", "heads"}
+    assert all(isinstance(v, str) for v in q.values())
+    assert FigureSpec.from_query(q) == s
+    assert FigureSpec.from_query({}) == FigureSpec()
+    with pytest.raises(SpecError, match="layer"):
+        FigureSpec.from_query({"layer": "two"})
+    with pytest.raises(SpecError, match="evil"):
+        FigureSpec.from_query({"evil": "1"})
+
+
+def test_invalid_json_is_a_spec_error():
+    with pytest.raises(SpecError, match="not valid JSON"):
+        FigureSpec.from_json("{")
+    with pytest.raises(SpecError, match="JSON object"):
+        FigureSpec.from_json("[1, 2]")
