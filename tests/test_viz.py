@@ -1,0 +1,635 @@
+"""viz/: figure contents, not pictures. Each test names the rule it holds the figures to."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+import numpy as np
+import plotly.colors
+import plotly.graph_objects as go
+import pytest
+
+import viz
+
+I_LIKE_HER = list("I like her")  # repeated "I"/" "/"e": Plotly would merge repeated categories
+XSS = "<img src=x onerror=alert(1)>"
+RNG = np.random.default_rng(0)
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def softmax_rows(scores: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+    s = np.where(mask, scores, -np.inf) if mask is not None else scores
+    with np.errstate(invalid="ignore"):
+        e = np.exp(s - s.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+
+def causal(n: int) -> np.ndarray:
+    return np.tril(np.ones((n, n), dtype=bool))
+
+
+def header(fig: go.Figure) -> str:
+    """Title plus the notes annotation under it."""
+    notes = [a.text for a in fig.layout.annotations if a.name == "notes"]
+    return "<br>".join([fig.layout.title.text or "", *notes])
+
+
+def values_traces(fig: go.Figure) -> list:
+    return [t for t in fig.data if isinstance(t.meta, dict) and t.meta.get("role") == "values"]
+
+
+def role_traces(fig: go.Figure, role: str) -> list:
+    return [t for t in fig.data if isinstance(t.meta, dict) and t.meta.get("role") == role]
+
+
+def rectangles(trace) -> list[tuple[float, float, float, float]]:
+    """(x0, x1, y0, y1) of each NaN-separated closed polygon of a fill='toself' trace."""
+    xs, ys = np.asarray(trace.x, float), np.asarray(trace.y, float)
+    out, start = [], 0
+    for i in range(len(xs) + 1):
+        if i == len(xs) or np.isnan(xs[i]):
+            if i > start:
+                px, py = xs[start:i], ys[start:i]
+                out.append((px.min(), px.max(), py.min(), py.max()))
+            start = i + 1
+    return out
+
+
+def covered(rects, x: float, y: float) -> bool:
+    return any(x0 < x < x1 and y0 < y < y1 for x0, x1, y0, y1 in rects)
+
+
+def all_strings(obj):
+    """Every string anywhere in a figure's JSON-able dict."""
+    if isinstance(obj, str):
+        yield obj
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            yield from all_strings(v)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            yield from all_strings(v)
+    elif isinstance(obj, np.ndarray) and obj.dtype.kind in "OUS":
+        for v in obj.ravel():
+            yield from all_strings(v)
+
+
+def scale_colors(scale) -> list[str]:
+    return (
+        [c for _, c in plotly.colors.get_colorscale(scale)]
+        if isinstance(scale, str)
+        else [c for _, c in scale]
+    )
+
+
+# ---------------------------------------------------------------- labels
+
+
+def test_unique_labels_keep_every_repeated_piece_apart():
+    labels = viz.unique_labels(I_LIKE_HER)
+    assert labels[:3] == ["0:I", "1: ", "2:l"]
+    assert len(set(labels)) == len(I_LIKE_HER) == 10
+
+
+def test_heatmap_over_repeated_characters_keeps_every_row_and_column():
+    n = len(I_LIKE_HER)
+    w = softmax_rows(RNG.normal(size=(n, n)))
+    fig = viz.weights_heatmap(w, row_labels=I_LIKE_HER)
+    heat = values_traces(fig)[0]
+    assert np.asarray(heat.z).shape == (n, n)
+    # Numeric coordinates: Plotly cannot merge categories it never sees.
+    assert np.issubdtype(np.asarray(heat.y).dtype, np.number) and len(set(heat.y)) == n
+    for axis in (fig.layout.xaxis, fig.layout.yaxis):
+        assert len(axis.ticktext) == n and len(set(axis.ticktext)) == n
+        assert list(axis.tickvals) == list(range(n))
+    assert fig.layout.yaxis.ticktext[1] == "1:␣"  # the space is visible, not blank
+
+
+def test_labels_length_must_match_matrix():
+    with pytest.raises(ValueError):
+        viz.weights_heatmap(np.eye(3), row_labels=["a", "b"])
+
+
+# ---------------------------------------------------------------- colour rules
+
+
+def test_weights_use_fixed_unit_range_and_colour_blind_safe_sequential_scale():
+    w = np.full((3, 3), 0.1)  # max 0.1: an auto range would stretch 0.1 to the top colour
+    heat = values_traces(viz.weights_heatmap(w, row_labels=list("abc"), row_sums=False))[0]
+    assert (heat.zmin, heat.zmax) == (0.0, 1.0)
+    assert scale_colors(heat.colorscale) == scale_colors("Viridis")
+
+
+def test_scores_use_diverging_scale_centred_at_zero():
+    s = np.array([[3.0, -1.0], [0.5, 2.0]])
+    heat = values_traces(viz.scores_heatmap(s, row_labels=["a", "b"]))[0]
+    assert heat.zmin == -heat.zmax == -3.0  # symmetric about 0 from max |score|
+    colors = scale_colors(heat.colorscale)
+    assert colors == scale_colors("RdBu_r")
+    assert colors[0] != colors[-1]
+
+
+def test_colour_bars_are_labelled():
+    heat = values_traces(viz.scores_heatmap(np.eye(2), row_labels=["a", "b"]))[0]
+    assert heat.colorbar.title.text == "score"
+    grid = viz.heads_grid(np.full((2, 2, 2), 0.5), row_labels=["a", "b"])
+    assert grid.layout.coloraxis.colorbar.title.text == "weight"
+
+
+def test_step_figures_share_one_score_range():
+    n, d_k = 4, 8
+    q, k, v = RNG.normal(size=(3, n, d_k))
+    scores = q @ k.T
+    scaled = scores / math.sqrt(d_k)
+    mask = causal(n)
+    figs = viz.attention_step_figures(
+        q=q,
+        k=k,
+        v=v,
+        scores=scores,
+        scaled_scores=scaled,
+        weights=softmax_rows(scaled, mask),
+        mask=mask,
+        row_labels=list("你喜欢她"),
+    )
+    assert set(figs) == {"qkv", "scores", "scaled", "mask", "masked", "weights"}
+    ranges = [values_traces(figs[key])[0].zmax for key in ("scores", "scaled", "masked")]
+    assert ranges == [pytest.approx(np.abs(scores).max())] * 3
+    assert values_traces(figs["weights"])[0].zmax == 1.0
+
+
+# ---------------------------------------------------------------- masking and NaN
+
+
+def test_masked_cells_are_hatched_grey_patches_with_minus_infinity():
+    n = 5
+    mask = causal(n)
+    s = RNG.normal(size=(n, n))
+    fig = viz.scores_heatmap(np.where(mask, s, -np.inf), row_labels=list("abcde"), mask=mask)
+    z = np.asarray(values_traces(fig)[0].z)
+    assert np.isnan(z[~mask]).all() and np.isfinite(z[mask]).all()
+    (overlay,) = role_traces(fig, "mask")
+    assert overlay.fill == "toself" and overlay.fillpattern.shape == "/"  # pattern, not colour only
+    rects = rectangles(overlay)
+    for i in range(n):
+        for j in range(n):
+            assert covered(rects, j, i) == (not mask[i, j])
+    (text,) = role_traces(fig, "mask_text")
+    assert list(text.text) == ["−∞"] * int((~mask).sum())
+    assert "masked (−∞)" in header(fig)
+
+
+def test_minus_inf_counts_as_masked_even_without_mask():
+    s = np.array([[1.0, -np.inf], [0.5, 2.0]])
+    fig = viz.scores_heatmap(s, row_labels=["a", "b"])
+    rects = rectangles(role_traces(fig, "mask")[0])
+    assert covered(rects, 1, 0) and not covered(rects, 0, 0)
+
+
+def test_large_negative_masking_can_say_so():
+    s = np.array([[1.0, -1e9], [0.5, 2.0]])
+    mask = np.array([[True, False], [True, True]])
+    fig = viz.scores_heatmap(s, row_labels=["a", "b"], mask=mask, masked_text="−1e9")
+    assert values_traces(fig)[0].zmax == 2.0  # -1e9 does not swamp the colour range
+    assert list(role_traces(fig, "mask_text")[0].text) == ["−1e9"]
+
+
+def test_fully_masked_row_shows_nan_with_its_reason():
+    n = 4
+    mask = causal(n)
+    mask[0] = False  # query 0 may attend to nothing: softmax of all -inf is 0/0
+    w = softmax_rows(RNG.normal(size=(n, n)), mask)
+    assert np.isnan(w[0]).all()
+    fig = viz.weights_heatmap(w, row_labels=list("abcd"), mask=mask)
+    (nan_overlay,) = role_traces(fig, "nan")
+    rects = rectangles(nan_overlay)
+    assert all(covered(rects, j, 0) for j in range(n))
+    assert "0/0" in nan_overlay.name and "NaN" in header(fig)
+    assert fig.layout.yaxis2.ticktext[0] == "Σ = NaN"
+
+
+def test_every_nan_cell_is_covered_by_an_explained_overlay():
+    """NaN is never shown unexplained, whatever made it."""
+    z = RNG.normal(size=(6, 6))
+    z[1, 2] = np.nan
+    z[4, 4] = np.inf
+    mask = np.ones((6, 6), dtype=bool)
+    mask[:, 5] = False
+    figs = [
+        viz.scores_heatmap(z, row_labels=list("abcdef"), mask=mask),
+        viz.matrix_heatmap(z, row_labels=list("abcdef")),
+        viz.order_difference_heatmap(z, row_labels=list("abcdef")),
+        viz.heads_grid(np.stack([z, z]), row_labels=list("abcdef"), mask=mask),
+    ]
+    for fig in figs:
+        rects_by_axes = {}
+        for t in fig.data:
+            if isinstance(t.meta, dict) and t.meta.get("role") in ("mask", "nan"):
+                rects_by_axes.setdefault((t.xaxis, t.yaxis), []).extend(rectangles(t))
+        for heat in values_traces(fig):
+            zz = np.asarray(heat.z, float)
+            rects = rects_by_axes.get((heat.xaxis, heat.yaxis), [])
+            for i, j in zip(*np.nonzero(np.isnan(zz)), strict=True):
+                assert covered(rects, heat.x[j], heat.y[i]), (i, j)
+        assert "NaN" in header(fig)
+
+
+def test_weights_show_row_sums():
+    w = softmax_rows(RNG.normal(size=(3, 3)))
+    fig = viz.weights_heatmap(w, row_labels=list("abc"))
+    assert list(fig.layout.yaxis2.ticktext) == ["Σ = 1.000"] * 3
+    assert fig.layout.yaxis2.matches == "y"
+
+
+def test_weights_warn_when_masked_cells_carry_weight():
+    w = np.full((2, 2), 0.5)  # a wrong model: the masked cell (0, 1) has weight 0.5
+    mask = causal(2)
+    assert "warning" in header(viz.weights_heatmap(w, row_labels=["a", "b"], mask=mask))
+    ok = np.array([[1.0, 0.0], [0.5, 0.5]])
+    assert "warning" not in header(viz.weights_heatmap(ok, row_labels=["a", "b"], mask=mask))
+
+
+def test_mask_figure_draws_false_cells_as_hatched_and_says_true_means_may_attend():
+    mask = causal(3)
+    fig = viz.mask_heatmap(mask, row_labels=list("abc"))
+    rects = rectangles(role_traces(fig, "mask")[0])
+    assert [covered(rects, j, i) for i in range(3) for j in range(3)] == list(~mask.ravel())
+    assert "True = may attend" in header(fig)
+
+
+# ---------------------------------------------------------------- large inputs
+
+
+@pytest.mark.parametrize("builder", ["weights", "masked_scores", "checkerboard"])
+def test_512_tokens_stay_under_one_megabyte_and_say_so(builder):
+    n = 512
+    labels = [str(i % 7) for i in range(n)]
+    if builder == "weights":
+        fig = viz.weights_heatmap(softmax_rows(RNG.normal(size=(n, n))), row_labels=labels)
+    elif builder == "masked_scores":
+        fig = viz.scores_heatmap(RNG.normal(size=(n, n)), row_labels=labels, mask=causal(n))
+    else:  # worst case for merged hatch patches
+        mask = (np.add.outer(np.arange(n), np.arange(n)) // 2) % 2 == 0
+        fig = viz.scores_heatmap(RNG.normal(size=(n, n)), row_labels=labels, mask=mask)
+    assert len(fig.to_json()) < 1_000_000
+    assert "Large input (512×512)" in header(fig)
+    heat = values_traces(fig)[0]
+    assert np.asarray(heat.z).dtype == np.float32
+    assert max(np.asarray(heat.z).shape) <= viz.MAX_CELLS
+
+
+def test_downsampled_cells_are_block_means():
+    n = 300
+    m = RNG.normal(size=(n, n))
+    heat = values_traces(viz.matrix_heatmap(m))[0]
+    z = np.asarray(heat.z)
+    assert z.shape == (150, 150)
+    assert z[0, 0] == pytest.approx(m[:2, :2].mean(), rel=1e-5)
+    assert z[-1, 3] == pytest.approx(m[-2:, 6:8].mean(), rel=1e-5)
+
+
+def test_between_128_and_256_tokens_full_resolution_with_a_note():
+    n = 200
+    fig = viz.weights_heatmap(softmax_rows(RNG.normal(size=(n, n))), row_labels=None)
+    assert np.asarray(values_traces(fig)[0].z).shape == (n, n)
+    assert "Large input (200×200)" in header(fig)
+    assert len(fig.to_json()) < 1_000_000
+    assert len(fig.layout.xaxis.tickvals) <= 48  # thinned labels
+
+
+def test_small_inputs_carry_no_large_input_note():
+    assert "Large input" not in header(viz.weights_heatmap(np.eye(4), row_labels=list("abcd")))
+
+
+# ---------------------------------------------------------------- user text stays text
+
+
+def _no_live_html(fig: go.Figure) -> None:
+    strings = list(all_strings(fig.to_plotly_json()))
+    assert not any("<img" in s for s in strings)
+    assert any("&lt;img" in s and "alert(1)&gt;" in s for s in strings)
+
+
+def test_user_text_is_escaped_in_every_builder():
+    n = 3
+    toks = ["a", XSS, "b"]
+    w = softmax_rows(RNG.normal(size=(n, n)))
+    s = RNG.normal(size=(n, n))
+    v = RNG.normal(size=(n, 4))
+    figs = [
+        viz.weights_heatmap(w, row_labels=toks, title=XSS),
+        viz.scores_heatmap(s, row_labels=toks, title=XSS),
+        viz.mask_heatmap(causal(n), row_labels=toks),
+        viz.matrix_heatmap(s, row_labels=toks, col_labels=toks, title=XSS),
+        viz.qkv_figure(v, v, v, row_labels=toks),
+        viz.heads_grid(np.stack([w, w]), row_labels=toks, head_names=[XSS, "h"]),
+        viz.layers_heads_grid(w[None, None], row_labels=toks),
+        viz.query_bars(s[0], s[0], w[0], key_labels=toks, query_label=XSS),
+        viz.context_vector_figure(w[0], v, key_labels=toks, query_label=XSS),
+        viz.pe_heatmap(RNG.normal(size=(5, 4)), labels=toks),
+        viz.pe_curves(
+            np.arange(5),
+            RNG.normal(size=(5, 4)),
+            dims=[0, 1],
+            marked_positions=[0, 1, 2],
+            marked_labels=toks,
+        ),
+        viz.pe_dot_matrix(s @ s.T, labels=toks),
+        viz.embedding_pe_figure(v, v, labels=toks),
+        viz.order_difference_heatmap(v, row_labels=toks),
+        viz.aligned_outputs_figure(
+            v, v, labels_a=toks, labels_b=toks, positions_b=[2, 1, 0], name_a=XSS
+        ),
+        viz.pooled_outputs_figure(v[0], v[1], name_a=XSS),
+        viz.cross_attention_heatmap(w, target_labels=toks, source_labels=toks),
+        viz.decoder_self_attention_heatmap(w, target_labels=toks),
+        viz.loss_curve([3.0, 2.0, 1.0], title=XSS),
+        viz.pe_dot_curve(np.arange(-3, 4), np.cos(np.arange(-3, 4)), title=XSS),
+        viz.entropy_overview(np.ones((2, 2)), title=XSS),
+    ]
+    for fig in figs:
+        _no_live_html(fig)
+
+
+def test_dollar_signs_cannot_start_latex():
+    fig = viz.weights_heatmap(np.eye(2), row_labels=["$x$", "y"], title="$E=mc^2$")
+    assert "$" not in fig.layout.title.text and "$" not in "".join(fig.layout.xaxis.ticktext)
+
+
+def test_matrix_frame_keeps_raw_text_for_csv():
+    frame = viz.matrix_frame(np.eye(2), [XSS, "b"], ["c", "c"])
+    assert list(frame.index) == [f"0:{XSS}", "1:b"]
+    assert list(frame.columns) == ["0:c", "1:c"]
+
+
+# ---------------------------------------------------------------- fonts, themes, config
+
+
+def test_fonts_include_chinese_glyphs():
+    fig = viz.weights_heatmap(np.eye(2), row_labels=list("你她"))
+    assert "Noto Sans CJK SC" in fig.layout.font.family
+    paper = viz.weights_heatmap(np.eye(2), row_labels=list("你她"), theme="paper")
+    assert "Noto Serif CJK SC" in paper.layout.font.family
+    for name in viz.THEME_NAMES:
+        family = viz.THEMES[name]["font_family"]
+        assert "CJK SC" in family
+
+
+def _luminance(hex_color: str) -> float:
+    rgb = [int(hex_color[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+    lin = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+def _contrast(a: str, b: str) -> float:
+    hi, lo = sorted((_luminance(a), _luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def test_themes_differ_as_promised():
+    w = softmax_rows(RNG.normal(size=(4, 4)))
+    figs = {
+        name: viz.weights_heatmap(w, row_labels=list("abcd"), theme=name)
+        for name in viz.THEME_NAMES
+    }
+    paper, slide, default, dark = (figs[k] for k in ("paper", "slide", "default", "dark"))
+    for fig in (paper,):
+        axes = [fig.layout[k] for k in fig.layout if k.startswith(("xaxis", "yaxis"))]
+        assert all(a.showgrid is False for a in axes)
+        assert values_traces(fig)[0].colorbar.title.text == "weight"
+        assert values_traces(fig)[0].colorbar.thickness <= 12
+    assert slide.layout.font.size >= default.layout.font.size + 6
+    assert _contrast(slide.layout.font.color, slide.layout.paper_bgcolor) >= 15
+    assert _contrast(dark.layout.font.color, dark.layout.paper_bgcolor) >= 7
+    assert _luminance(dark.layout.paper_bgcolor) < 0.05
+
+
+def test_apply_theme_restyles_a_finished_figure_and_rejects_unknown_names():
+    fig = viz.loss_curve([3.0, 2.0, 1.0])
+    viz.apply_theme(fig, "slide")
+    assert fig.layout.font.size == viz.THEMES["slide"]["font_size"]
+    assert fig.data[0].line.width == viz.THEMES["slide"]["line_width"]
+    with pytest.raises(ValueError, match="unknown theme"):
+        viz.apply_theme(fig, "neon")
+    with pytest.raises(ValueError, match="unknown theme"):
+        viz.weights_heatmap(np.eye(2), row_labels=None, theme="neon")
+
+
+def test_paper_theme_writes_values_in_small_matrices_only():
+    w = softmax_rows(RNG.normal(size=(4, 4)))
+    assert values_traces(viz.weights_heatmap(w, row_labels=None, theme="paper"))[0].texttemplate
+    assert not values_traces(viz.weights_heatmap(w, row_labels=None))[0].texttemplate
+    big = softmax_rows(RNG.normal(size=(20, 20)))
+    assert not values_traces(viz.weights_heatmap(big, row_labels=None, theme="paper"))[
+        0
+    ].texttemplate
+
+
+def test_hover_shows_exact_values():
+    heat = values_traces(viz.scores_heatmap(np.eye(2), row_labels=["a", "b"]))[0]
+    assert "%{z:.6~g}" in heat.hovertemplate and "%{y}" in heat.hovertemplate
+
+
+def test_figure_config_saves_svg_at_three_times_scale():
+    config = viz.figure_config("attention weights/你喜欢她")
+    opts = config["toImageButtonOptions"]
+    assert opts["format"] == "svg" and opts["scale"] == 3
+    assert "/" not in opts["filename"] and opts["filename"]
+
+
+# ---------------------------------------------------------------- tables
+
+
+def test_token_table_shows_spans_and_utf8_bytes():
+    table = viz.token_table(
+        ["你", "喜欢", "她"], [5, 9, 7], [(0, 1), (1, 3), (3, 4)], text="你喜欢她"
+    )
+    assert list(table["position"]) == [0, 1, 2]
+    assert table.loc[0, "bytes"] == "e4 bd a0" and table.loc[0, "n_bytes"] == 3
+    assert table.loc[1, "text"] == "喜欢" and table.loc[1, "n_bytes"] == 6
+    assert (table.loc[2, "start"], table.loc[2, "end"]) == (3, 4)
+    with pytest.raises(ValueError):
+        viz.token_table(["a"], [1, 2], [(0, 1)])
+
+
+def test_token_diff_marks_positions_that_differ():
+    assert viz.token_diff(list("你喜欢她"), list("她喜欢你")) == [True, False, False, True]
+    assert viz.token_diff(["a", "b"], ["a"]) == [False, True]
+    frame = viz.token_comparison(list("你喜欢她"), [1, 2, 3, 4], list("她喜欢你"), [4, 2, 3, 1])
+    assert list(frame["differs"]) == [True, False, False, True]
+    css = viz.highlight_differences(frame).to_html().split("</style>")[0]
+    assert "#ffe08a" in css
+    styled_rows = {r for r in range(4) if f"_row{r}_col0" in css}
+    assert styled_rows == {0, 3}
+
+
+def test_matrix_frame_has_unique_labels_and_the_numbers():
+    m = RNG.normal(size=(10, 3))
+    frame = viz.matrix_frame(m, I_LIKE_HER, None)
+    assert frame.index.is_unique and frame.shape == (10, 3)
+    np.testing.assert_array_equal(frame.to_numpy(), m)
+    assert list(viz.matrix_frame(np.arange(3.0), ["a", "b", "a"]).columns) == ["value"]
+
+
+# ---------------------------------------------------------------- positional encoding
+
+
+def _pe(P, d):
+    pos = np.arange(P)[:, None]
+    freq = 1 / 10000 ** (2 * np.arange(d // 2) / d)
+    pe = np.zeros((P, d))
+    pe[:, 0::2], pe[:, 1::2] = np.sin(pos * freq), np.cos(pos * freq)
+    return pe
+
+
+def test_pe_heatmap_uses_fixed_unit_range():
+    heat = values_traces(viz.pe_heatmap(_pe(10, 8)))[0]
+    assert (heat.zmin, heat.zmax) == (-1.0, 1.0)
+
+
+def test_pe_dot_curve_marks_where_it_rises_again_and_never_says_strictly():
+    d = 128
+    ks = np.arange(-40, 41)
+    freq = 1 / 10000 ** (2 * np.arange(d // 2) / d)
+    dots = np.cos(np.outer(ks, freq)).sum(axis=1)
+    fig = viz.pe_dot_curve(ks, dots)
+    bumps = viz.local_maxima(ks, dots)
+    assert bumps and all(dots[ks == b][0] > dots[ks == b - 1][0] for b in bumps)
+    assert list(role_traces(fig, "marks")[0].x) == bumps
+    text = header(fig)
+    assert "decays overall" in text and "strictly" not in text and "not monotonic" in text
+
+
+def test_pe_curves_draw_chosen_dims_and_mark_sentence_positions():
+    pos = np.arange(0, 20, 0.5)
+    pe = np.array([_pe(1, 8)[0] * 0 + np.sin(p) for p in pos])  # any table of the right shape
+    fig = viz.pe_curves(
+        pos, pe, dims=[0, 3], marked_positions=[0, 1, 2], marked_labels=list("你喜她")
+    )
+    lines = role_traces(fig, "line")
+    assert [t.name.split(":")[0] for t in lines] == ["dim 0", "dim 3"]
+    assert list(fig.layout.xaxis2.ticktext) == ["0:你", "1:喜", "2:她"]
+    with pytest.raises(ValueError):
+        viz.pe_curves(pos, pe, dims=[8])
+
+
+def test_embedding_pe_sum_panels_share_one_scale_and_sum_correctly():
+    e, p = RNG.normal(size=(2, 3, 6))
+    fig = viz.embedding_pe_figure(e, p, labels=list("abc"))
+    z = [np.asarray(t.z, float) for t in values_traces(fig)]
+    np.testing.assert_allclose(z[2], e + p, rtol=1e-6, atol=1e-6)
+    assert {t.coloraxis for t in values_traces(fig)} == {"coloraxis"}
+    assert fig.layout.coloraxis.cmin == -fig.layout.coloraxis.cmax
+
+
+# ---------------------------------------------------------------- heads, one query
+
+
+def test_heads_grid_has_one_panel_per_head_on_a_shared_unit_scale():
+    w = softmax_rows(RNG.normal(size=(6, 4, 4)))
+    fig = viz.heads_grid(w, row_labels=list("abcd"), cols=4)
+    heats = values_traces(fig)
+    assert len(heats) == 6 and {t.coloraxis for t in heats} == {"coloraxis"}
+    assert (fig.layout.coloraxis.cmin, fig.layout.coloraxis.cmax) == (0.0, 1.0)
+    for h, t in enumerate(heats):
+        np.testing.assert_allclose(np.asarray(t.z, float), w[h], rtol=1e-6)
+
+
+def test_mean_attention_entropy_and_overview_range():
+    n = 8
+    uniform = np.full((n, n), 1 / n)
+    one_hot = np.eye(n)
+    e = viz.mean_attention_entropy(np.stack([[uniform, one_hot]]))  # (1, 2)
+    np.testing.assert_allclose(e, [[math.log2(n), 0.0]], atol=1e-12)
+    heat = values_traces(viz.entropy_overview(e, n_keys=n))[0]
+    assert heat.zmax == pytest.approx(math.log2(n)) and heat.zmin == 0.0
+
+
+def test_query_bars_share_the_score_axis_and_mark_masked_keys():
+    s = np.array([2.0, -1.0, 0.5, -np.inf])
+    ss = s / 2
+    w = softmax_rows(ss[None])[0]
+    fig = viz.query_bars(s, ss, w, key_labels=list("abcd"), query_label="0:a")
+    assert fig.layout.yaxis.range == fig.layout.yaxis2.range  # scaling shrinks visibly
+    assert tuple(fig.layout.yaxis3.range) == (0, 1.05)
+    masked = role_traces(fig, "masked_bars")
+    assert masked and all(list(t.x) == [3] and list(t.text) == ["−∞"] for t in masked)
+
+
+def test_context_vector_bars_add_up_to_weights_times_values():
+    w = softmax_rows(RNG.normal(size=(1, 4)))[0]
+    v = RNG.normal(size=(4, 5))
+    fig = viz.context_vector_figure(w, v, key_labels=list("abcd"), query_label="1:b")
+    bars = role_traces(fig, "bars")
+    assert len(bars) == 4
+    np.testing.assert_allclose(sum(np.asarray(b.y, float) for b in bars), w @ v, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(role_traces(fig, "total")[0].y, float), w @ v, atol=1e-5)
+
+
+# ---------------------------------------------------------------- order, translation
+
+
+def test_order_difference_reference_sets_the_range_and_the_max_is_stated():
+    diff = np.full((3, 4), 2e-7)
+    fig = viz.order_difference_heatmap(diff, row_labels=list("abc"), reference=3.0)
+    heat = values_traces(fig)[0]
+    assert (heat.zmin, heat.zmax) == (0.0, 3.0)  # rounding noise stays at the dark end
+    assert "max |f(Px) − P f(x)| = 2e-07" in header(fig)
+
+
+def test_aligned_outputs_use_one_scale_and_state_the_max_difference():
+    a = RNG.normal(size=(4, 6))
+    perm = [3, 1, 2, 0]
+    fig = viz.aligned_outputs_figure(
+        a,
+        a + 1e-3,
+        labels_a=list("你喜欢她"),
+        labels_b=[list("她喜欢你")[p] for p in perm],
+        positions_b=perm,
+    )
+    heats = values_traces(fig)
+    assert len(heats) == 3 and {t.coloraxis for t in heats} == {"coloraxis"}
+    assert fig.layout.yaxis2.ticktext[0] == "3:你"
+    assert "max |A − B| = 0.001" in header(fig)
+
+
+def test_pooled_outputs_state_their_difference():
+    fig = viz.pooled_outputs_figure(
+        np.ones(4), np.ones(4) + 0.5, name_a="你喜欢她", name_b="她喜欢你"
+    )
+    assert [t.name for t in fig.data] == ["你喜欢她", "她喜欢你"]
+    assert "max |A − B| = 0.5" in header(fig)
+
+
+def test_decoder_self_attention_defaults_to_a_causal_mask():
+    w = softmax_rows(RNG.normal(size=(3, 3)), causal(3))
+    rects = rectangles(
+        role_traces(viz.decoder_self_attention_heatmap(w, target_labels=list("abc")), "mask")[0]
+    )
+    assert covered(rects, 2, 0) and not covered(rects, 0, 2)
+
+
+def test_cross_attention_is_target_by_source():
+    w = softmax_rows(RNG.normal(size=(2, 5)))
+    fig = viz.cross_attention_heatmap(w, target_labels=["我", "她"], source_labels=list("I her"))
+    assert np.asarray(values_traces(fig)[0].z).shape == (2, 5)
+    assert len(fig.layout.xaxis.ticktext) == 5 and "source" in fig.layout.xaxis.title.text
+
+
+def test_loss_curve_draws_train_and_validation():
+    fig = viz.loss_curve([3, 2, 1.5], steps=[0, 10, 20], val_loss=[3.1, 2.4], val_steps=[0, 20])
+    assert [t.name for t in fig.data] == ["train", "validation"]
+    np.testing.assert_allclose(np.asarray(fig.data[1].x, float), [0, 20])
+
+
+# ---------------------------------------------------------------- layering
+
+
+def test_viz_imports_neither_streamlit_nor_torch():
+    code = "import sys, viz; print(sorted({'streamlit', 'torch'} & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -1,0 +1,671 @@
+"""Scaled dot-product attention, step by step (Vaswani et al. 2017, Eq. 1), heads and one query.
+
+Attention(Q, K, V) = softmax(QKᵀ / √d_k) V. Colour rules: scores diverge about 0 (blue < 0 < red)
+on one shared range across steps; weights use a fixed [0, 1] sequential scale; masked cells are
+grey, hatched and say "−∞"; every NaN is explained.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from viz.heatmap import (
+    MAX_TICKS,
+    VALUES_MAX,
+    add_cell_overlay,
+    add_panel,
+    color_range,
+    coloraxis_layout,
+    heatmap_figure,
+    prepare_grid,
+    style_matrix_axes,
+    symmetric_range,
+    title_layout,
+    unique_notes,
+    want_values,
+)
+from viz.labels import display_labels, escape_text
+from viz.theme import (
+    MASK_ALLOWED_COLOR,
+    QUALITATIVE,
+    WEIGHTS_COLORSCALE,
+    apply_theme,
+    theme_spec,
+)
+
+NAN_SOFTMAX = "every key in this row is masked, so softmax over all −∞ is 0/0"
+
+
+def _keys(row_labels, col_labels):
+    return row_labels if col_labels is None else col_labels
+
+
+def scores_heatmap(
+    matrix: np.ndarray,
+    *,
+    row_labels: Sequence[str] | None,
+    col_labels: Sequence[str] | None = None,
+    mask: np.ndarray | None = None,
+    zmax: float | None = None,
+    title: str | None = "Scores QKᵀ",
+    value_name: str = "score",
+    masked_text: str = "−∞",
+    show_values: bool | None = None,
+    theme: str = "default",
+) -> go.Figure:
+    """Raw, scaled or masked scores (queries × keys) on a diverging scale centred at 0.
+
+    mask: boolean, True = may attend; masked cells are drawn grey, hatched, with `masked_text`
+    ("−∞", or "−1e9" when the model masks with a large negative number). -inf cells count as
+    masked even without a mask. zmax: shared colour range ±zmax (default: this matrix's max |.|).
+    """
+    m = np.asarray(matrix)
+    return heatmap_figure(
+        m,
+        row_text=display_labels(row_labels, m.shape[0]),
+        col_text=display_labels(_keys(row_labels, col_labels), m.shape[1]),
+        kind="scores",
+        title=title,
+        x_title="key (attended to)",
+        y_title="query (attending)",
+        value_name=value_name,
+        mask=mask,
+        zmax=zmax,
+        masked_text=masked_text,
+        show_values=show_values,
+        theme=theme,
+    )
+
+
+def weights_heatmap(
+    matrix: np.ndarray,
+    *,
+    row_labels: Sequence[str] | None,
+    col_labels: Sequence[str] | None = None,
+    mask: np.ndarray | None = None,
+    title: str | None = "Attention weights softmax(QKᵀ / √d_k)",
+    x_title: str = "key (attended to)",
+    y_title: str = "query (attending)",
+    row_sums: bool = True,
+    show_values: bool | None = None,
+    theme: str = "default",
+) -> go.Figure:
+    """Attention weights on a fixed [0, 1] scale, each row's sum on the right.
+
+    Masked cells (mask False) are grey, hatched and say "0"; NaN rows (every key masked with
+    -inf) are ✕-hatched and explained. If a masked cell holds weight > 1e-6 the title says so.
+    """
+    w = np.asarray(matrix, dtype=np.float64)
+    notes = []
+    eff_mask = None
+    if mask is not None:
+        allowed = np.broadcast_to(np.asarray(mask, dtype=bool), w.shape)
+        leaked = np.where(~allowed & np.isfinite(w), np.abs(w), 0.0)
+        if leaked.max(initial=0.0) > 1e-6:
+            notes.append(f"warning: masked cells carry weight up to {leaked.max():.3g}")
+        eff_mask = allowed | ~np.isfinite(w)  # a NaN stays visible as NaN, not as "masked"
+    return heatmap_figure(
+        w,
+        row_text=display_labels(row_labels, w.shape[0]),
+        col_text=display_labels(_keys(row_labels, col_labels), w.shape[1]),
+        kind="weights",
+        title=title,
+        x_title=x_title,
+        y_title=y_title,
+        value_name="weight",
+        mask=eff_mask,
+        masked_text="0",
+        masked_name="masked: weight exactly 0",
+        nan_reason=NAN_SOFTMAX,
+        show_values=show_values,
+        row_sums=row_sums,
+        extra_notes=notes,
+        theme=theme,
+    )
+
+
+def mask_heatmap(
+    mask: np.ndarray,
+    *,
+    row_labels: Sequence[str] | None,
+    col_labels: Sequence[str] | None = None,
+    title: str | None = "Mask (True = may attend)",
+    theme: str = "default",
+) -> go.Figure:
+    """The boolean mask: True cells plain and labelled, False cells grey and hatched."""
+    allowed = np.asarray(mask, dtype=bool)
+    if allowed.ndim != 2:
+        raise ValueError(f"expected a 2-D mask, got shape {allowed.shape}")
+    R, C = allowed.shape
+    grid = prepare_grid(
+        np.ones(allowed.shape),
+        row_text=display_labels(row_labels, R),
+        col_text=display_labels(_keys(row_labels, col_labels), C),
+        mask=allowed,
+    )
+    side = max(grid.z.shape)
+    word = ("True", "False") if side <= 12 else ("T", "F")
+    fig = go.Figure()
+    heat = go.Heatmap(
+        z=grid.z,
+        x=grid.x,
+        y=grid.y,
+        zmin=0,
+        zmax=1,
+        showscale=False,
+        hoverongaps=False,
+        colorscale=[[0, MASK_ALLOWED_COLOR], [1, MASK_ALLOWED_COLOR]],
+        name="True: may attend",
+        hovertemplate="query %{y}<br>key %{x}<br>True: may attend<extra></extra>",
+        meta={"role": "mask_allowed"},
+    )
+    if side <= VALUES_MAX:
+        heat.text = np.where(np.isnan(grid.z), "", word[0])
+        heat.texttemplate = "%{text}"
+        heat.textfont = dict(color="#000000")
+    fig.add_trace(heat)
+    key = add_cell_overlay(
+        fig,
+        grid,
+        grid.masked,
+        name="False: may not attend",
+        cell_text=word[1],
+        pattern="/",
+        theme=theme,
+    )
+    style_matrix_axes(
+        fig, grid, x_title="key (attended to)", y_title="query (attending)", square=False
+    )
+    notes = grid.notes + ["plain: True, may attend"] + ([key] if key else [])
+    fig.update_layout(title=title_layout(title, notes), showlegend=False)
+    return apply_theme(fig, theme)
+
+
+def qkv_figure(
+    q: np.ndarray,
+    k: np.ndarray,
+    v: np.ndarray,
+    *,
+    row_labels: Sequence[str] | None,
+    col_labels: Sequence[str] | None = None,
+    zmax: float | None = None,
+    title: str | None = "Q = XW_Q, K = XW_K, V = XW_V (one head)",
+    theme: str = "default",
+) -> go.Figure:
+    """Q (queries × d_k), K and V (keys × d_k, d_v) side by side on one diverging scale."""
+    mats = [np.asarray(a, dtype=np.float64) for a in (q, k, v)]
+    for name, a in zip("QKV", mats, strict=True):
+        if a.ndim != 2:
+            raise ValueError(f"{name} must be 2-D (tokens, dims), got shape {a.shape}")
+    peak = zmax if zmax is not None else symmetric_range(*mats)
+    lo, hi, scale = color_range("values", mats, zmax=peak)
+    fig = make_subplots(rows=1, cols=3, subplot_titles=("Q", "K", "V"), horizontal_spacing=0.08)
+    notes: list[str] = []
+    row_sets = [row_labels, _keys(row_labels, col_labels), _keys(row_labels, col_labels)]
+    for i, (a, labels) in enumerate(zip(mats, row_sets, strict=True)):
+        grid = prepare_grid(
+            a,
+            row_text=display_labels(labels, a.shape[0]),
+            col_text=[str(j) for j in range(a.shape[1])],
+        )
+        notes += grid.notes
+        notes += add_panel(
+            fig,
+            grid,
+            row=1,
+            col=i + 1,
+            kind="values",
+            coloraxis="coloraxis",
+            value_name="value",
+            x_name="dim",
+            y_name="token",
+            x_title="dimension",
+            max_x_ticks=8,
+            y_title="token" if i == 0 else "",
+            show_values=want_values(None, grid, theme),
+            value_format=".2f",
+            theme=theme,
+        )
+    fig.update_layout(
+        coloraxis=coloraxis_layout("values", lo, hi, scale, "value"),
+        title=title_layout(title, unique_notes(notes)),
+    )
+    return apply_theme(fig, theme)
+
+
+def attention_step_figures(
+    *,
+    q: np.ndarray,
+    k: np.ndarray,
+    v: np.ndarray,
+    scores: np.ndarray,
+    scaled_scores: np.ndarray,
+    weights: np.ndarray,
+    mask: np.ndarray | None = None,
+    row_labels: Sequence[str] | None,
+    col_labels: Sequence[str] | None = None,
+    masked_text: str = "−∞",
+    theme: str = "default",
+) -> dict[str, go.Figure]:
+    """All steps of one head, with one colour range for every score figure.
+
+    Keys: "qkv", "scores", "scaled", "mask" (only with a mask), "masked", "weights".
+    """
+    d_k = np.asarray(q).shape[-1]
+    r = symmetric_range(scores, scaled_scores)  # raw scores are the widest: scaling shrinks them
+    kw = dict(row_labels=row_labels, col_labels=col_labels, theme=theme)
+    figs = {
+        "qkv": qkv_figure(q, k, v, **kw),
+        "scores": scores_heatmap(scores, zmax=r, title="1. Scores QKᵀ", **kw),
+        "scaled": scores_heatmap(
+            scaled_scores,
+            zmax=r,
+            title=f"2. Scaled scores QKᵀ / √d_k (d_k = {d_k}, same colours)",
+            **kw,
+        ),
+    }
+    if mask is not None:
+        figs["mask"] = mask_heatmap(mask, title="3. Mask (True = may attend)", **kw)
+    figs["masked"] = scores_heatmap(
+        scaled_scores,
+        mask=mask,
+        zmax=r,
+        masked_text=masked_text,
+        title=f"4. Masked scores (masked cells set to {masked_text})",
+        **kw,
+    )
+    figs["weights"] = weights_heatmap(
+        weights, mask=mask, title="5. Weights = softmax over each row", **kw
+    )
+    return figs
+
+
+def _grid_of_heads(
+    stack: np.ndarray,
+    *,
+    row_labels,
+    col_labels,
+    mask,
+    row_titles: list[str] | None,
+    column_titles: list[str] | None,
+    subplot_titles: list[str] | None,
+    rows: int,
+    cols: int,
+    title: str | None,
+    theme: str,
+) -> go.Figure:
+    """Small multiples of attention weights sharing one [0, 1] colour axis."""
+    n, Tq, Tk = stack.shape
+    fig = make_subplots(
+        rows=rows,
+        cols=cols,
+        subplot_titles=subplot_titles,
+        row_titles=row_titles,
+        column_titles=column_titles,
+        horizontal_spacing=0.04,
+        vertical_spacing=min(0.12, 0.4 / max(rows, 1)),
+    )
+    show_ticks = max(Tq, Tk) <= MAX_TICKS // 2
+    notes: list[str] = []
+    if mask is not None:
+        allowed = np.broadcast_to(np.asarray(mask, dtype=bool), stack.shape)
+        leaked = np.where(~allowed & np.isfinite(stack), np.abs(stack), 0.0)
+        if leaked.max(initial=0.0) > 1e-6:
+            notes.append(f"warning: masked cells carry weight up to {leaked.max():.3g}")
+    rt = display_labels(row_labels, Tq)
+    ct = display_labels(_keys(row_labels, col_labels), Tk)
+    for h in range(n):
+        r, c = divmod(h, cols)
+        w = stack[h]
+        eff = None
+        if mask is not None:
+            eff = np.broadcast_to(np.asarray(mask, dtype=bool), w.shape) | ~np.isfinite(w)
+        grid = prepare_grid(w, row_text=rt, col_text=ct, mask=eff)
+        notes += grid.notes
+        notes += add_panel(
+            fig,
+            grid,
+            row=r + 1,
+            col=c + 1,
+            kind="weights",
+            coloraxis="coloraxis",
+            value_name="weight",
+            x_name="key",
+            y_name="query",
+            masked_text="0",
+            masked_name="masked: weight exactly 0",
+            nan_reason=NAN_SOFTMAX,
+            theme=theme,
+            show_x_labels=show_ticks and r == rows - 1,
+            show_y_labels=show_ticks and c == 0,
+        )
+    fig.update_layout(
+        coloraxis=coloraxis_layout("weights", 0.0, 1.0, WEIGHTS_COLORSCALE, "weight"),
+        title=title_layout(title, unique_notes(notes)),
+        height=max(320, 110 + 220 * rows),
+        showlegend=False,
+    )
+    for ann in fig.layout.annotations:  # subplot titles: keep them small
+        ann.font = dict(size=12)
+    return apply_theme(fig, theme)
+
+
+def heads_grid(
+    weights: np.ndarray,
+    *,
+    row_labels: Sequence[str] | None,
+    col_labels: Sequence[str] | None = None,
+    mask: np.ndarray | None = None,
+    head_names: Sequence[str] | None = None,
+    cols: int = 4,
+    title: str | None = "All heads of one layer",
+    theme: str = "default",
+) -> go.Figure:
+    """Every head of a layer: weights (n_heads, T_q, T_k) as a grid of small heatmaps."""
+    stack = np.asarray(weights, dtype=np.float64)
+    if stack.ndim != 3:
+        raise ValueError(f"expected weights (n_heads, T_q, T_k), got shape {stack.shape}")
+    n = stack.shape[0]
+    cols = max(1, min(cols, n))
+    names = list(head_names) if head_names is not None else [f"head {h}" for h in range(n)]
+    return _grid_of_heads(
+        stack,
+        row_labels=row_labels,
+        col_labels=col_labels,
+        mask=mask,
+        row_titles=None,
+        column_titles=None,
+        subplot_titles=[escape_text(s) for s in names],
+        rows=math.ceil(n / cols),
+        cols=cols,
+        title=title,
+        theme=theme,
+    )
+
+
+def layers_heads_grid(
+    weights: np.ndarray,
+    *,
+    row_labels: Sequence[str] | None,
+    col_labels: Sequence[str] | None = None,
+    mask: np.ndarray | None = None,
+    title: str | None = "Every layer (rows) × every head (columns)",
+    theme: str = "default",
+) -> go.Figure:
+    """Small multiples of weights (n_layers, n_heads, T_q, T_k): one row per layer."""
+    a = np.asarray(weights, dtype=np.float64)
+    if a.ndim != 4:
+        raise ValueError(f"expected weights (n_layers, n_heads, T_q, T_k), got shape {a.shape}")
+    L, H = a.shape[:2]
+    return _grid_of_heads(
+        a.reshape(L * H, *a.shape[2:]),  # (L*H, T_q, T_k), layer-major like the grid
+        row_labels=row_labels,
+        col_labels=col_labels,
+        mask=mask,
+        row_titles=[f"layer {i}" for i in range(L)],
+        column_titles=[f"head {h}" for h in range(H)],
+        subplot_titles=None,
+        rows=L,
+        cols=H,
+        title=title,
+        theme=theme,
+    )
+
+
+def mean_attention_entropy(weights: np.ndarray) -> np.ndarray:
+    """Mean over queries of the entropy −Σ_j p_j log₂ p_j of each weight row, in bits.
+
+    weights (..., T_q, T_k) -> (...). 0·log 0 counts as 0; NaN rows (fully masked) are skipped.
+    """
+    p = np.asarray(weights, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(p > 0, -p * np.log2(np.where(p > 0, p, 1.0)), 0.0)
+    h = terms.sum(axis=-1)  # (..., T_q)
+    h = np.where(np.isnan(p).any(axis=-1), np.nan, h)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all rows NaN -> NaN
+        return np.nanmean(h, axis=-1)
+
+
+def entropy_overview(
+    entropy: np.ndarray,
+    *,
+    n_keys: int | None = None,
+    title: str | None = "Mean attention entropy per layer and head",
+    theme: str = "default",
+) -> go.Figure:
+    """Layers × heads heatmap of mean attention entropy (bits; see mean_attention_entropy).
+
+    n_keys fixes the colour range to [0, log₂ n_keys]: 0 = every query looks at one key,
+    log₂ n = uniform attention over n keys.
+    """
+    e = np.asarray(entropy, dtype=np.float64)
+    if e.ndim != 2:
+        raise ValueError(f"expected entropy (n_layers, n_heads), got shape {e.shape}")
+    L, H = e.shape
+    zmax = math.log2(n_keys) if n_keys and n_keys > 1 else None
+    note = "0 bits = each query attends to one key"
+    if zmax is not None:
+        note += f"; {zmax:.2f} bits = uniform over {n_keys} keys"
+    return heatmap_figure(
+        e,
+        row_text=[f"layer {i}" for i in range(L)],
+        col_text=[f"head {h}" for h in range(H)],
+        kind="magnitude",
+        title=title,
+        x_title="head",
+        y_title="layer",
+        value_name="entropy (bits)",
+        x_name="",
+        y_name="",
+        zmax=zmax,
+        nan_reason="no query row had finite weights",
+        show_values=max(L, H) <= VALUES_MAX,
+        extra_notes=[note],
+        theme=theme,
+    )
+
+
+def query_bars(
+    scores: np.ndarray,
+    scaled_scores: np.ndarray,
+    weights: np.ndarray,
+    *,
+    key_labels: Sequence[str] | None,
+    query_label: str = "",
+    mask: np.ndarray | None = None,
+    masked_text: str = "−∞",
+    title: str | None = None,
+    theme: str = "default",
+) -> go.Figure:
+    """One query row: its scores, scaled scores (same y range) and softmax weights per key.
+
+    Masked keys (mask False, or -inf scores) get grey hatched bars labelled `masked_text`;
+    their weight is drawn as a ✕ at 0.
+    """
+    s, ss, w = (np.asarray(a, dtype=np.float64).ravel() for a in (scores, scaled_scores, weights))
+    n = s.size
+    if ss.size != n or w.size != n:
+        raise ValueError(
+            f"scores, scaled_scores and weights differ in length: {n}, {ss.size}, {w.size}"
+        )
+    t = theme_spec(theme)
+    masked = np.isneginf(s) | np.isneginf(ss)
+    if mask is not None:
+        masked |= ~np.asarray(mask, dtype=bool).ravel()
+    ticks = display_labels(key_labels, n)
+    x = np.arange(n)
+    peak = symmetric_range(np.where(masked, np.nan, s), np.where(masked, np.nan, ss)) * 1.1
+    q = query_label or "this query"
+    fig = make_subplots(
+        rows=3,
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=0.09,
+        subplot_titles=(
+            "score q·kⱼ",
+            "scaled score q·kⱼ / √d_k (same axis)",
+            "weight = softmax(scaled)ⱼ",
+        ),
+    )
+    for row, vals, name, color in (
+        (1, s, "score", QUALITATIVE[0]),
+        (2, ss, "scaled score", QUALITATIVE[4]),
+        (3, w, "weight", QUALITATIVE[2]),
+    ):
+        ok = ~masked & np.isfinite(vals)
+        fig.add_trace(
+            go.Bar(
+                x=x[ok],
+                y=vals[ok].astype(np.float32),
+                name=name,
+                marker_color=color,
+                customdata=[ticks[i] for i in x[ok]],
+                showlegend=False,
+                hovertemplate=f"key %{{customdata}}<br>{name} %{{y:.6g}}<extra></extra>",
+                meta={"role": "bars"},
+            ),
+            row=row,
+            col=1,
+        )
+        if masked.any() and row < 3:
+            fig.add_trace(
+                go.Bar(
+                    x=x[masked],
+                    y=[-peak] * int(masked.sum()),
+                    name=f"masked ({masked_text})",
+                    marker=dict(color=t["mask_bg"], pattern=dict(shape="/", fgcolor=t["mask_fg"])),
+                    text=[masked_text] * int(masked.sum()),
+                    textposition="inside",
+                    insidetextanchor="middle",
+                    customdata=[ticks[i] for i in x[masked]],
+                    hovertemplate=f"key %{{customdata}}<br>masked: {escape_text(masked_text)}"
+                    "<extra></extra>",
+                    showlegend=row == 1,
+                    legendgroup="masked",
+                    meta={"role": "masked_bars"},
+                ),
+                row=row,
+                col=1,
+            )
+    if masked.any():
+        fig.add_trace(
+            go.Scatter(
+                x=x[masked],
+                y=np.zeros(int(masked.sum())),
+                mode="markers",
+                marker=dict(symbol="x", size=10, color=t["mask_fg"]),
+                cliponaxis=False,
+                showlegend=False,
+                customdata=[ticks[i] for i in x[masked]],
+                hovertemplate="key %{customdata}<br>masked: weight exactly 0<extra></extra>",
+                meta={"role": "masked_weight"},
+            ),
+            row=3,
+            col=1,
+        )
+    notes = []
+    if not np.isfinite(w[~masked]).all() or (~masked).sum() == 0:
+        notes.append(f"weights are NaN: {NAN_SOFTMAX}")
+    fig.update_yaxes(range=[-peak, peak], row=1, col=1)
+    fig.update_yaxes(range=[-peak, peak], row=2, col=1)
+    fig.update_yaxes(range=[0, 1.05], row=3, col=1, title_text="weight")
+    fig.update_xaxes(
+        tickmode="array",
+        tickvals=x.tolist()[:: max(1, math.ceil(n / 32))],
+        ticktext=ticks[:: max(1, math.ceil(n / 32))],
+        showgrid=False,
+    )
+    fig.update_xaxes(title_text="key", row=3, col=1)
+    default = f"Query {q}: scores, scaled scores and weights over every key"
+    fig.update_layout(
+        title=title_layout(title or default, notes),
+        barmode="overlay",
+        height=620,
+    )
+    return apply_theme(fig, theme)
+
+
+def context_vector_figure(
+    weights: np.ndarray,
+    values: np.ndarray,
+    *,
+    key_labels: Sequence[str] | None,
+    query_label: str = "",
+    context: np.ndarray | None = None,
+    title: str | None = None,
+    theme: str = "default",
+) -> go.Figure:
+    """The context vector Σⱼ wⱼ vⱼ per dimension as stacked bars of wⱼ·vⱼ, one colour per key.
+
+    The ◆ markers are the total. Pass the model's own `context` to have it drawn instead and
+    its max difference from the sum of the bars stated in the title.
+    """
+    w = np.asarray(weights, dtype=np.float64).ravel()
+    V = np.asarray(values, dtype=np.float64)
+    if V.ndim != 2 or V.shape[0] != w.size:
+        raise ValueError(f"values must be (n_keys={w.size}, d_v), got shape {V.shape}")
+    t = theme_spec(theme)
+    parts = w[:, None] * V  # (n_keys, d_v): row j = w_j * v_j
+    total = parts.sum(axis=0)  # (d_v,)
+    ticks = display_labels(key_labels, w.size)
+    dims = np.arange(V.shape[1])
+    fig = go.Figure()
+    for j in range(w.size):
+        if not np.isfinite(w[j]) or w[j] == 0:
+            continue  # masked keys add nothing
+        fig.add_trace(
+            go.Bar(
+                x=dims,
+                y=parts[j].astype(np.float32),
+                name=f"{ticks[j]} (w = {w[j]:.3f})",
+                marker_color=QUALITATIVE[j % len(QUALITATIVE)],
+                customdata=np.stack([np.full(V.shape[1], w[j]), V[j]], axis=1).astype(np.float32),
+                hovertemplate=(
+                    f"key {ticks[j]}<br>dim %{{x}}<br>w = %{{customdata[0]:.4g}} × "
+                    "v = %{customdata[1]:.4g}<br>= %{y:.4g}<extra></extra>"
+                ),
+                meta={"role": "bars"},
+            )
+        )
+    shown = total if context is None else np.asarray(context, dtype=np.float64).ravel()
+    notes = []
+    if context is not None:
+        notes.append(f"model output vs Σ wⱼvⱼ: max difference {np.abs(shown - total).max():.1e}")
+    if not np.isfinite(w).any():
+        notes.append(f"no finite weights: {NAN_SOFTMAX}")
+    fig.add_trace(
+        go.Scatter(
+            x=dims,
+            y=shown.astype(np.float32),
+            mode="markers",
+            name="context vector Σ wⱼvⱼ",
+            marker=dict(
+                symbol="diamond",
+                size=10,
+                color=t["font_color"],
+                line=dict(width=1, color=t["paper_bgcolor"]),
+            ),
+            hovertemplate="dim %{x}<br>context %{y:.6g}<extra></extra>",
+            meta={"role": "total"},
+        )
+    )
+    default = f"Context vector of query {query_label or 'this query'} = Σⱼ wⱼ vⱼ"
+    fig.update_layout(
+        barmode="relative",
+        title=title_layout(title or default, notes),
+        xaxis=dict(
+            title_text="value dimension",
+            tickmode="linear" if V.shape[1] <= 32 else "auto",
+            dtick=1 if V.shape[1] <= 32 else None,
+        ),
+        yaxis=dict(title_text="contribution wⱼ·vⱼ", zeroline=True),
+        legend=dict(title_text="key (weight)"),
+    )
+    return apply_theme(fig, theme)

@@ -1,0 +1,692 @@
+"""The one heatmap engine every matrix figure uses.
+
+It keeps tick labels unique (numeric axes + tickvals/ticktext, so Plotly can never merge rows),
+draws masked cells as grey hatched patches with "−∞" (not just a colour), explains every NaN,
+keeps large inputs under ~1 MB of JSON (float32, block means above MAX_CELLS per side) and says
+so in the title.
+"""
+
+from __future__ import annotations
+
+import math
+import textwrap
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import plotly.graph_objects as go
+
+from viz.labels import display_labels, escape_text
+from viz.theme import (
+    MAGNITUDE_COLORSCALE,
+    SCORES_COLORSCALE,
+    WEIGHTS_COLORSCALE,
+    apply_theme,
+    theme_spec,
+)
+
+LARGE_ABOVE = 128  # more rows or columns than this is a "large input" (said in the title)
+MAX_CELLS = 256  # at most this many cells per side are sent; beyond it, block means
+MAX_TICKS = 48  # more cells than this per side: label every k-th one only
+VALUES_MAX = 24  # per-cell value text only for matrices up to this size
+AUTO_VALUES_MAX = 12  # the paper theme turns value text on by itself up to this size
+MASK_TEXT_MAX = 24  # "−∞" written in masked cells up to this size
+MAX_PATCHES = 1500  # more hatched rectangles than this: plain grey cells instead
+
+KINDS = ("weights", "scores", "values", "magnitude")
+
+
+@dataclass
+class Grid:
+    """A matrix ready to draw; cells may be blocks of the original when it was large."""
+
+    z: np.ndarray  # (R, C) float32; NaN where masked or not a number
+    masked: np.ndarray  # (R, C) bool, True = may NOT attend (grey, hatched)
+    bad: np.ndarray  # (R, C) bool, non-finite values that are not masked
+    y: np.ndarray  # (R,) row centres, in original row positions
+    x: np.ndarray  # (C,) column centres, in original column positions
+    y_edges: np.ndarray  # (R + 1,) row boundaries
+    x_edges: np.ndarray  # (C + 1,) column boundaries
+    row_text: list[str]  # one display label per row of cells
+    col_text: list[str]
+    shape: tuple[int, int]  # the original matrix shape
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def downsampled(self) -> bool:
+        return self.z.shape != self.shape
+
+
+def _blocks(n: int, factor: int, text: list[str]):
+    """Centres, edges and labels of ceil(n / factor) blocks of `factor` positions."""
+    starts = np.arange(0, n, factor)
+    ends = np.minimum(starts + factor, n) - 1
+    centres = (starts + ends) / 2.0
+    edges = np.append(starts - 0.5, ends[-1] + 0.5) if n else np.array([-0.5, 0.5])
+    labels = [text[a] if a == b else f"{a}–{b}" for a, b in zip(starts, ends, strict=True)]
+    return centres, edges, labels
+
+
+def _block_reduce(a: np.ndarray, fr: int, fc: int, fill, how: str) -> np.ndarray:
+    """Reduce (R, C) to (ceil(R/fr), ceil(C/fc)) blocks by 'nanmean' or 'all'."""
+    R, C = a.shape
+    Rb, Cb = -(-R // fr), -(-C // fc)
+    padded = np.full((Rb * fr, Cb * fc), fill, dtype=a.dtype)
+    padded[:R, :C] = a
+    blocks = padded.reshape(Rb, fr, Cb, fc)  # (Rb, fr, Cb, fc)
+    if how == "all":
+        return blocks.all(axis=(1, 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN blocks stay NaN
+        return np.nanmean(blocks, axis=(1, 3))
+
+
+def prepare_grid(
+    matrix: np.ndarray,
+    *,
+    row_text: list[str],
+    col_text: list[str],
+    mask: np.ndarray | None = None,
+) -> Grid:
+    """Split a matrix into drawable values, masked cells and unexplained non-finite cells.
+
+    mask: boolean, True = may attend (broadcast to the matrix). Without a mask, -inf cells count
+    as masked (scores masked with -inf).
+    """
+    z = np.asarray(matrix, dtype=np.float64)
+    if z.ndim != 2 or 0 in z.shape:
+        raise ValueError(f"expected a non-empty 2-D matrix, got shape {z.shape}")
+    R, C = z.shape
+    if len(row_text) != R or len(col_text) != C:
+        raise ValueError(f"{len(row_text)}x{len(col_text)} labels for a {R}x{C} matrix")
+    if mask is None:
+        masked = np.isneginf(z)
+    else:
+        masked = ~np.broadcast_to(np.asarray(mask, dtype=bool), (R, C))
+    bad = ~np.isfinite(z) & ~masked
+    values = np.where(masked | bad, np.nan, z)
+    notes = []
+    fr, fc = max(1, math.ceil(R / MAX_CELLS)), max(1, math.ceil(C / MAX_CELLS))
+    y, y_edges, row_text = _blocks(R, fr, list(row_text))
+    x, x_edges, col_text = _blocks(C, fc, list(col_text))
+    if fr > 1 or fc > 1:
+        values = _block_reduce(values, fr, fc, np.nan, "nanmean")
+        masked = _block_reduce(masked, fr, fc, True, "all")
+        bad = np.isnan(values) & ~masked
+    if max(R, C) > LARGE_ABOVE:
+        note = f"Large input ({R}×{C})"
+        if fr > 1 or fc > 1:
+            note += (
+                f": shown as {values.shape[0]}×{values.shape[1]} cells, each the mean of a "
+                f"{fr}×{fc} block (masked cells left out)"
+            )
+        note += "; values sent as float32"
+        if max(len(row_text), len(col_text)) > MAX_TICKS:
+            note += "; not every label shown"
+        notes.append(note)
+    return Grid(
+        z=values.astype(np.float32),
+        masked=masked,
+        bad=bad,
+        y=y,
+        x=x,
+        y_edges=y_edges,
+        x_edges=x_edges,
+        row_text=row_text,
+        col_text=col_text,
+        shape=(R, C),
+        notes=notes,
+    )
+
+
+def _nice_step(raw: float) -> int:
+    """Smallest of 1, 2, 5, 10, 20, 50, ... that is >= raw."""
+    step = 1
+    while True:
+        for m in (1, 2, 5):
+            if m * step >= raw:
+                return m * step
+        step *= 10
+
+
+def axis_ticks(
+    centres: np.ndarray, text: list[str], *, numbers: bool = False, max_ticks: int = MAX_TICKS
+) -> dict:
+    """tickvals/ticktext for a numeric axis: every cell up to max_ticks, else a nice step.
+
+    numbers=True labels thinned ticks with the bare position (block labels "0–1" are long).
+    """
+    if len(text) <= max_ticks:
+        idx = range(len(text))
+    else:
+        idx = range(0, len(text), _nice_step(len(text) / min(16, max_ticks)))
+    return dict(
+        tickmode="array",
+        tickvals=[float(centres[i]) for i in idx],
+        ticktext=[text[i].split("–")[0] if numbers else text[i] for i in idx],
+    )
+
+
+def color_range(kind: str, values: Sequence[np.ndarray], zmin=None, zmax=None):
+    """(zmin, zmax, colorscale) for a kind of matrix; shared `values` give one shared range.
+
+    weights: fixed [0, 1]. scores/values: symmetric about 0 (diverging). magnitude: [0, max].
+    """
+    if kind == "weights":
+        return 0.0, 1.0, WEIGHTS_COLORSCALE
+    finite = [np.abs(v[np.isfinite(v)]) for v in (np.asarray(a, float) for a in values)]
+    peak = max((float(f.max()) for f in finite if f.size), default=0.0)
+    if kind in ("scores", "values"):
+        m = float(zmax) if zmax is not None else (peak or 1.0)
+        return -m, m, SCORES_COLORSCALE
+    if kind == "magnitude":
+        lo = 0.0 if zmin is None else float(zmin)
+        return lo, float(zmax) if zmax is not None else (peak or 1.0), MAGNITUDE_COLORSCALE
+    raise ValueError(f"unknown kind {kind!r}; choose one of {', '.join(KINDS)}")
+
+
+def symmetric_range(*matrices: np.ndarray, mask: np.ndarray | None = None) -> float:
+    """max |value| over the finite, allowed cells of all matrices: one colour range for a set."""
+    peak = 0.0
+    for m in matrices:
+        a = np.asarray(m, dtype=np.float64)
+        ok = np.isfinite(a)
+        if mask is not None and a.ndim >= 2:
+            ok &= np.broadcast_to(np.asarray(mask, dtype=bool), a.shape)
+        if ok.any():
+            peak = max(peak, float(np.abs(a[ok]).max()))
+    return peak or 1.0
+
+
+def _runs(row: np.ndarray) -> tuple[tuple[int, int], ...]:
+    """(first, last) column of each run of True in a boolean row."""
+    padded = np.concatenate(([False], row, [False]))
+    d = np.diff(padded.astype(np.int8))
+    return tuple(zip(np.flatnonzero(d == 1), np.flatnonzero(d == -1) - 1, strict=True))
+
+
+def _rectangles(cells: np.ndarray, x_edges: np.ndarray, y_edges: np.ndarray):
+    """Merge True cells into rectangles (runs per row, equal runs in adjacent rows joined)."""
+    rects = []
+    r = 0
+    R = cells.shape[0]
+    while r < R:
+        runs = _runs(cells[r])
+        r_end = r
+        while r_end + 1 < R and _runs(cells[r_end + 1]) == runs:
+            r_end += 1
+        for c0, c1 in runs:
+            rects.append((x_edges[c0], x_edges[c1 + 1], y_edges[r], y_edges[r_end + 1]))
+        r = r_end + 1
+    return rects
+
+
+def _polygon_xy(rects) -> tuple[np.ndarray, np.ndarray]:
+    """Closed rectangles as one NaN-separated path (float32: small payload)."""
+    xs, ys = [], []
+    for x0, x1, y0, y1 in rects:
+        xs += [x0, x1, x1, x0, x0, np.nan]
+        ys += [y0, y0, y1, y1, y0, np.nan]
+    return np.asarray(xs, np.float32), np.asarray(ys, np.float32)
+
+
+def add_cell_overlay(
+    fig: go.Figure,
+    grid: Grid,
+    cells: np.ndarray,
+    *,
+    name: str,
+    cell_text: str | None,
+    pattern: str,
+    theme: str,
+    row: int | None = None,
+    col: int | None = None,
+    legendgroup: str | None = None,
+) -> str | None:
+    """Grey hatched patches over `cells` (plus `cell_text` in each when small), hover = name.
+
+    Returns the key to print under the title (e.g. "▨ grey hatched: masked (−∞)"), or None.
+    """
+    if not cells.any():
+        return None
+    t = theme_spec(theme)
+    where = dict(row=row, col=col) if row is not None else {}
+    rects = _rectangles(cells, grid.x_edges, grid.y_edges)
+    role = "mask" if pattern == "/" else "nan"
+    if len(rects) <= MAX_PATCHES:
+        xs, ys = _polygon_xy(rects)
+        bg = t["mask_bg"] if role == "mask" else "#f2f2f2"
+        fg = t["mask_fg"] if role == "mask" else "#000000"
+        fig.add_trace(
+            go.Scatter(
+                x=xs,
+                y=ys,
+                mode="lines",
+                fill="toself",
+                fillcolor=bg,
+                fillpattern=dict(shape=pattern, bgcolor=bg, fgcolor=fg, size=7, solidity=0.2),
+                line=dict(width=0.5, color=fg),
+                hoveron="fills",
+                hoverinfo="name",
+                hoverlabel=dict(namelength=-1),
+                name=name,
+                showlegend=False,
+                legendgroup=legendgroup or name,
+                meta={"role": role} if role == "mask" else {"role": "nan"},
+            ),
+            **where,
+        )
+    else:  # too many separate patches: one grey cell per masked cell instead of hatching
+        fig.add_trace(
+            go.Heatmap(
+                z=np.where(cells, 1.0, np.nan).astype(np.float32),
+                x=grid.x,
+                y=grid.y,
+                colorscale=[[0, t["mask_bg"]], [1, t["mask_bg"]]],
+                showscale=False,
+                hoverongaps=False,
+                hovertemplate=f"{name}<extra></extra>",
+                name=name,
+                meta={"role": "mask_cells"},
+            ),
+            **where,
+        )
+    key = ("▨ grey hatched: " if role == "mask" else "⊠ cross-hatched: ") + name
+    if cell_text and max(cells.shape) <= MASK_TEXT_MAX:
+        rr, cc = np.nonzero(cells)
+        fig.add_trace(
+            go.Scatter(
+                x=grid.x[cc],
+                y=grid.y[rr],
+                mode="text",
+                text=[cell_text] * len(rr),
+                textfont=dict(color=t["mask_text"]),
+                hoverinfo="skip",
+                showlegend=False,
+                legendgroup=legendgroup or name,
+                meta={"role": "mask_text"},
+            ),
+            **where,
+        )
+    return key
+
+
+NAN_NAME = "NaN (not a number)"
+
+
+def add_heatmap(
+    fig: go.Figure,
+    grid: Grid,
+    *,
+    kind: str,
+    zmin: float,
+    zmax: float,
+    colorscale,
+    value_name: str,
+    x_name: str,
+    y_name: str,
+    show_values: bool,
+    value_format: str,
+    coloraxis: str | None = None,
+    row: int | None = None,
+    col: int | None = None,
+) -> None:
+    """The value heatmap itself (NaN/masked cells left as gaps for the overlays)."""
+    trace = go.Heatmap(
+        z=grid.z,
+        x=grid.x,
+        y=grid.y,
+        hoverongaps=False,
+        hovertemplate=(
+            f"{escape_text(y_name)} %{{y}}<br>{escape_text(x_name)} %{{x}}<br>"
+            f"{escape_text(value_name)} %{{z:.6~g}}<extra></extra>"
+        ),
+        name=value_name,
+        meta={"role": "values", "kind": kind},
+    )
+    if coloraxis:
+        trace.coloraxis = coloraxis
+    else:
+        trace.update(
+            zmin=zmin,
+            zmax=zmax,
+            colorscale=colorscale,
+            colorbar=dict(
+                title=dict(text=escape_text(value_name), side="right"),
+                xref="container",
+                x=1.0,
+                xanchor="right",
+            ),
+        )
+    if show_values:
+        trace.texttemplate = f"%{{z:{value_format}}}"
+    where = dict(row=row, col=col) if row is not None else {}
+    fig.add_trace(trace, **where)
+
+
+def want_values(show_values: bool | None, grid: Grid, theme: str) -> bool:
+    """Per-cell value text: asked for and small enough, or automatic on paper up to 12."""
+    side = max(grid.z.shape)
+    if show_values is None:
+        return theme == "paper" and side <= AUTO_VALUES_MAX
+    return bool(show_values) and side <= VALUES_MAX
+
+
+def compose_title(title: str | None, notes: Sequence[str] = ()) -> str:
+    """Escaped user title, then each note (ours, not user text) wrapped on its own lines.
+
+    apply_theme keeps the first line as the title and moves the note lines into a "notes"
+    annotation under it (Plotly misplaces multi-line titles).
+    """
+    lines = [escape_text(title) if title else ""]
+    for note in notes:
+        lines += textwrap.wrap(note, width=95, break_on_hyphens=False)
+    return "<br>".join(lines) if len(lines) > 1 else lines[0]
+
+
+def title_layout(title: str | None, notes: Sequence[str] = ()) -> dict:
+    """layout.title from compose_title; apply_theme sizes the top margin to its lines."""
+    return dict(text=compose_title(title, unique_notes(notes)))
+
+
+def style_matrix_axes(
+    fig: go.Figure,
+    grid: Grid,
+    *,
+    x_title: str,
+    y_title: str,
+    square: bool,
+    row: int | None = None,
+    col: int | None = None,
+    show_x_labels: bool = True,
+    show_y_labels: bool = True,
+    max_x_ticks: int = MAX_TICKS,
+) -> None:
+    """Numeric axes labelled through tickvals/ticktext; row 0 on top; no gridlines."""
+    where = dict(row=row, col=col) if row is not None else {}
+    fig.update_xaxes(
+        **axis_ticks(grid.x, grid.col_text, numbers=grid.downsampled, max_ticks=max_x_ticks),
+        title_text=escape_text(x_title) if x_title else None,
+        range=[grid.x_edges[0], grid.x_edges[-1]],
+        showgrid=False,
+        zeroline=False,
+        showticklabels=show_x_labels,
+        **where,
+    )
+    fig.update_yaxes(
+        **axis_ticks(grid.y, grid.row_text, numbers=grid.downsampled),
+        title_text=escape_text(y_title) if y_title else None,
+        range=[grid.y_edges[-1], grid.y_edges[0]],
+        showgrid=False,
+        zeroline=False,
+        showticklabels=show_y_labels,
+        **where,
+    )
+    if square:
+        fig.update_yaxes(scaleanchor="x", scaleratio=1, constrain="domain", **where)
+        fig.update_xaxes(constrain="domain", **where)
+
+
+def _row_sums_axis(fig: go.Figure, grid: Grid, sums: np.ndarray) -> str | None:
+    """Row sums as a right-hand y axis ("Σ = 1.000"), or a note when there are too many rows."""
+    finite = sums[np.isfinite(sums)]
+    if grid.downsampled or len(sums) > MAX_TICKS:
+        if finite.size:
+            return f"every row sums to 1 (max |Σ − 1| = {np.abs(finite - 1).max():.1e})"
+        return None
+    fig.add_trace(
+        go.Scatter(
+            x=[grid.x[0]] * len(grid.y),
+            y=grid.y,
+            yaxis="y2",
+            mode="markers",
+            marker=dict(opacity=0),
+            hoverinfo="skip",
+            showlegend=False,
+            meta={"role": "anchor"},
+        )
+    )
+    fig.update_layout(
+        yaxis2=dict(
+            overlaying="y",
+            side="right",
+            matches="y",
+            tickmode="array",
+            tickvals=[float(v) for v in grid.y],
+            ticktext=[f"Σ = {s:.3f}" if np.isfinite(s) else "Σ = NaN" for s in sums],
+            showgrid=False,
+            zeroline=False,
+            showline=False,
+            ticks="",
+        )
+    )
+    return None
+
+
+def heatmap_figure(
+    matrix: np.ndarray,
+    *,
+    row_text: list[str],
+    col_text: list[str],
+    kind: str,
+    title: str | None,
+    x_title: str,
+    y_title: str,
+    value_name: str,
+    x_name: str = "key",
+    y_name: str = "query",
+    mask: np.ndarray | None = None,
+    zmin: float | None = None,
+    zmax: float | None = None,
+    masked_text: str = "−∞",
+    masked_name: str | None = None,
+    nan_reason: str | None = None,
+    show_values: bool | None = None,
+    value_format: str = ".2f",
+    row_sums: bool = False,
+    square: bool = False,
+    extra_notes: Sequence[str] = (),
+    theme: str = "default",
+) -> go.Figure:
+    """Internal: one matrix as a heatmap with every rule of this module applied."""
+    theme_spec(theme)
+    grid = prepare_grid(matrix, row_text=row_text, col_text=col_text, mask=mask)
+    lo, hi, scale = color_range(kind, [grid.z], zmin, zmax)
+    fig = go.Figure()
+    add_heatmap(
+        fig,
+        grid,
+        kind=kind,
+        zmin=lo,
+        zmax=hi,
+        colorscale=scale,
+        value_name=value_name,
+        x_name=x_name,
+        y_name=y_name,
+        show_values=want_values(show_values, grid, theme),
+        value_format=value_format,
+    )
+    notes = list(grid.notes) + list(extra_notes)
+    name = masked_name or f"masked ({masked_text})"
+    notes.append(
+        add_cell_overlay(
+            fig,
+            grid,
+            grid.masked,
+            name=escape_text(name),
+            cell_text=escape_text(masked_text),
+            pattern="/",
+            theme=theme,
+        )
+    )
+    if grid.bad.any():
+        reason = nan_reason or "the input holds NaN or ±inf here"
+        notes.append(
+            add_cell_overlay(
+                fig,
+                grid,
+                grid.bad,
+                name=escape_text(f"{NAN_NAME}: {reason}"),
+                cell_text="NaN",
+                pattern="x",
+                theme=theme,
+            )
+        )
+    style_matrix_axes(fig, grid, x_title=x_title, y_title=y_title, square=square)
+    if row_sums:  # after the main axes: fig.update_yaxes would restyle yaxis2 as well
+        sums = np.asarray(matrix, dtype=np.float64).sum(axis=1)  # (R,) NaN where a row is NaN
+        note = _row_sums_axis(fig, grid, sums)
+        if note:
+            notes.append(note)
+    fig.update_layout(title=title_layout(title, [n for n in notes if n]), showlegend=False)
+    return apply_theme(fig, theme)
+
+
+def matrix_heatmap(
+    matrix: np.ndarray,
+    *,
+    row_labels: Sequence[object] | None = None,
+    col_labels: Sequence[object] | None = None,
+    kind: str = "values",
+    title: str | None = None,
+    x_title: str = "",
+    y_title: str = "",
+    value_name: str = "value",
+    mask: np.ndarray | None = None,
+    zmin: float | None = None,
+    zmax: float | None = None,
+    masked_text: str = "−∞",
+    show_values: bool | None = None,
+    theme: str = "default",
+) -> go.Figure:
+    """Any matrix as a heatmap; labels are token pieces (made "i:piece") or None (indices).
+
+    kind: "weights" (fixed [0, 1], sequential), "scores"/"values" (diverging, symmetric about 0;
+    zmax sets the range), "magnitude" (sequential from 0).
+    """
+    m = np.asarray(matrix)
+    if m.ndim != 2:
+        raise ValueError(f"expected a 2-D matrix, got shape {m.shape}")
+    return heatmap_figure(
+        m,
+        row_text=display_labels(row_labels, m.shape[0]),
+        col_text=display_labels(col_labels, m.shape[1]),
+        kind=kind,
+        title=title,
+        x_title=x_title,
+        y_title=y_title,
+        value_name=value_name,
+        x_name=x_title or "column",
+        y_name=y_title or "row",
+        mask=mask,
+        zmin=zmin,
+        zmax=zmax,
+        masked_text=masked_text,
+        show_values=show_values,
+        theme=theme,
+    )
+
+
+def add_panel(
+    fig: go.Figure,
+    grid: Grid,
+    *,
+    row: int,
+    col: int,
+    kind: str,
+    coloraxis: str,
+    value_name: str,
+    x_name: str,
+    y_name: str,
+    x_title: str = "",
+    y_title: str = "",
+    show_values: bool = False,
+    value_format: str = ".2f",
+    masked_text: str = "−∞",
+    masked_name: str | None = None,
+    nan_reason: str | None = None,
+    theme: str = "default",
+    show_x_labels: bool = True,
+    show_y_labels: bool = True,
+    square: bool = False,
+    max_x_ticks: int = MAX_TICKS,
+) -> list[str]:
+    """One heatmap panel of a make_subplots figure (colours from a shared coloraxis).
+
+    Returns the notes the panel needs in the figure title (keys to the overlays).
+    """
+    add_heatmap(
+        fig,
+        grid,
+        kind=kind,
+        zmin=0,
+        zmax=1,
+        colorscale=None,
+        value_name=value_name,
+        x_name=x_name,
+        y_name=y_name,
+        show_values=show_values,
+        value_format=value_format,
+        coloraxis=coloraxis,
+        row=row,
+        col=col,
+    )
+    name = masked_name or f"masked ({masked_text})"
+    notes = [
+        add_cell_overlay(
+            fig,
+            grid,
+            grid.masked,
+            name=escape_text(name),
+            cell_text=escape_text(masked_text),
+            pattern="/",
+            theme=theme,
+            row=row,
+            col=col,
+            legendgroup="masked",
+        )
+    ]
+    if grid.bad.any():
+        reason = nan_reason or "the input holds NaN or ±inf here"
+        notes.append(
+            add_cell_overlay(
+                fig,
+                grid,
+                grid.bad,
+                name=escape_text(f"{NAN_NAME}: {reason}"),
+                cell_text="NaN",
+                pattern="x",
+                theme=theme,
+                row=row,
+                col=col,
+                legendgroup="nan",
+            )
+        )
+    style_matrix_axes(
+        fig,
+        grid,
+        x_title=x_title,
+        y_title=y_title,
+        square=square,
+        row=row,
+        col=col,
+        show_x_labels=show_x_labels,
+        show_y_labels=show_y_labels,
+        max_x_ticks=max_x_ticks,
+    )
+    return [n for n in notes if n]
+
+
+def coloraxis_layout(kind: str, lo: float, hi: float, scale, title: str, **colorbar) -> dict:
+    """A shared layout.coloraxis with a labelled colour bar."""
+    bar = dict(
+        title=dict(text=escape_text(title), side="right"), xref="container", x=1.0, xanchor="right"
+    )
+    bar.update(colorbar)
+    return dict(colorscale=scale, cmin=lo, cmax=hi, colorbar=bar)
+
+
+def unique_notes(notes: Sequence[str | None]) -> list[str]:
+    """Notes in first-seen order without repeats or Nones."""
+    return list(dict.fromkeys(n for n in notes if n))

@@ -1,0 +1,60 @@
+"""Tick labels that stay unique, and user text that stays text.
+
+Plotly merges repeated category labels (a heatmap over "I like her" would silently lose rows),
+so every token label carries its position: "0:I", "1: ", "2:l". Plotly also renders some HTML
+tags (and $...$ as LaTeX) in labels, hover text and titles, so user text is escaped first.
+"""
+
+from __future__ import annotations
+
+import html
+import unicodedata
+from collections.abc import Sequence
+
+_VISIBLE = {" ": "␣", "\n": "⏎", "\t": "⇥", "\r": "␍", "\u3000": "□"}
+
+
+def escape_text(text: object) -> str:
+    """User text -> a string Plotly shows literally (HTML tags and $...$ math disabled)."""
+    return html.escape(str(text), quote=True).replace("$", "&#36;")
+
+
+def visible_whitespace(text: str) -> str:
+    """Show spaces, newlines, tabs and invisible characters as visible marks (" " -> "␣")."""
+    out = []
+    for ch in str(text):
+        if ch in _VISIBLE:
+            out.append(_VISIBLE[ch])
+        elif unicodedata.category(ch)[0] in "CZ":  # controls, zero-width, other separators
+            out.append(f"⟨U+{ord(ch):04X}⟩")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def unique_labels(
+    pieces: Sequence[object], *, escape: bool = False, show_whitespace: bool = False
+) -> list[str]:
+    """Position-prefixed labels "i:piece", unique even when pieces repeat.
+
+    escape=True html-escapes the piece (for Plotly); show_whitespace=True draws " " as "␣".
+    """
+    labels = []
+    for i, piece in enumerate(pieces):
+        text = str(piece)
+        if show_whitespace:
+            text = visible_whitespace(text)
+        if escape:
+            text = escape_text(text)
+        labels.append(f"{i}:{text}")
+    return labels
+
+
+def display_labels(pieces: Sequence[object] | None, n: int) -> list[str]:
+    """What figures put on a token axis: unique, escaped, whitespace visible; None -> "0".."n-1"."""
+    if pieces is None:
+        return [str(i) for i in range(n)]
+    pieces = list(pieces)
+    if len(pieces) != n:
+        raise ValueError(f"got {len(pieces)} labels for an axis of length {n}")
+    return unique_labels(pieces, escape=True, show_whitespace=True)

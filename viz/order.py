@@ -1,0 +1,174 @@
+"""Word order: permutation equivariance of self-attention without PE, as pictures and numbers.
+
+Without positional information and without a causal mask, f(Px) = P f(x) (equivariance) and a
+pooled output is the same for every order (invariance). These figures show |f(Px) − P f(x)|, the
+two sentences' outputs aligned token by token, and the pooled outputs, each with its max as a
+number in the title.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from viz.heatmap import (
+    add_panel,
+    color_range,
+    coloraxis_layout,
+    heatmap_figure,
+    prepare_grid,
+    symmetric_range,
+    title_layout,
+    unique_notes,
+)
+from viz.labels import display_labels, escape_text
+from viz.theme import QUALITATIVE, apply_theme
+
+
+def order_difference_heatmap(
+    matrix: np.ndarray,
+    *,
+    row_labels: Sequence[str] | None,
+    reference: float | None = None,
+    title: str | None = "|f(Px) − P f(x)| per token and dimension",
+    theme: str = "default",
+) -> go.Figure:
+    """Absolute differences (tokens × d_model) on a sequential scale from 0.
+
+    reference: the top of the colour range, e.g. max |f(x)|, so float rounding (~1e-7) stays
+    dark instead of filling the scale; default is the largest difference itself.
+    """
+    diff = np.abs(np.asarray(matrix, dtype=np.float64))
+    if diff.ndim != 2:
+        raise ValueError(f"expected differences (tokens, d_model), got shape {diff.shape}")
+    finite = diff[np.isfinite(diff)]
+    top = float(finite.max()) if finite.size else float("nan")
+    note = f"max |f(Px) − P f(x)| = {top:.3g}"
+    if reference is not None:
+        note += f" (colour range 0 … {reference:.3g})"
+    return heatmap_figure(
+        diff,
+        row_text=display_labels(row_labels, diff.shape[0]),
+        col_text=[str(j) for j in range(diff.shape[1])],
+        kind="magnitude",
+        title=title,
+        x_title="dimension",
+        y_title="token",
+        value_name="|difference|",
+        x_name="dim",
+        y_name="token",
+        zmax=reference,
+        value_format=".1e",
+        extra_notes=[note],
+        theme=theme,
+    )
+
+
+def aligned_outputs_figure(
+    outputs_a: np.ndarray,
+    outputs_b: np.ndarray,
+    *,
+    labels_a: Sequence[str] | None,
+    labels_b: Sequence[str] | None,
+    positions_b: Sequence[int] | None = None,
+    name_a: str = "A",
+    name_b: str = "B",
+    title: str | None = "Outputs per token, B reordered to A's token order",
+    theme: str = "default",
+) -> go.Figure:
+    """A's outputs, B's outputs aligned to A's tokens, and |A − B| (tokens × d_model), all on
+    one diverging scale.
+
+    outputs_b row i must be the output of the token that matches A's token i; positions_b gives
+    each such row's original position in B, so its label reads "position:piece" of B.
+    """
+    a = np.asarray(outputs_a, dtype=np.float64)
+    b = np.asarray(outputs_b, dtype=np.float64)
+    if a.shape != b.shape or a.ndim != 2:
+        raise ValueError(f"outputs {a.shape} and {b.shape} must both be (tokens, d_model)")
+    diff = np.abs(a - b)
+    rows_a = display_labels(labels_a, a.shape[0])
+    if labels_b is not None and positions_b is not None:
+        rows_b = [
+            f"{int(p)}:{lab.split(':', 1)[1]}"
+            for p, lab in zip(positions_b, display_labels(labels_b, b.shape[0]), strict=True)
+        ]
+    else:
+        rows_b = display_labels(labels_b, b.shape[0])
+    dims = [str(j) for j in range(a.shape[1])]
+    lo, hi, scale = color_range("values", [a, b], zmax=symmetric_range(a, b))
+    fig = make_subplots(
+        rows=1,
+        cols=3,
+        horizontal_spacing=0.09,
+        subplot_titles=(escape_text(name_a), escape_text(f"{name_b} (aligned)"), "|A − B|"),
+    )
+    notes: list[str] = []
+    # One diverging scale for all three panels: |A − B| is in the outputs' own units, so float
+    # rounding (~1e-7) stays white instead of filling a scale of its own.
+    panels = [(a, rows_a, "output"), (b, rows_b, "output"), (diff, rows_a, "|A − B|")]
+    for c, (m, rows, name) in enumerate(panels):
+        grid = prepare_grid(m, row_text=rows, col_text=dims)
+        notes += grid.notes
+        notes += add_panel(
+            fig,
+            grid,
+            row=1,
+            col=c + 1,
+            kind="values",
+            coloraxis="coloraxis",
+            value_name=name,
+            x_name="dim",
+            y_name="token",
+            x_title="dimension",
+            y_title="token" if c == 0 else "",
+            theme=theme,
+            max_x_ticks=8,
+        )
+    top = float(np.nanmax(diff)) if np.isfinite(diff).any() else float("nan")
+    notes.append(f"max |A − B| = {top:.3g}")
+    fig.update_layout(
+        coloraxis=coloraxis_layout("values", lo, hi, scale, "output, |A − B|"),
+        title=title_layout(title, unique_notes(notes)),
+    )
+    return apply_theme(fig, theme)
+
+
+def pooled_outputs_figure(
+    pooled_a: np.ndarray,
+    pooled_b: np.ndarray,
+    *,
+    name_a: str = "A",
+    name_b: str = "B",
+    title: str | None = "Pooled outputs (mean over tokens)",
+    theme: str = "default",
+) -> go.Figure:
+    """Two pooled vectors (d_model,) as grouped bars per dimension; max |A − B| in the title."""
+    a = np.asarray(pooled_a, dtype=np.float64).ravel()
+    b = np.asarray(pooled_b, dtype=np.float64).ravel()
+    if a.shape != b.shape:
+        raise ValueError(f"pooled outputs differ in length: {a.size} vs {b.size}")
+    dims = np.arange(a.size)
+    fig = go.Figure()
+    for vec, name, color in ((a, name_a, QUALITATIVE[0]), (b, name_b, QUALITATIVE[1])):
+        fig.add_trace(
+            go.Bar(
+                x=dims,
+                y=vec.astype(np.float32),
+                name=escape_text(name),
+                marker_color=color,
+                hovertemplate=f"{escape_text(name)}<br>dim %{{x}}<br>%{{y:.6g}}<extra></extra>",
+                meta={"role": "bars"},
+            )
+        )
+    note = f"max |A − B| = {np.abs(a - b).max(initial=0.0):.3g}"
+    fig.update_layout(
+        barmode="group",
+        title=title_layout(title, [note]),
+        xaxis_title="dimension",
+        yaxis_title="pooled output",
+    )
+    return apply_theme(fig, theme)

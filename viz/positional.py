@@ -1,0 +1,322 @@
+"""Sinusoidal positional encoding (Vaswani et al. 2017, §3.5) as figures.
+
+PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d)). These builders
+only draw: the table, the Gram matrix and the dot-product curve come from model/.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from viz.heatmap import (
+    add_panel,
+    color_range,
+    coloraxis_layout,
+    heatmap_figure,
+    prepare_grid,
+    symmetric_range,
+    title_layout,
+    unique_notes,
+    want_values,
+)
+from viz.labels import display_labels
+from viz.theme import QUALITATIVE, apply_theme, theme_spec
+
+
+def _position_text(n: int, labels: Sequence[str] | None) -> list[str]:
+    """Row labels "i" for positions, "i:piece" for the first len(labels) (the sentence)."""
+    text = [str(i) for i in range(n)]
+    if labels is not None:
+        for i, lab in enumerate(display_labels(labels, len(labels))[:n]):
+            text[i] = lab
+    return text
+
+
+def pe_heatmap(
+    pe: np.ndarray,
+    *,
+    labels: Sequence[str] | None = None,
+    title: str | None = "Positional encoding PE (positions × dimensions)",
+    theme: str = "default",
+) -> go.Figure:
+    """The PE table (max_len, d_model) on a fixed [-1, 1] diverging scale.
+
+    labels: the sentence's pieces, to name its positions on the position axis.
+    """
+    table = np.asarray(pe, dtype=np.float64)
+    if table.ndim != 2:
+        raise ValueError(f"expected PE (positions, d_model), got shape {table.shape}")
+    P, d = table.shape
+    return heatmap_figure(
+        table,
+        row_text=_position_text(P, labels),
+        col_text=[str(j) for j in range(d)],
+        kind="values",
+        title=title,
+        x_title="dimension (even = sin, odd = cos)",
+        y_title="position",
+        value_name="PE",
+        x_name="dim",
+        y_name="position",
+        zmax=1.0,
+        value_format=".2f",
+        theme=theme,
+    )
+
+
+def pe_curves(
+    positions: np.ndarray,
+    pe: np.ndarray,
+    *,
+    dims: Sequence[int],
+    marked_positions: Sequence[int] | None = None,
+    marked_labels: Sequence[str] | None = None,
+    title: str | None = "PE over positions for chosen dimensions",
+    theme: str = "default",
+) -> go.Figure:
+    """Curves PE(pos, dim) for chosen dims; the sentence's own positions marked on each curve.
+
+    positions (P,) may be a fine grid (e.g. step 0.1) for smooth curves; pe is the matching
+    table (P, d_model), from which the `dims` columns are drawn.
+    """
+    pos = np.asarray(positions, dtype=np.float64).ravel()
+    table = np.asarray(pe, dtype=np.float64)
+    if table.ndim != 2 or table.shape[0] != pos.size:
+        raise ValueError(f"pe must be (len(positions)={pos.size}, d_model), got {table.shape}")
+    d = table.shape[1]
+    for j in dims:
+        if not 0 <= j < d:
+            raise ValueError(f"dimension {j} is outside 0..{d - 1}")
+    marks = np.asarray(list(marked_positions or []), dtype=np.float64)
+    mark_text = (
+        display_labels(marked_labels, len(marks))
+        if marked_labels is not None
+        else [str(int(p)) for p in marks]
+    )
+    fig = go.Figure()
+    for n, j in enumerate(dims):
+        i = j // 2
+        period = 2 * math.pi * 10000 ** (2 * i / d)
+        name = f"dim {j}: {'sin' if j % 2 == 0 else 'cos'}, period {period:.3g}"
+        color = QUALITATIVE[n % len(QUALITATIVE)]
+        fig.add_trace(
+            go.Scatter(
+                x=pos.astype(np.float32),
+                y=table[:, j].astype(np.float32),
+                mode="lines",
+                name=name,
+                line=dict(color=color),
+                legendgroup=str(j),
+                hovertemplate=f"dim {j}<br>position %{{x:.3g}}<br>PE %{{y:.4f}}<extra></extra>",
+                meta={"role": "line"},
+            )
+        )
+        if marks.size:
+            fig.add_trace(
+                go.Scatter(
+                    x=marks,
+                    y=np.interp(marks, pos, table[:, j]),
+                    mode="markers",
+                    marker=dict(color=color, size=9, line=dict(width=1, color="#000")),
+                    customdata=mark_text,
+                    showlegend=False,
+                    legendgroup=str(j),
+                    hovertemplate=f"token %{{customdata}}<br>dim {j}<br>PE %{{y:.4f}}"
+                    "<extra></extra>",
+                    meta={"role": "marks"},
+                )
+            )
+    if marks.size:
+        t = theme_spec(theme)
+        for p in marks[:64]:
+            fig.add_vline(x=float(p), line=dict(color=t["axis_line_color"], width=0.6, dash="dot"))
+        # The tokens label a second x axis on top (Plotly turns crowded labels by itself).
+        fig.add_trace(
+            go.Scatter(
+                x=marks,
+                y=np.zeros(marks.size),
+                xaxis="x2",
+                mode="markers",
+                marker=dict(opacity=0),
+                hoverinfo="skip",
+                showlegend=False,
+                meta={"role": "anchor"},
+            )
+        )
+        fig.update_layout(
+            xaxis2=dict(
+                overlaying="x",
+                side="top",
+                matches="x",
+                tickmode="array",
+                tickvals=marks.tolist(),
+                ticktext=mark_text,
+                showgrid=False,
+                zeroline=False,
+            )
+        )
+    fig.update_layout(
+        title=title_layout(title),
+        xaxis_title="position (the sentence's tokens marked)" if marks.size else "position",
+        yaxis=dict(title_text="PE value", range=[-1.1, 1.1]),
+    )
+    return apply_theme(fig, theme)
+
+
+def pe_dot_matrix(
+    gram: np.ndarray,
+    *,
+    labels: Sequence[str] | None = None,
+    title: str | None = "PE(i)·PE(j): the same along every diagonal (depends only on j − i)",
+    theme: str = "default",
+) -> go.Figure:
+    """The Gram matrix PE·PEᵀ (positions × positions), diverging about 0."""
+    g = np.asarray(gram, dtype=np.float64)
+    if g.ndim != 2 or g.shape[0] != g.shape[1]:
+        raise ValueError(f"expected a square Gram matrix, got shape {g.shape}")
+    text = _position_text(g.shape[0], labels)
+    return heatmap_figure(
+        g,
+        row_text=text,
+        col_text=text,
+        kind="values",
+        title=title,
+        x_title="position j",
+        y_title="position i",
+        value_name="PE(i)·PE(j)",
+        x_name="j",
+        y_name="i",
+        value_format=".1f",
+        theme=theme,
+    )
+
+
+def local_maxima(offsets: np.ndarray, values: np.ndarray) -> list[float]:
+    """Offsets k > 0 where the curve rises again: values[k] above both neighbours."""
+    k = np.asarray(offsets, dtype=np.float64).ravel()
+    v = np.asarray(values, dtype=np.float64).ravel()
+    order = np.argsort(k)
+    k, v = k[order], v[order]
+    inner = (v[1:-1] > v[:-2]) & (v[1:-1] > v[2:]) & (k[1:-1] > 0)
+    return k[1:-1][inner].tolist()
+
+
+def pe_dot_curve(
+    offsets: np.ndarray,
+    values: np.ndarray,
+    *,
+    title: str | None = "PE(i)·PE(i+k) over the offset k: symmetric, decays overall",
+    theme: str = "default",
+) -> go.Figure:
+    """PE(i)·PE(i+k) = Σ cos(ω k) as a curve over k; where it rises again is marked.
+
+    It decays overall with |k| but not monotonically, so the figure never says "strictly".
+    """
+    k = np.asarray(offsets, dtype=np.float64).ravel()
+    v = np.asarray(values, dtype=np.float64).ravel()
+    if k.size != v.size:
+        raise ValueError(f"{k.size} offsets for {v.size} values")
+    order = np.argsort(k)
+    k, v = k[order], v[order]
+    t = theme_spec(theme)
+    fig = go.Figure(
+        go.Scatter(
+            x=k,
+            y=v.astype(np.float32),
+            mode="lines+markers" if k.size <= 80 else "lines",
+            name="PE(i)·PE(i+k)",
+            line=dict(color=QUALITATIVE[0]),
+            marker=dict(size=4),
+            hovertemplate="k = %{x}<br>dot %{y:.4g}<extra></extra>",
+            meta={"role": "line"},
+        )
+    )
+    bumps = local_maxima(k, v)
+    notes = []
+    if bumps:
+        kb = np.asarray(bumps)
+        fig.add_trace(
+            go.Scatter(
+                x=kb,
+                y=np.interp(kb, k, v),
+                mode="markers",
+                name="rises again",
+                marker=dict(
+                    symbol="triangle-up",
+                    size=11,
+                    color=QUALITATIVE[1],
+                    line=dict(width=1, color=t["font_color"]),
+                ),
+                hovertemplate="k = %{x}: rises again<extra></extra>",
+                meta={"role": "marks"},
+            )
+        )
+        shown = ", ".join(f"{b:g}" for b in bumps[:6]) + (", …" if len(bumps) > 6 else "")
+        notes.append(f"not monotonic: rises again at k = {shown}")
+    fig.update_layout(
+        title=title_layout(title, notes),
+        xaxis_title="offset k = j − i",
+        yaxis_title="PE(i)·PE(i+k)",
+    )
+    return apply_theme(fig, theme)
+
+
+def embedding_pe_figure(
+    embedding: np.ndarray,
+    pe: np.ndarray,
+    *,
+    labels: Sequence[str] | None,
+    summed: np.ndarray | None = None,
+    title: str | None = "Token embedding + positional encoding = input to layer 1",
+    theme: str = "default",
+) -> go.Figure:
+    """Three aligned heatmaps (tokens × d_model) on one diverging scale: embedding, PE, sum.
+
+    summed defaults to embedding + pe; pass the model's own input to show exactly what it adds
+    (e.g. with the embedding scaled by √d_model, §3.4).
+    """
+    e = np.asarray(embedding, dtype=np.float64)
+    p = np.asarray(pe, dtype=np.float64)
+    if e.shape != p.shape or e.ndim != 2:
+        raise ValueError(f"embedding {e.shape} and pe {p.shape} must both be (tokens, d_model)")
+    s = e + p if summed is None else np.asarray(summed, dtype=np.float64)
+    mats = [e, p, s]
+    lo, hi, scale = color_range("values", mats, zmax=symmetric_range(*mats))
+    fig = make_subplots(
+        rows=1,
+        cols=3,
+        horizontal_spacing=0.05,
+        subplot_titles=("token embedding", "+ positional encoding", "= sum"),
+    )
+    rows = display_labels(labels, e.shape[0])
+    notes: list[str] = []
+    for c, m in enumerate(mats):
+        grid = prepare_grid(m, row_text=rows, col_text=[str(j) for j in range(m.shape[1])])
+        notes += grid.notes
+        notes += add_panel(
+            fig,
+            grid,
+            row=1,
+            col=c + 1,
+            kind="values",
+            coloraxis="coloraxis",
+            value_name="value",
+            x_name="dim",
+            y_name="token",
+            x_title="dimension",
+            max_x_ticks=8,
+            y_title="token" if c == 0 else "",
+            show_values=want_values(None, grid, theme),
+            theme=theme,
+            show_y_labels=c == 0,
+        )
+    fig.update_layout(
+        coloraxis=coloraxis_layout("values", lo, hi, scale, "value"),
+        title=title_layout(title, unique_notes(notes)),
+    )
+    return apply_theme(fig, theme)

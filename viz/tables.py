@@ -1,0 +1,123 @@
+"""pandas tables: tokens of a sentence, A-vs-B token differences, any figure's numbers as CSV."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from viz.labels import unique_labels
+
+DIFF_HIGHLIGHT = "background-color: #ffe08a; color: #000000; font-weight: bold"
+
+
+def token_table(
+    pieces: Sequence[str],
+    ids: Sequence[int],
+    offsets: Sequence[tuple[int, int]],
+    *,
+    text: str | None = None,
+) -> pd.DataFrame:
+    """One row per token: position, piece, id, character span [start, end), UTF-8 bytes.
+
+    With `text` (the sentence) the span's own characters are shown and their bytes counted;
+    without it the bytes are those of the piece.
+    """
+    pieces, ids, offsets = list(pieces), list(ids), list(offsets)
+    if not len(pieces) == len(ids) == len(offsets):
+        raise ValueError(
+            f"pieces, ids and offsets differ in length: {len(pieces)}, {len(ids)}, {len(offsets)}"
+        )
+    rows = []
+    for pos, (piece, tid, span) in enumerate(zip(pieces, ids, offsets, strict=True)):
+        start, end = (int(span[0]), int(span[1])) if span is not None else (None, None)
+        row = {"position": pos, "piece": str(piece), "id": int(tid), "start": start, "end": end}
+        if text is not None:
+            row["text"] = text[start:end] if start is not None else ""
+        raw = (row["text"] if text is not None else str(piece)).encode("utf-8")
+        row["bytes"] = raw.hex(" ")
+        row["n_bytes"] = len(raw)
+        rows.append(row)
+    columns = ["position", "piece", "id", "start", "end"]
+    columns += ["text"] if text is not None else []
+    columns += ["bytes", "n_bytes"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def token_diff(pieces_a: Sequence[str], pieces_b: Sequence[str]) -> list[bool]:
+    """True at every position where A and B hold different pieces (or only one has a token)."""
+    n = max(len(pieces_a), len(pieces_b))
+    return [
+        i >= len(pieces_a) or i >= len(pieces_b) or pieces_a[i] != pieces_b[i] for i in range(n)
+    ]
+
+
+def token_comparison(
+    pieces_a: Sequence[str],
+    ids_a: Sequence[int],
+    pieces_b: Sequence[str],
+    ids_b: Sequence[int],
+) -> pd.DataFrame:
+    """A and B side by side, one row per position, with a `differs` column (see token_diff)."""
+    differs = token_diff(pieces_a, pieces_b)
+
+    def at(seq, i):
+        return seq[i] if i < len(seq) else None
+
+    return pd.DataFrame(
+        {
+            "position": range(len(differs)),
+            "A piece": [at(pieces_a, i) for i in range(len(differs))],
+            "A id": pd.array([at(ids_a, i) for i in range(len(differs))], dtype="Int64"),
+            "B piece": [at(pieces_b, i) for i in range(len(differs))],
+            "B id": pd.array([at(ids_b, i) for i in range(len(differs))], dtype="Int64"),
+            "differs": differs,
+        }
+    )
+
+
+def highlight_differences(
+    frame: pd.DataFrame, *, differs: Sequence[bool] | None = None
+) -> pd.io.formats.style.Styler:
+    """A Styler (st.dataframe accepts it) that marks rows where `differs` is True.
+
+    `differs` defaults to the frame's own "differs" column. Rows are highlighted and bold, so
+    the difference does not rest on colour alone.
+    """
+    flags = list(frame["differs"] if differs is None else differs)
+    if len(flags) != len(frame):
+        raise ValueError(f"{len(flags)} flags for {len(frame)} rows")
+
+    def style_row(row):
+        return [DIFF_HIGHLIGHT if flags[frame.index.get_loc(row.name)] else ""] * len(row)
+
+    return frame.style.apply(style_row, axis=1)
+
+
+def matrix_frame(
+    matrix: np.ndarray,
+    row_labels: Sequence[object] | None = None,
+    col_labels: Sequence[object] | None = None,
+) -> pd.DataFrame:
+    """A figure's numbers as a DataFrame for CSV download; labels are made unique ("0:I").
+
+    A 1-D vector becomes one column named "value". Text is not HTML-escaped (CSV is not HTML).
+    """
+    m = np.asarray(matrix)
+    if m.ndim == 1:
+        m = m.reshape(-1, 1)  # (n,) -> (n, 1)
+        col_labels = ["value"] if col_labels is None else col_labels
+        col_index = [str(c) for c in col_labels]
+    elif m.ndim == 2:
+        col_index = None
+    else:
+        raise ValueError(f"matrix_frame takes 1-D or 2-D arrays, got shape {m.shape}")
+    if row_labels is not None and len(row_labels) != m.shape[0]:
+        raise ValueError(f"{len(row_labels)} row labels for {m.shape[0]} rows")
+    if col_index is None:
+        if col_labels is not None and len(col_labels) != m.shape[1]:
+            raise ValueError(f"{len(col_labels)} column labels for {m.shape[1]} columns")
+        col_index = unique_labels(col_labels) if col_labels is not None else list(range(m.shape[1]))
+    rows = unique_labels(row_labels) if row_labels is not None else list(range(m.shape[0]))
+    return pd.DataFrame(m, index=pd.Index(rows, name="row"), columns=col_index)

@@ -1,0 +1,115 @@
+"""Encoder-decoder figures: decoder self-attention, cross-attention, the training loss curve."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from viz.attention import weights_heatmap
+from viz.heatmap import title_layout
+from viz.theme import QUALITATIVE, apply_theme
+
+
+def decoder_self_attention_heatmap(
+    weights: np.ndarray,
+    *,
+    target_labels: Sequence[str] | None,
+    mask: np.ndarray | None = None,
+    causal: bool = True,
+    title: str | None = "Decoder self-attention (causal: each token sees itself and the past)",
+    theme: str = "default",
+) -> go.Figure:
+    """Decoder self-attention weights (target × target); with no mask given and causal=True the
+    future (upper triangle) is drawn as masked."""
+    w = np.asarray(weights)
+    if mask is None and causal:
+        mask = np.tril(np.ones(w.shape, dtype=bool))  # True = may attend: self and the past
+    return weights_heatmap(
+        w,
+        row_labels=target_labels,
+        mask=mask,
+        title=title,
+        x_title="target token (attended to)",
+        y_title="target token (attending)",
+        theme=theme,
+    )
+
+
+def cross_attention_heatmap(
+    weights: np.ndarray,
+    *,
+    target_labels: Sequence[str] | None,
+    source_labels: Sequence[str] | None,
+    mask: np.ndarray | None = None,
+    title: str | None = "Cross-attention: each target token over the source",
+    theme: str = "default",
+) -> go.Figure:
+    """Cross-attention weights (target × source); mask (True = may attend) marks source padding."""
+    return weights_heatmap(
+        np.asarray(weights),
+        row_labels=target_labels,
+        col_labels=source_labels,
+        mask=mask,
+        title=title,
+        x_title="source token (encoder)",
+        y_title="target token (decoder)",
+        theme=theme,
+    )
+
+
+def loss_curve(
+    train_loss: Sequence[float],
+    *,
+    steps: Sequence[float] | None = None,
+    val_loss: Sequence[float] | None = None,
+    val_steps: Sequence[float] | None = None,
+    log_y: bool = False,
+    title: str | None = "Training loss",
+    y_title: str = "cross-entropy loss",
+    theme: str = "default",
+) -> go.Figure:
+    """Loss over training steps (and validation loss, possibly at other steps) as lines."""
+    y = np.asarray(train_loss, dtype=np.float64).ravel()
+    x = np.arange(y.size) if steps is None else np.asarray(steps, dtype=np.float64).ravel()
+    if x.size != y.size:
+        raise ValueError(f"{x.size} steps for {y.size} losses")
+    fig = go.Figure(
+        go.Scatter(
+            x=x,
+            y=y.astype(np.float32),
+            mode="lines",
+            name="train",
+            line=dict(color=QUALITATIVE[0]),
+            meta={"role": "line"},
+            hovertemplate="step %{x}<br>train loss %{y:.4g}<extra></extra>",
+        )
+    )
+    if val_loss is not None:
+        vy = np.asarray(val_loss, dtype=np.float64).ravel()
+        if val_steps is not None:
+            vx = np.asarray(val_steps, dtype=np.float64).ravel()
+        else:
+            vx = x if vy.size == y.size else np.arange(vy.size)
+        if vx.size != vy.size:
+            raise ValueError(f"{vx.size} validation steps for {vy.size} losses")
+        fig.add_trace(
+            go.Scatter(
+                x=vx,
+                y=vy.astype(np.float32),
+                mode="lines+markers",
+                name="validation",
+                line=dict(color=QUALITATIVE[1], dash="dash"),
+                meta={"role": "line"},
+                hovertemplate="step %{x}<br>validation loss %{y:.4g}<extra></extra>",
+            )
+        )
+    if x.size and np.all(x == np.round(x)) and np.ptp(x) <= 12:
+        fig.update_xaxes(dtick=1)  # few integer steps: no 0.5 ticks
+    fig.update_layout(
+        title=title_layout(title),
+        xaxis_title="training step",
+        yaxis=dict(title_text=y_title, type="log" if log_y else "linear"),
+    )
+    return apply_theme(fig, theme)
