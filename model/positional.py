@@ -15,19 +15,30 @@ import torch
 from torch import nn
 
 
-@functools.lru_cache(maxsize=16)
-def _sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
-    position = torch.arange(max_len, dtype=torch.float64).unsqueeze(1)  # (max_len, 1)
+def sinusoidal_at(positions: torch.Tensor, d_model: int) -> torch.Tensor:
+    """PE at any (also fractional) positions, float64: (N,) -> (N, d_model). Used for smooth curves."""
+    position = positions.to(torch.float64).reshape(-1, 1)  # (N, 1)
     # omega_i = 1 / 10000^(2i / d_model), i = 0 .. d_model/2 - 1: one frequency per (sin, cos) pair
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # (d_model/2,)
     omega = torch.exp(-math.log(10000.0) * two_i / d_model)  # (d_model/2,)
-    angle = position * omega  # (max_len, d_model/2)
-    pe = torch.empty(max_len, d_model, dtype=torch.float64)
+    angle = position * omega  # (N, d_model/2)
+    pe = torch.empty(position.size(0), d_model, dtype=torch.float64)
     pe[:, 0::2] = torch.sin(angle)  # PE(pos, 2i)   = sin(pos / 10000^(2i/d_model))
     pe[:, 1::2] = torch.cos(angle)  # PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model))
-    pe = pe.to(torch.float32)
+    return pe
+
+
+@functools.lru_cache(maxsize=16)
+def _sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
+    pe = sinusoidal_at(torch.arange(max_len), d_model).to(torch.float32)
     pe.requires_grad_(False)
     return pe
+
+
+def offset_dot_products(offsets: torch.Tensor, d_model: int) -> torch.Tensor:
+    """PE(i) . PE(i + k) = sum_i cos(omega_i k): depends on the offset k only (float64)."""
+    k = offsets.to(torch.float64).reshape(-1, 1)  # (N, 1)
+    return torch.cos(k * frequencies(d_model)).sum(-1)  # (N,)
 
 
 def sinusoidal_encoding(max_len: int, d_model: int) -> torch.Tensor:
