@@ -1,0 +1,122 @@
+"""The views show the right numbers: each panel's table is checked against the maths."""
+
+import dataclasses
+import functools
+
+import numpy as np
+import pytest
+
+from lab.compute import load_model
+from lab.spec import FigureSpec
+from lab.views import Models, build_view
+
+
+@pytest.fixture(scope="module")
+def models():
+    return Models(functools.lru_cache(maxsize=None)(load_model))
+
+
+SPEC = FigureSpec(d_model=32, n_heads=4, n_layers=2, d_ff=64)
+
+
+def panels(view, spec, models):
+    result = build_view(view, spec, models)
+    return {p.key: p for p in result.panels}, result
+
+
+def test_attention_steps_are_consistent(models):
+    spec = dataclasses.replace(SPEC, sentence_a="我爱我家", sentence_b="I like her", mask="paper")
+    p, _ = panels("attention", spec, models)
+    assert set(p) >= {"attention-qkv", "attention-scores", "attention-scaled", "attention-weights", "attention-masked"}
+    scores = p["attention-scores"].table.to_numpy()
+    scaled = p["attention-scaled"].table.to_numpy()
+    np.testing.assert_allclose(scaled, scores / np.sqrt(32 // 4), atol=1e-9)
+    weights = p["attention-weights"].table.to_numpy()
+    # sentence A (4 tokens) is padded to B's 10 in the batch: the padding keys get weight exactly 0
+    assert weights.shape == (10, 10)
+    np.testing.assert_allclose(weights.sum(1), 1.0, atol=1e-6)
+    assert np.all(weights[:, 4:] == 0)
+    assert len(set(p["attention-weights"].table.index)) == 10  # unique labels despite 我 twice
+    assert "attention-mask" in p
+
+
+def test_look_ahead_mask_hides_the_future(models):
+    spec = dataclasses.replace(SPEC, mask="look-ahead", block="encoder self")
+    p, _ = panels("attention", spec, models)
+    w = p["attention-weights"].table.to_numpy()
+    assert np.all(np.triu(w, 1) == 0) and np.all(np.diag(w) > 0)
+    masked = p["attention-masked"].table.to_numpy()
+    assert np.all(np.isneginf(masked[np.triu_indices(4, 1)]))
+
+
+def test_order_view_verdicts_follow_the_maths(models):
+    p, _ = panels("order", SPEC, models)
+    numbers = p["order-numbers"].table.set_index("model")
+    assert numbers.loc["without PE", "max |f(B) − P f(A)|"] <= 1e-5
+    assert numbers.loc["without PE", "max |mean f(A) − mean f(B)|"] <= 1e-5
+    assert numbers.loc["with sinusoidal PE", "max |f(B) − P f(A)|"] > 1e-3
+    assert numbers.loc["without PE, look-ahead mask", "max |f(B) − P f(A)|"] > 1e-3
+    assert "EQUIVARIANT" in p["verdict-nope"].caption and "INVARIANT" in p["verdict-nope"].caption
+    assert "sees word order" in p["verdict-pe"].caption
+    assert "invariant" not in p["verdict-pe"].caption.lower()
+    # B's outputs reordered to A's token order match A's outputs without PE
+    diff = p["diff-nope"].table.to_numpy()
+    assert diff.max() <= 1e-5 and p["diff-pe"].table.to_numpy().max() > 1e-3
+
+
+def test_order_view_with_a_non_permutation_says_so(models):
+    spec = dataclasses.replace(SPEC, sentence_b="我有一只猫")
+    p, _ = panels("order", spec, models)
+    assert "not a reordering" in p["verdict-nope"].caption
+    assert "diff-nope" not in p
+
+
+def test_query_view_reproduces_seed_002_for_the_journey_preset(models):
+    spec = dataclasses.replace(SPEC, sentence_a="Your journey starts with one step", query=1)
+    p, _ = panels("query", spec, models)
+    seed = p["journey-bars"].table
+    np.testing.assert_allclose(seed["score ω"], [1.2705, 1.8524, 1.8111, 1.0795, 0.5577, 1.5440], atol=1e-4)
+    np.testing.assert_allclose(seed["weight α"], [0.1500, 0.2264, 0.2199, 0.1311, 0.0906, 0.1820], atol=1e-4)
+    np.testing.assert_allclose(p["journey-context"].table.to_numpy()[0], [0.3061, 0.8210], atol=1e-4)
+    bars = p["query-bars"].table
+    np.testing.assert_allclose(bars["weight"].sum(), 1.0, atol=1e-6)
+    ctx = p["query-context"].table.to_numpy()
+    np.testing.assert_allclose(bars["weight"].to_numpy() @ ctx[:-1], ctx[-1], atol=1e-6)
+
+
+def test_positional_view_numbers(models):
+    p, _ = panels("positional", SPEC, models)
+    gram = p["pe-dot-matrix"].table.to_numpy()
+    for k in range(-3, 4):
+        d = np.diagonal(gram, k)
+        assert np.ptp(d) < 1e-4  # Toeplitz
+    curve = p["pe-dot-curve"].table
+    values = curve.set_index("offset")["dot"]
+    assert values[0] == pytest.approx(16)  # d_model / 2
+    np.testing.assert_allclose(values.loc[1:10].to_numpy(), values.loc[-1:-10:-1].to_numpy(), atol=1e-9)
+    emb = p["embedding-pe"].table.to_numpy()
+    assert emb.shape == (4, 32)
+
+
+def test_heads_view_shapes_and_entropy_bounds(models):
+    p, _ = panels("heads", SPEC, models)
+    ent = p["entropy"].table.to_numpy()
+    assert ent.shape == (2, 4)
+    assert np.all(ent >= 0) and np.all(ent <= np.log2(4) + 1e-9)
+    spec = dataclasses.replace(SPEC, heads=(1, 3))
+    p, _ = panels("heads", spec, models)
+    assert set(p["heads-grid"].table.index.get_level_values(0)) == {"head 1", "head 3"}
+
+
+def test_empty_and_long_inputs(models):
+    _, r = panels("attention", dataclasses.replace(SPEC, sentence_a=" ", sentence_b=""), models)
+    assert r.hint and not r.panels
+    _, r = panels("attention", dataclasses.replace(SPEC, sentence_a="长" * 10_000), models)
+    assert any("only the first 511" in n for n in r.notices)
+    p, r = panels("tokens", dataclasses.replace(SPEC, sentence_a="<img src=x onerror=alert(1)>😀\x07"), models)
+    assert "<" in "".join(p["tokens-a"].table["piece"])  # the text itself, as data
+
+
+def test_layer_and_head_out_of_range_are_clamped_not_crashing(models):
+    p, _ = panels("attention", dataclasses.replace(SPEC, layer=9, head=9), models)
+    assert "layer 1, head 3" in p["attention-qkv"].title
