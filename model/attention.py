@@ -35,15 +35,24 @@ def softmax_weights(masked: torch.Tensor, mask: torch.Tensor | None) -> torch.Te
     """softmax over keys (eq. 1); rows with no allowed key get weight 0 instead of NaN."""
     weights = torch.softmax(masked, dim=-1)
     empty = fully_masked_rows(mask)
-    return weights if empty is None else weights.masked_fill(empty, 0.0)
+    if empty is not None and bool(empty.any()):
+        weights = weights.masked_fill(empty, 0.0)
+    return weights
 
 
 def scaled_dot_product_attention(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The slow path that materialises the attention matrix: returns (context, weights)."""
-    scaled = attention_scores(q, k) / math.sqrt(q.size(-1))  # (B, H, Tq, Tk), eq. 1's 1/sqrt(d_k)
-    weights = softmax_weights(masked_scores(scaled, mask), mask)
+    """The slow path that materialises the attention matrix: returns (context, weights).
+
+    Same operations as AttentionRecord's derived properties (so the record shows exactly these
+    numbers), done in place on the one (B, H, Tq, Tk) buffer to keep the traced path lean.
+    """
+    scores = attention_scores(q, k)  # (B, H, Tq, Tk)
+    scores.div_(math.sqrt(q.size(-1)))  # eq. 1's 1/sqrt(d_k)
+    if mask is not None:
+        scores.masked_fill_(~mask, float("-inf"))
+    weights = softmax_weights(scores, mask)
     return weights @ v, weights  # (B, H, Tq, d_k), (B, H, Tq, Tk)
 
 
