@@ -37,3 +37,7 @@ __all__ = [
     "scaled_dot_product_attention",
     "sinusoidal_encoding",
 ]
+
+from model.demo import DemoModel, load_demo
+
+__all__ += ["DemoModel", "load_demo"]
