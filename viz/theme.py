@@ -44,13 +44,15 @@ THEMES: dict[str, dict] = {
         width=None,
         height=None,
     ),
-    # Single-column paper figure: exported at `width` px and shrunk to ~8.5 cm, so fonts are
-    # set large enough to stay >= 8 pt after shrinking; thin lines, no gridlines.
+    # Paper figure, designed at width x height CSS px = 600 x 480 and printed one column wide
+    # (8.5 cm, so 1 px = 0.4 pt): 18 px text prints at ~7 pt, axis lines at ~0.4 pt; no
+    # gridlines; serif (Noto Serif CJK SC). "paper-sans" below is the same in Noto Sans CJK SC.
+    # Two columns (17.8 cm): export at 1200 px wide and the same sizes print at ~7.5 pt.
     "paper": dict(
         template="simple_white",
         font_family=FONT_SERIF,
-        font_size=15,
-        title_size=16,
+        font_size=18,
+        title_size=19,
         font_color="#000000",
         paper_bgcolor="#ffffff",
         plot_bgcolor="#ffffff",
@@ -107,6 +109,11 @@ THEMES: dict[str, dict] = {
         height=None,
     ),
 }
+THEMES["paper-sans"] = dict(THEMES["paper"], font_family=FONT_SANS)
+for _name, _t in THEMES.items():
+    # Paper: heatmaps write each cell's value by themselves (small matrices only), and a legend
+    # goes under the plot, where it does not take half of a one-column figure's width.
+    _t["auto_values"] = _t["legend_below"] = _name.startswith("paper")
 THEME_NAMES = tuple(THEMES)
 
 
@@ -147,6 +154,11 @@ def apply_theme(fig: go.Figure, name: str = "default") -> go.Figure:
         axis.update(showgrid=False, zeroline=False)
     fig.update_xaxes(**axis)
     fig.update_yaxes(**axis)
+    if t.get("legend_below"):
+        fig.update_layout(legend=dict(orientation="h", x=0.01, xanchor="left", xref="container",
+                                      y=0, yanchor="bottom", yref="container",
+                                      traceorder="normal",
+                                      font=dict(size=t["font_size"] - 2)))
     # Subplot titles are annotations: give them the theme's font too.
     for ann in fig.layout.annotations:
         if ann.name != "notes":

@@ -1,0 +1,178 @@
+"""The whole trace of a run as arrays on disk: .npz or .safetensors, plus a JSON sidecar.
+
+Array names follow the trace (README "The trace"), one per tensor, batch first:
+
+    src.ids, tgt.ids                                  (B, Ts), (B, Tt) token ids, [PAD]-filled
+    encoder.embeddings.{tokens,positional,summed}    (B, T, d_model); positional is (T, d_model)
+    encoder.{i}.self_attn.{q,k,v}                     (B, H, T, d_k)
+    encoder.{i}.self_attn.{scores,scaled,masked,weights,context}
+                                                      (B, H, Tq, Tk) / context (B, H, Tq, d_k)
+    encoder.{i}.self_attn.allowed                     (B, H, Tq, Tk) bool, True = may attend
+    encoder.{i}.output, encoder.output                (B, T, d_model)
+    decoder.* likewise, with decoder.{i}.cross_attn.* (queries from the decoder, keys from the encoder)
+    logits                                            (B, Tt, tgt_vocab)
+
+The sidecar names the tokens of every row, the spec and the model config, and each array's
+shape and dtype. Loading never unpickles: np.load(allow_pickle=False) or safetensors.numpy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import torch
+
+TRACE_FORMATS = ("npz", "safetensors")
+FORMAT_ID = "attention-lab-trace"
+VERSION = 1
+_DERIVED = ("scores", "scaled", "masked", "weights", "context")
+
+
+def _np(t: torch.Tensor) -> np.ndarray:
+    return np.ascontiguousarray(t.detach().to("cpu").numpy())
+
+
+def _record_arrays(prefix: str, rec, derived: bool) -> dict[str, np.ndarray]:
+    out = {f"{prefix}.{name}": _np(getattr(rec, name)) for name in ("q", "k", "v")}
+    for name in _DERIVED if derived else ():  # what the forward pass computed from q, k, v, mask (eq. 1)
+        out[f"{prefix}.{name}"] = _np(getattr(rec, name))
+    out[f"{prefix}.allowed"] = _np(rec.allowed)
+    return out
+
+
+def trace_arrays(run, *, derived: bool = True) -> dict[str, np.ndarray]:
+    """Every tensor of run.trace (and the batch's token ids) by name, as CPU numpy arrays.
+
+    derived=False leaves out the (B, H, Tq, Tk) scores/scaled/masked/weights and the context
+    (recomputable from q, k, v and allowed), which dominate the size for long inputs.
+    """
+    trace = run.trace
+    arrays: dict[str, np.ndarray] = {"src.ids": _np(run.src), "tgt.ids": _np(run.tgt)}
+    for side in ("encoder", "decoder"):
+        stack = getattr(trace, side)
+        if stack is None:
+            continue
+        emb = stack.embeddings
+        for name in ("tokens", "positional", "summed"):
+            arrays[f"{side}.embeddings.{name}"] = _np(getattr(emb, name))
+        for i, layer in enumerate(stack.layers):
+            arrays.update(_record_arrays(f"{side}.{i}.self_attn", layer.self_attn, derived))
+            if hasattr(layer, "cross_attn"):
+                arrays.update(_record_arrays(f"{side}.{i}.cross_attn", layer.cross_attn, derived))
+            arrays[f"{side}.{i}.output"] = _np(layer.output)
+        if stack.output is not None:
+            arrays[f"{side}.output"] = _np(stack.output)
+    if trace.logits is not None:
+        arrays["logits"] = _np(trace.logits)
+    return arrays
+
+
+def trace_metadata(run, spec=None, config=None, arrays: dict[str, np.ndarray] | None = None) -> dict:
+    """The sidecar: tokens of every batch row, the spec, the model config and the array index."""
+    rows = []
+    for i, s in enumerate(run.sentences):
+        rows.append({
+            "row": i,
+            "sentence": s.key,
+            "text": s.text,
+            "src_tokens": run.src_pieces(i),  # with the [PAD]s the batch added
+            "src_ids": [int(x) for x in run.src[i].tolist()],
+            "tgt_tokens": run.tgt_pieces(i),
+            "tgt_ids": [int(x) for x in run.tgt[i].tolist()],
+            "translation": s.translation,
+            "cut_from": s.cut_from,
+        })
+    meta = {
+        "format": FORMAT_ID,
+        "version": VERSION,
+        "mask_convention": "boolean, True = may attend; masked scores are -inf, their weights exactly 0",
+        "rows": rows,
+        "notices": list(run.notices),
+        "spec": spec.to_dict() if spec is not None else None,
+        "config": _config_dict(config),
+    }
+    if arrays is not None:
+        meta["arrays"] = {name: {"shape": list(a.shape), "dtype": str(a.dtype)} for name, a in arrays.items()}
+    return meta
+
+
+def _config_dict(config) -> dict | None:
+    if config is None:
+        return None
+    if dataclasses.is_dataclass(config):
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in dataclasses.asdict(config).items()}
+    return dict(config)
+
+
+def trace_files(run, spec=None, *, fmt: str = "npz", config=None, stem: str = "trace",
+                derived: bool = True) -> dict[str, bytes]:
+    """{file name: bytes} of the data file and its sidecar (nothing touches the disk)."""
+    if fmt not in TRACE_FORMATS:
+        raise ValueError(f"format: {fmt!r} is not one of {list(TRACE_FORMATS)}")
+    arrays = trace_arrays(run, derived=derived)
+    meta = trace_metadata(run, spec, config, arrays)
+    data_name = f"{stem}.{fmt}"
+    meta["data_file"] = data_name
+    sidecar = json.dumps(meta, ensure_ascii=False, indent=2, allow_nan=False) + "\n"
+    if fmt == "npz":
+        buf = io.BytesIO()
+        np.savez_compressed(buf, **arrays)
+        data = buf.getvalue()
+    else:
+        from safetensors.numpy import save
+
+        # the sidecar rides along inside the file too, so a lone .safetensors is self-describing
+        data = save(arrays, metadata={FORMAT_ID: sidecar})
+    return {data_name: data, f"{stem}.json": sidecar.encode("utf-8")}
+
+
+def save_trace(run, spec, path: str | os.PathLike, format: str = "npz", *, config=None,  # noqa: A002
+               derived: bool = True) -> tuple[Path, Path]:
+    """Write `path` with the format's suffix (.npz/.safetensors) and its .json sidecar, atomically."""
+    from viz.export import write_atomic
+
+    path = Path(path)
+    stem = path.name[: -len(path.suffix)] if path.suffix in (".npz", ".safetensors", ".json") else path.name
+    files = trace_files(run, spec, fmt=format, config=config, stem=stem, derived=derived)
+    data_name, json_name = list(files)
+    data_path = write_atomic(path.parent / data_name, files[data_name])
+    json_path = write_atomic(path.parent / json_name, files[json_name])
+    return data_path, json_path
+
+
+def load_trace(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], dict]:
+    """(arrays, sidecar) from a data file, its sidecar, or their common stem. Never unpickles."""
+    path = Path(path)
+    candidates = [path] if path.suffix in (".npz", ".safetensors") else []
+    if not candidates:
+        base = path.with_suffix("") if path.suffix == ".json" else path
+        meta_path = base.parent / (base.name + ".json")
+        if meta_path.is_file():
+            data_file = json.loads(meta_path.read_text(encoding="utf-8")).get("data_file")
+            if data_file:
+                candidates.append(meta_path.parent / data_file)
+        candidates += [base.parent / (base.name + ".npz"), base.parent / (base.name + ".safetensors")]
+    data_path = next((p for p in candidates if p.is_file()), None)
+    if data_path is None:
+        raise FileNotFoundError(f"no trace data file for {path} (looked for .npz and .safetensors)")
+    if data_path.suffix == ".npz":
+        with np.load(data_path, allow_pickle=False) as npz:
+            arrays = {name: npz[name] for name in npz.files}
+    else:
+        from safetensors.numpy import load_file
+
+        arrays = load_file(str(data_path))
+    meta_path = data_path.with_suffix(".json")
+    meta = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.is_file() else {}
+    if not meta and data_path.suffix == ".safetensors":
+        from safetensors import safe_open
+
+        with safe_open(str(data_path), framework="numpy") as f:
+            embedded = (f.metadata() or {}).get(FORMAT_ID)
+        meta = json.loads(embedded) if embedded else {}
+    return arrays, meta

@@ -1,0 +1,381 @@
+"""Static export: every figure type in SVG, PDF and PNG as promised, reproducible files, strict
+specs that never leave half an export behind, and the whole trace on disk and back."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lab.spec import FigureSpec
+from lab.tracefile import load_trace, save_trace, trace_arrays
+from lab.views import build_view
+from viz import export as vx
+
+ROOT = Path(__file__).resolve().parents[1]
+HAS_BROWSER = vx.find_browser() is not None
+needs_browser = pytest.mark.skipif(
+    not HAS_BROWSER, reason="no Chromium for kaleido (apt-get install -y chromium, or set BROWSER_PATH)"
+)
+
+# One panel of every view that draws figures ("tokens" draws none): the figure TYPES.
+FIGURE_TYPES = {
+    "positional": "pe-dot-matrix",
+    "attention": "attention-weights",
+    "heads": "heads-grid",
+    "query": "query-bars",
+    "order": "diff-pe",
+}
+SMALL = dict(d_model=16, n_heads=2, n_layers=2, d_ff=32)  # tiny random model: fast, same figures
+
+
+@pytest.fixture(scope="session")
+def models():
+    return vx.cli_models()
+
+
+@pytest.fixture(scope="session")
+def server():
+    """One Chromium for the whole session; prints what keeping it warm buys."""
+    if not HAS_BROWSER:
+        pytest.skip("no Chromium for kaleido")
+    import plotly.graph_objects as go
+
+    fig = go.Figure(go.Heatmap(z=[[0.0, 1.0], [1.0, 0.0]], x=["0:你", "1:喜"], y=["0:你", "1:喜"]))
+    t0 = time.perf_counter()
+    vx.start_server()
+    vx.render(fig, "png", width=200, height=200)
+    cold = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    vx.render(fig, "png", width=200, height=200)
+    warm = time.perf_counter() - t0
+    print(f"\n[export benchmark] first export (starts Chromium) {cold:.2f} s, next export {warm:.2f} s")
+    return vx
+
+
+@pytest.fixture(scope="session")
+def figures(models):
+    spec = FigureSpec(theme="paper", **SMALL)
+    out = {}
+    for view, key in FIGURE_TYPES.items():
+        panels = {p.key: p for p in build_view(view, spec, models).panels}
+        out[view] = panels[key].figure
+    return out
+
+
+# ---------------------------------------------------------------------------- file checks
+def svg_text(svg: bytes) -> str:
+    root = ET.fromstring(svg)  # raises if the SVG is not well-formed XML
+    assert root.tag.endswith("svg")
+    return "".join(root.itertext())
+
+
+def pdf_objects(pdf: bytes) -> bytes:
+    """The PDF with every Flate stream inflated next to it (font dictionaries may be compressed)."""
+    parts = [pdf]
+    for m in re.finditer(rb"stream\r?\n(.*?)\r?\nendstream", pdf, re.S):
+        try:
+            parts.append(zlib.decompress(m.group(1)))
+        except zlib.error:
+            pass
+    return b"\n".join(parts)
+
+
+def embedded_cjk_fonts(pdf: bytes) -> set[str]:
+    """Names of Noto CJK fonts whose glyphs the PDF carries.
+
+    Chromium (Skia) embeds TrueType fonts as /FontFile2 and the CFF-based Noto CJK fonts as
+    Type 3 fonts (every glyph's outline drawn in a /CharProcs procedure); either way the glyphs
+    are in the file, and a /ToUnicode map keeps the text searchable.
+    """
+    body = pdf_objects(pdf)
+    names = {n.decode() for n in re.findall(rb"/FontName /[A-Z]{6}\+(Noto(?:Sans|Serif)CJK[\w-]*)", body)}
+    glyphs_inside = b"/FontFile" in body or (b"/Type3" in body and b"/CharProcs" in body)
+    return names if glyphs_inside and b"/ToUnicode" in body else set()
+
+
+# ---------------------------------------------------------------------------- every type, every format
+@needs_browser
+@pytest.mark.parametrize("view", list(FIGURE_TYPES))
+def test_every_figure_type_exports_as_svg_pdf_and_png(server, figures, view):
+    fig = figures[view]
+    width, height, scale = 480, 360, 3.125  # 3.125 x 96 dpi = 300 dpi
+
+    svg = vx.render(fig, "svg", width=width, height=height)
+    text = svg_text(svg)
+    assert "你" in text and "喜" in text, "token labels must be real text in the SVG"
+    assert f'width="{width}"' in svg.decode() and f'height="{height}"' in svg.decode()
+
+    pdf = vx.render(fig, "pdf", width=width, height=height)
+    assert pdf.startswith(b"%PDF-") and pdf.rstrip().endswith(b"%%EOF")
+    fonts = embedded_cjk_fonts(pdf)
+    assert any(name.startswith("NotoSerifCJK") for name in fonts), fonts  # paper theme: serif CJK
+
+    png = vx.render(fig, "png", width=width, height=height, scale=scale)
+    assert vx.png_size(png) == (round(width * scale), round(height * scale))
+    assert vx.png_dpi(png) == pytest.approx(300, abs=0.1)
+
+
+@needs_browser
+def test_sans_theme_embeds_the_sans_cjk_font(server, models):
+    spec = FigureSpec(theme="slide", **SMALL)
+    fig = {p.key: p for p in build_view("attention", spec, models).panels}["attention-weights"].figure
+    fonts = embedded_cjk_fonts(vx.render(fig, "pdf", width=1280, height=720))
+    assert any(name.startswith("NotoSansCJK") for name in fonts), fonts
+    with pytest.raises(vx.ExportError, match="make width/height larger"):
+        vx.render(fig, "pdf", width=200, height=150)  # slide fonts leave no room: said, not a crash
+
+
+@needs_browser
+def test_the_browser_is_started_once_and_reused(server, figures):
+    starts = vx.server_starts()
+    for fmt in vx.FORMATS:
+        vx.render(figures["attention"], fmt, width=300, height=300)
+    assert vx.server_running() and vx.server_starts() == starts == 1
+
+
+def test_png_dpi_chunk_is_written_and_valid():
+    # a 1x1 PNG made by hand: IHDR, IDAT, IEND
+    def chunk(kind, body):
+        return len(body).to_bytes(4, "big") + kind + body + zlib.crc32(kind + body).to_bytes(4, "big")
+
+    raw = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", (1).to_bytes(4, "big") * 2 + b"\x08\x02\x00\x00\x00")
+           + chunk(b"IDAT", zlib.compress(b"\x00\xff\x00\x00")) + chunk(b"IEND", b""))
+    out = vx.png_with_dpi(raw, 300)
+    assert vx.png_size(out) == (1, 1) and vx.png_dpi(out) == pytest.approx(300, abs=0.1)
+    assert vx.png_dpi(vx.png_with_dpi(out, 600)) == pytest.approx(600, abs=0.1)  # replaced, not added
+    for kind, body in vx._png_chunks(out):  # every CRC still right
+        pos = out.index(kind + body)
+        assert int.from_bytes(out[pos + 4 + len(body) : pos + 8 + len(body)], "big") == zlib.crc32(kind + body)
+
+
+# ---------------------------------------------------------------------------- the CLI
+def write_spec(path: Path, data: dict) -> Path:
+    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+@needs_browser
+def test_same_spec_twice_gives_identical_files(server, tmp_path):
+    spec = write_spec(tmp_path / "spec.json", {"views": ["heads"], "format": "svg", **SMALL})
+    for name in ("a", "b"):
+        assert vx.main([str(spec), "--out", str(tmp_path / name), "--quiet"]) == 0
+    a = {p.name: p.read_bytes() for p in (tmp_path / "a").iterdir()}
+    b = {p.name: p.read_bytes() for p in (tmp_path / "b").iterdir()}
+    assert a.keys() == b.keys()
+    assert {"heads-heads-grid.svg", "heads-heads-grid.csv", "heads-layers-heads.svg", "heads-entropy.svg",
+            "spec.json", "manifest.json"} <= a.keys()
+    for name in a:
+        assert a[name] == b[name], f"{name} differs between two exports of the same spec"
+    # the spec written next to the figures regenerates them
+    assert FigureSpec.from_json(a["spec.json"].decode()) == FigureSpec.from_dict(
+        {"views": ["heads"], "format": "svg", **SMALL})
+    # the CSV is the data: softmax weights of every head, each row summing to 1
+    import pandas as pd
+
+    weights = pd.read_csv(tmp_path / "a" / "heads-heads-grid.csv", index_col=[0, 1], encoding="utf-8-sig")
+    assert list(weights.columns)[:2] == ["0:你", "1:喜"]
+    assert sorted(set(weights.index.get_level_values(0))) == ["head 0", "head 1"]
+    np.testing.assert_allclose(weights.to_numpy().sum(axis=1), 1.0, atol=1e-6)
+
+
+def test_same_spec_twice_gives_the_same_figure_json(models):
+    spec = FigureSpec(**SMALL)
+    first = vx.figure_json(build_view("heads", spec, models).panels[0].figure)
+    second = vx.figure_json(build_view("heads", spec, vx.cli_models()).panels[0].figure)  # fresh models
+    assert first == second
+
+
+@needs_browser
+def test_pdf_and_png_are_byte_reproducible(server, figures):
+    fig = figures["heads"]
+    assert vx.render(fig, "pdf", width=400, height=300) == vx.render(fig, "pdf", width=400, height=300)
+    assert vx.render(fig, "png", width=400, height=300) == vx.render(fig, "png", width=400, height=300)
+
+
+@pytest.mark.parametrize(
+    "data, field",
+    [
+        ({"colour": "red"}, "colour"),  # unknown field
+        ({"layer": "1"}, "layer"),  # wrong type
+        ({"n_heads": 3}, "n_heads"),  # 64 is not divisible by 3
+        ({"layer": 5, **SMALL}, "layer"),  # the model has 2 layers
+        ({"heads": [0, 7], "views": ["heads"], **SMALL}, "heads"),  # the model has 2 heads
+        ({"format": "png", "width": 6000, "scale": 4}, "scale"),  # 24000 px: more than Chromium draws
+        ({"views": ["translate"]}, "views"),  # the random model does not translate
+    ],
+)
+def test_bad_spec_exits_nonzero_naming_the_field_and_writes_nothing(tmp_path, capsys, data, field):
+    spec = write_spec(tmp_path / "spec.json", data)
+    out = tmp_path / "out"
+    code = vx.main([str(spec), "--out", str(out)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert f"bad spec: {field}:" in err
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_cli_in_a_real_process_prints_one_line_and_help_works(tmp_path):
+    spec = write_spec(tmp_path / "spec.json", {"layer": 1.5})
+    proc = subprocess.run([sys.executable, "-m", "viz.export", str(spec), "--out", str(tmp_path / "o")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.strip().splitlines() == [proc.stderr.strip()]
+    assert "layer:" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "o").exists()
+    helped = subprocess.run([sys.executable, "-m", "viz.export", "--help"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=120)
+    assert helped.returncode == 0 and "--out" in helped.stdout and "--trace" in helped.stdout
+
+
+def test_a_failure_half_way_writes_no_file(tmp_path, monkeypatch, capsys):
+    """Everything is rendered before anything is written: a crash on the 2nd figure leaves nothing."""
+    calls = []
+
+    def flaky(fig, fmt, **kw):
+        calls.append(fmt)
+        if len(calls) == 2:
+            raise vx.ExportError("Chromium went away")
+        return b"<svg/>"
+
+    monkeypatch.setattr(vx, "render", flaky)
+    monkeypatch.setattr(vx, "browser_available", lambda: True)
+    spec = write_spec(tmp_path / "spec.json", {"views": ["attention"], **SMALL})
+    out = tmp_path / "out"
+    assert vx.main([str(spec), "--out", str(out)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "Chromium went away" in err and len(err.splitlines()) == 1
+    assert len(calls) == 2 and (not out.exists() or not any(out.iterdir()))
+
+
+def test_write_atomic_leaves_no_temporary_file(tmp_path):
+    vx.write_atomic(tmp_path / "a.svg", b"<svg/>")
+    vx.write_atomic(tmp_path / "a.svg", b"<svg></svg>")
+    assert [p.name for p in tmp_path.iterdir()] == ["a.svg"]
+    assert (tmp_path / "a.svg").read_bytes() == b"<svg></svg>"
+
+
+def test_no_browser_is_a_one_line_install_hint(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("BROWSER_PATH", str(tmp_path / "no-chromium-here"))
+    assert vx.find_browser() is None
+    spec = write_spec(tmp_path / "spec.json", {"views": ["attention"]})
+    assert vx.main([str(spec), "--out", str(tmp_path / "out")]) == 3
+    err = capsys.readouterr().err.strip()
+    assert "apt-get install -y chromium" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+
+
+# ---------------------------------------------------------------------------- the trace
+@pytest.mark.parametrize("fmt", ["npz", "safetensors"])
+def test_trace_round_trip(tmp_path, models, fmt):
+    spec = FigureSpec(sentence_b="她喜欢你们", **SMALL)  # B is longer: A gets a [PAD]
+    run = models.run(spec)
+    data_path, json_path = save_trace(run, spec, tmp_path / "trace", format=fmt,
+                                      config=models.model(spec).model.config)
+    assert data_path.name == f"trace.{fmt}" and json_path.name == "trace.json"
+    arrays, meta = load_trace(data_path)
+
+    trace = run.trace
+    expected = {
+        "encoder.0.self_attn.weights": trace.encoder.layers[0].self_attn.weights,
+        "decoder.1.cross_attn.scores": trace.decoder.layers[1].cross_attn.scores,
+        "decoder.1.self_attn.allowed": trace.decoder.layers[1].self_attn.allowed,
+        "encoder.embeddings.positional": trace.encoder.embeddings.positional,
+        "decoder.output": trace.decoder.output,
+        "logits": trace.logits,
+        "src.ids": run.src,
+    }
+    for name, tensor in expected.items():
+        np.testing.assert_array_equal(arrays[name], tensor.numpy(), err_msg=name)
+    reference = trace_arrays(run)
+    assert arrays.keys() == reference.keys()
+    for name in reference:
+        assert arrays[name].dtype == reference[name].dtype
+        np.testing.assert_array_equal(arrays[name], reference[name], err_msg=name)
+
+    # the file is self-consistent: scores = Q Kᵀ, masked keys get weight exactly 0, rows sum to 1
+    q, k = arrays["encoder.1.self_attn.q"], arrays["encoder.1.self_attn.k"]
+    np.testing.assert_allclose(arrays["encoder.1.self_attn.scores"], q @ np.swapaxes(k, -1, -2), rtol=1e-5, atol=1e-5)
+    w, allowed = arrays["encoder.1.self_attn.weights"], arrays["encoder.1.self_attn.allowed"]
+    assert allowed.dtype == np.bool_ and not allowed.all()  # A's [PAD] key is masked
+    assert (w[~allowed] == 0).all()
+    np.testing.assert_allclose(w.sum(-1), 1.0, atol=1e-6)
+
+    # the sidecar: tokens of each row, the spec (which regenerates the run) and the shapes
+    a_row, b_row = meta["rows"]
+    assert a_row["src_tokens"] == ["你", "喜", "欢", "她", "[PAD]"]
+    assert b_row["src_tokens"] == ["她", "喜", "欢", "你", "们"]
+    assert FigureSpec.from_dict(meta["spec"]) == spec
+    assert meta["config"]["d_model"] == 16 and meta["config"]["n_heads"] == 2
+    assert meta["arrays"]["encoder.0.self_attn.weights"]["shape"] == [2, 2, 5, 5]
+    assert load_trace(json_path)[1] == meta and load_trace(tmp_path / "trace")[1] == meta
+
+
+def test_trace_files_never_need_pickle(tmp_path, models):
+    spec = FigureSpec(**SMALL)
+    data_path, _ = save_trace(models.run(spec), spec, tmp_path / "t.npz", format="npz")
+    with np.load(data_path, allow_pickle=False) as npz:  # object arrays would raise here
+        assert all(npz[name].dtype != object for name in npz.files)
+
+
+def test_safetensors_trace_carries_its_sidecar_inside(tmp_path, models):
+    spec = FigureSpec(**SMALL)
+    data_path, json_path = save_trace(models.run(spec), spec, tmp_path / "t", format="safetensors")
+    meta = json.loads(json_path.read_text(encoding="utf-8"))
+    json_path.unlink()
+    assert load_trace(data_path)[1] == meta
+
+
+@needs_browser
+def test_cli_trace_flag_writes_the_trace_next_to_the_figures(server, tmp_path):
+    spec = write_spec(tmp_path / "spec.json", {"views": ["query"], "format": "png", "scale": 1, **SMALL})
+    assert vx.main([str(spec), "--out", str(tmp_path / "out"), "--trace", "--quiet"]) == 0
+    arrays, meta = load_trace(tmp_path / "out" / "trace.npz")
+    assert meta["rows"][0]["src_tokens"][:4] == ["你", "喜", "欢", "她"]
+    assert "encoder.0.self_attn.weights" in arrays
+    assert vx.png_size((tmp_path / "out" / "query-query-bars.png").read_bytes()) == (900, 600)
+
+
+# ---------------------------------------------------------------------------- the Streamlit helper
+def _app(browser_path: str):
+    import os
+
+    os.environ["BROWSER_PATH"] = browser_path
+    import plotly.graph_objects as go
+    import streamlit as st
+
+    from lab.spec import FigureSpec
+    from ui.export import _browser, export_buttons
+
+    _browser.clear()
+    st.plotly_chart(go.Figure(go.Bar(x=["你"], y=[1])), key="f")
+    export_buttons(go.Figure(go.Bar(x=["你"], y=[1])), "export-attention-weights", FigureSpec(scale=3.125))
+
+
+@pytest.mark.parametrize("present", [True, False])
+def test_export_buttons_offer_every_format_or_explain_the_install(present, tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    if present and not HAS_BROWSER:
+        pytest.skip("no Chromium")
+    path = vx.find_browser() if present else str(tmp_path / "missing")
+    monkeypatch.setenv("BROWSER_PATH", path or "")
+    at = AppTest.from_function(_app, args=(path,)).run(timeout=60)
+    assert not at.exception
+    buttons = at.get("download_button")
+    captions = " ".join(c.value for c in at.caption)
+    if present:
+        labels = [b.proto.label for b in buttons]
+        assert labels == ["SVG", "PDF", "PNG 300 dpi"]
+        assert [b.proto.id.split("-")[-1] for b in buttons]  # keyed widgets
+    else:
+        assert not buttons and "apt-get install -y chromium" in captions

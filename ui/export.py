@@ -1,0 +1,117 @@
+"""Download buttons next to each figure: SVG, PDF and PNG rendered on the server, and the trace.
+
+Nothing is rendered while the page draws: each st.download_button gets a callable, which
+Streamlit runs (on another thread) only when that button is clicked. Rendered bytes are cached
+per (figure JSON, format, size, scale) for the whole server, and one headless Chromium stays
+warm (viz.export), so a second download of anything takes ~0.2 s.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from collections.abc import Callable
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from lab.spec import FigureSpec
+from viz import export as vx
+
+_LABELS = {"svg": "SVG", "pdf": "PDF", "png": "PNG"}
+_HELP = {
+    "svg": "Vector, editable (Inkscape, Illustrator); text stays text. Fonts are not embedded: "
+           "the viewer needs Noto CJK for Chinese.",
+    "pdf": "Vector, for LaTeX (\\includegraphics); fonts embedded, Chinese included.",
+    "png": "Bitmap at {dpi:.0f} dpi ({w}×{h} px): spec.scale × 96 dpi.",
+}
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def rendered(fig_json: str, fmt: str, width: int, height: int, scale: float) -> bytes:
+    """viz.export.render, cached across sessions and reruns (keyed on the figure's JSON)."""
+    return vx.render_json(fig_json, fmt, width=width, height=height, scale=scale)
+
+
+@st.cache_data(max_entries=1, ttl=30, show_spinner=False)
+def _browser() -> str | None:
+    return vx.find_browser()
+
+
+def _file_stem(key: str) -> str:
+    stem = key.removeprefix("export-")
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in stem) or "figure"
+
+
+def _renderer(fig_json: str, fmt: str, spec: FigureSpec) -> Callable[[], bytes]:
+    scale = spec.scale if fmt == "png" else 1.0
+    return lambda: rendered(fig_json, fmt, spec.width, spec.height, scale)
+
+
+def export_buttons(fig: go.Figure | None, key: str, spec: FigureSpec) -> None:
+    """SVG, PDF and PNG downloads of `fig` at spec.width × spec.height (PNG × spec.scale).
+
+    The figure is exported as drawn (it already carries spec.theme). Without a browser on the
+    server, says how to install one instead.
+    """
+    if fig is None:
+        return
+    if _browser() is None:
+        st.caption(f"⚠️ {vx.INSTALL_HELP}")
+        return
+    vx.warm_up()  # start Chromium in the background now, so the first click is fast
+    fig_json = vx.figure_json(fig)  # a snapshot: later changes to fig do not leak into downloads
+    stem = _file_stem(key)
+    w, h = round(spec.width * spec.scale), round(spec.height * spec.scale)
+    too_big = max(w, h) > vx.MAX_PIXELS_PER_SIDE
+    row = st.container(horizontal=True, gap="small", key=f"{key}-row")
+    for fmt in vx.FORMATS:
+        label = _LABELS[fmt]
+        if fmt == "png":
+            label = f"PNG {vx.CSS_DPI * spec.scale:.0f} dpi"
+        row.download_button(
+            label,
+            data=_renderer(fig_json, fmt, spec),
+            file_name=f"{stem}.{fmt}",
+            mime=vx.MIME[fmt],
+            key=f"{key}-{fmt}",
+            on_click="ignore",
+            icon=":material/download:",
+            disabled=fmt == "png" and too_big,
+            help=(f"{w}×{h} px is more than Chromium can draw: lower the scale" if fmt == "png" and too_big
+                  else _HELP[fmt].format(dpi=vx.CSS_DPI * spec.scale, w=w, h=h)),
+        )
+
+
+def _zip(files: dict[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as z:
+        for name, data in files.items():
+            info = zipfile.ZipInfo(name, date_time=(2000, 1, 1, 0, 0, 0))
+            z.writestr(info, data)
+    return buf.getvalue()
+
+
+def trace_download(run, spec: FigureSpec, key: str, *, config=None) -> None:
+    """The whole trace of `run` (every q, k, v, score, weight, output) as .npz or .safetensors,
+    each zipped with its JSON sidecar (tokens, spec, model config); built only when clicked."""
+    if run is None:
+        return
+    from lab.tracefile import trace_files
+
+    def build(fmt: str) -> Callable[[], bytes]:
+        return lambda: _zip(trace_files(run, spec, fmt=fmt, config=config))
+
+    row = st.container(horizontal=True, gap="small", key=f"{key}-row")
+    for fmt, label in (("npz", "Trace (.npz)"), ("safetensors", "Trace (.safetensors)")):
+        row.download_button(
+            label,
+            data=build(fmt),
+            file_name=f"trace-{fmt}.zip",
+            mime="application/zip",
+            key=f"{key}-{fmt}",
+            on_click="ignore",
+            icon=":material/download:",
+            help=f"trace.{fmt} (arrays named like encoder.0.self_attn.weights) + trace.json "
+                 "(tokens, spec, config); load with lab.tracefile.load_trace — never pickled.",
+        )
