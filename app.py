@@ -1,6 +1,184 @@
-"""Attention Lab (placeholder until the app lands)."""
+"""Attention Lab: type two sentences and follow them through a Transformer, view by view.
+
+    streamlit run app.py
+
+This file wires widgets to lab/ (numbers) and viz/ (figures); the parts live in ui/. Every widget
+is keyed; one FigureSpec is built from them and passed to lab.views.build_view, so what the app
+draws is what `python -m viz.export SPEC.json` draws.
+"""
+
+from __future__ import annotations
+
+import logging
+from urllib.parse import urlencode
 
 import streamlit as st
 
-st.set_page_config(page_title="Attention Lab", layout="wide")
-st.title("Attention Lab")
+st.set_page_config(page_title="Attention Lab", page_icon="🔍", layout="wide")
+
+from lab.compute import model_fields  # noqa: E402  (set_page_config must come first)
+from lab.spec import VIEWS, FigureSpec  # noqa: E402
+from lab.views import build_view  # noqa: E402
+from ui import cache  # noqa: E402
+from ui.panels import render_result, ui_export  # noqa: E402
+from ui.sidebar import sidebar  # noqa: E402
+from ui.state import init_state, open_head, share_query  # noqa: E402
+from ui.text import md  # noqa: E402
+from ui.train import train_panel  # noqa: E402
+from ui.translate import cross_heads, decoding_steps  # noqa: E402
+
+log = logging.getLogger("attention_lab")
+
+VIEW_LABELS = {
+    "tokens": "1 · Tokens",
+    "positional": "2 · Positional encoding",
+    "attention": "3 · Attention step by step",
+    "heads": "4 · Heads",
+    "query": "5 · One query",
+    "order": "6 · Order & positional encoding",
+    "translate": "7 · Translate",
+}
+VIEW_INTROS = {
+    "tokens": "The text becomes tokens; each token id picks one row of the embedding table. Positions where A and "
+              "B differ are highlighted.",
+    "positional": "Attention alone ignores order, so the position is added to each token embedding: "
+                  "PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d)).",
+    "attention": "One head, every step of Attention(Q, K, V) = softmax(QKᵀ / √d_k) V: project to Q, K, V; score "
+                 "every query against every key; scale by 1/√d_k; mask; softmax each row.",
+    "heads": "Every head of every layer sees the same tokens through different projections. Open any head "
+             "step by step with the buttons under the grid.",
+    "query": "One query token: its score against every key, the weights softmax makes of them, and the context "
+             "vector they mix from the values.",
+    "order": "B reorders A's tokens. Without positional encoding the encoder gives B's tokens exactly A's outputs, "
+             "reordered (permutation-equivariant), and the same mean: it cannot tell the sentences apart.",
+    "translate": "The trained model translates greedily: the decoder reads [BOS] and its own outputs, and "
+                 "cross-attention looks back at the source at every step.",
+}
+INTRO = ("Type two sentences and follow them through a Transformer: tokens → positional encoding → scores → "
+         "mask → softmax, head by head, and see why word order needs positional encoding.")
+
+
+def on_view_change(trained_ok: bool) -> None:
+    """Order and translate are about trained models: use them when they exist."""
+    ss = st.session_state
+    if trained_ok and ss.get("view") in ("order", "translate") and ss.get("model") == "random":
+        ss["model"] = "zh-en"
+        if ss.get("positional") == "learned":
+            ss["positional"] = "sinusoidal"
+        ss["_switched_model"] = True
+
+
+def model_line(spec: FigureSpec) -> None:
+    """Which model, its size, its norm placement and its masking convention, in one line."""
+    loaded = cache.load(model_fields(spec))
+    c = loaded.model.config
+    norm = ("post-norm: x = LayerNorm(x + Sublayer(x)), as in the paper" if c.norm == "post"
+            else "pre-norm: x = x + Sublayer(LayerNorm(x))")
+    if loaded.trained:
+        score = loaded.demo.metadata.get("evaluation", {}).get("heldout_exact_match")
+        who = f"trained {loaded.name}" + (f" (held-out exact match {score:.0%})" if isinstance(score, float) else "")
+    else:
+        who = f"random, seed {spec.seed}, {spec.tokenizer} tokenizer"
+    st.caption(md(
+        f"Model: {who} · d_model {c.d_model} · {c.n_heads} heads (d_k {c.d_k}) · {c.n_layers} encoder + "
+        f"{c.decoder_layers} decoder layers · positional encoding: {c.positional} · {norm} · masked scores are "
+        "−∞ before the softmax, so masked weights are exactly 0; a row whose every key is masked gets all-zero "
+        "weights (never NaN). Dropout is off (eval mode)."
+    ))
+
+
+def view_body(view: str, spec: FigureSpec) -> None:
+    models = cache.models()
+    if view in ("positional", "attention", "heads", "query", "translate") and spec.sentence == "b" \
+            and not spec.sentence_b.strip() and spec.sentence_a.strip():
+        st.info("Sentence B is empty: showing sentence A.", icon=":material/info:")
+    result = build_view(view, spec, models)
+    after = {}
+    if view == "heads":
+        after["heads-grid"] = lambda: head_buttons(spec, models)
+    run = models.run(spec) if view == "translate" and spec.model == "zh-en" else None
+    if run is not None:
+        after["translation"] = lambda: decoding_steps(run, models.model(spec), spec)
+    render_result(result, view, spec, after=after, side_by_side=view == "order")
+    if run is not None:
+        cross_heads(run, spec)
+    if view == "translate":
+        st.divider()
+        train_panel(spec.theme)
+
+
+def head_buttons(spec: FigureSpec, models) -> None:
+    """One button per head of the layer shown: opens it in the step-by-step view."""
+    run = models.run(spec)
+    if run is None:
+        return
+    stack = run.trace.encoder if spec.block == "encoder self" else run.trace.decoder
+    layer = max(0, min(spec.layer, len(stack.layers) - 1))
+    n_heads = stack.layers[layer].self_attn.n_heads
+    with st.container(horizontal=True, gap="small", vertical_alignment="center", key="open-heads"):
+        st.markdown(f"Open a head of layer {layer} step by step:")
+        for h in range(n_heads):
+            st.button(f"head {h}", key=f"open-head-{h}", on_click=open_head, args=(layer, h, spec.block),
+                      icon=":material/open_in_new:",
+                      help=f"Layer {layer}, head {h} in '3 · Attention step by step'")
+
+
+def share(spec: FigureSpec) -> None:
+    """Keep the address bar a share link of this view; show it and the spec JSON."""
+    query = share_query(spec)
+    run = cache.run_for(spec) if spec.sentence_a.strip() or spec.sentence_b.strip() else None
+    if st.query_params.to_dict() != query:
+        st.query_params.from_dict(query)
+    base = (st.context.url or "").split("?")[0]
+    with st.expander("Share this view · reproduce its figures"):
+        st.caption("The address bar always holds this link: send it and the same view opens with the same "
+                   "settings.")
+        st.code(f"{base}?{urlencode(query)}", language=None)
+        if len(spec.sentence_a) > 2000 or len(spec.sentence_b) > 2000:
+            st.caption("The link carries the first 2,000 characters of each sentence.")
+        st.caption("Save this spec as SPEC.json and run `python -m viz.export SPEC.json` to write the figures "
+                   "as SVG, PDF or PNG.")
+        st.code(spec.to_json(), language="json")
+        st.download_button("SPEC.json", data=spec.to_json().encode("utf-8"), file_name="SPEC.json",
+                           mime="application/json", key="spec-json", on_click="ignore",
+                           icon=":material/download:")
+        if run is not None and hasattr(ui_export, "trace_download"):
+            st.caption("Every array of this forward pass (q, k, v, scores, weights, outputs of every layer and "
+                       "head), with the tokens, the spec and the model config:")
+            ui_export.trace_download(run, spec, "trace", config=cache.load(model_fields(spec)).model.config)
+
+
+def main() -> None:
+    init_state()
+    st.title("Attention Lab")
+    st.markdown(INTRO)
+    link_error = st.session_state.get("_link_error")
+    if link_error:
+        st.error(md(f"This link cannot be opened ({link_error}); showing the default settings instead."))
+    problem = cache.trained_problem()
+    st.segmented_control("View", list(VIEWS), key="view", format_func=VIEW_LABELS.get, required=True,
+                         on_change=on_view_change, args=(problem is None,), label_visibility="collapsed")
+    view = st.session_state["view"]
+    bar = sidebar(view, problem)
+    for note in bar.notes:
+        st.warning(md(note))
+    if bar.error is not None:
+        st.error(md(f"These settings cannot be drawn. {bar.error.field}: {str(bar.error).split(': ', 1)[-1]}"),
+                 icon=":material/block:")
+        return
+    spec = bar.spec
+    st.caption(md(VIEW_INTROS[view]))
+    if st.session_state.pop("_switched_model", False):
+        st.info("Switched to the trained zh-en model (with and without positional encoding): this view is about "
+                "what training learns. Choose 'random' under Model to go back.", icon=":material/swap_horiz:")
+    model_line(spec)
+    view_body(view, spec)
+    share(spec)
+
+
+try:
+    main()
+except Exception as exc:  # never a traceback on the page; the server log has it
+    log.exception("Attention Lab failed")
+    st.error(md(f"Something went wrong drawing this page ({type(exc).__name__}: {str(exc)[:300]}). "
+                "Try other settings; the server log has the details."))

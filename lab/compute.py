@@ -112,32 +112,52 @@ def _pad(rows: list[list[int]]) -> torch.Tensor:
     return torch.tensor([r + [PAD_ID] * (width - len(r)) for r in rows], dtype=torch.long)
 
 
-def prepare(loaded: Loaded, key: str, text: str, notices: list[str]) -> Sentence | None:
-    """Tokenise one sentence, cut it to what the model takes (with a notice), make its decoder input."""
-    if not text.strip():
-        return None
+def read_source(loaded: Loaded, key: str, text: str, notices: list[str]) -> tuple[str, Encoding, int | None]:
+    """(text the model reads, its source tokens, token count before cutting or None).
+
+    Random models read at most max_len - 1 tokens (room for [BOS]); trained translators read the text
+    without whitespace, at most max_len characters. Longer input is cut, and a notice says so.
+    """
     if len(text) > MAX_INPUT_CHARS:
         notices.append(f"Sentence {key.upper()} has {len(text):,} characters; only the first "
                        f"{MAX_INPUT_CHARS:,} are read.")
         text = text[:MAX_INPUT_CHARS]
-    limit = loaded.model.config.max_len - 1  # room for [BOS]/[EOS]
     if loaded.trained:
-        demo = loaded.demo
-        info = demo.translate_ids(text)
-        enc = loaded.src_tokenizer.encode(text)
-        return Sentence(key, text, enc, list(info.src_ids), list(info.tgt_input_ids), list(info.tgt_input_pieces),
-                        translation=info.text)
+        source = loaded.demo.normalize(text)
+        limit = loaded.model.config.max_len
+        if len(source) <= limit:
+            return source, loaded.src_tokenizer.encode(source), None
+        notices.append(f"Sentence {key.upper()} has {len(source):,} characters (spaces removed); {loaded.name} "
+                       f"reads at most {limit}, so only the first {limit} are translated and shown.")
+        return source[:limit], loaded.src_tokenizer.encode(source[:limit]), len(source)
     enc = loaded.src_tokenizer.encode(text)
-    cut_from = None
-    if len(enc) > limit:
-        cut_from = len(enc)
-        notices.append(f"Sentence {key.upper()} has {len(enc):,} tokens; the model takes {limit}, "
-                       f"so only the first {limit} are shown.")
-        enc = Encoding(text=enc.text, pieces=enc.pieces[:limit], ids=enc.ids[:limit],
-                       offsets=enc.offsets[:limit], is_special=enc.is_special[:limit])
+    limit = loaded.model.config.max_len - 1  # room for [BOS]/[EOS]
+    if len(enc) <= limit:
+        return text, enc, None
+    notices.append(f"Sentence {key.upper()} has {len(enc):,} tokens; the model takes {limit}, "
+                   f"so only the first {limit} are shown.")
+    cut = Encoding(text=enc.text, pieces=enc.pieces[:limit], ids=enc.ids[:limit],
+                   offsets=enc.offsets[:limit], is_special=enc.is_special[:limit])
+    return text, cut, len(enc)
+
+
+def prepare(loaded: Loaded, key: str, text: str, notices: list[str]) -> Sentence | None:
+    """Tokenise one sentence, cut it to what the model takes (with a notice), make its decoder input."""
+    if not text.strip():
+        return None
+    source, enc, cut_from = read_source(loaded, key, text, notices)
+    if not len(enc):
+        return None
+    if loaded.trained:
+        info = loaded.demo.translate_ids(source)  # greedy: [BOS] y1 .. yn [EOS]
+        dec_ids = list(info.decoder_input)  # what the decoder read: [BOS] y1 .. yn, one step behind
+        return Sentence(key, text, enc, list(enc.ids), dec_ids, list(info.out_pieces[: len(dec_ids)]),
+                        translation=info.text, cut_from=cut_from)
+    # random model: the decoder reads [BOS] + the same tokens (there is no translation to show)
     tgt_ids = [BOS_ID] + list(enc.ids)
     tgt_pieces = ["[BOS]"] + list(enc.pieces)
-    return Sentence(key, text, enc, list(enc.ids), tgt_ids[: limit + 1], tgt_pieces[: limit + 1], cut_from=cut_from)
+    limit = loaded.model.config.max_len
+    return Sentence(key, text, enc, list(enc.ids), tgt_ids[:limit], tgt_pieces[:limit], cut_from=cut_from)
 
 
 def run(loaded: Loaded, sentence_a: str, sentence_b: str, mask: str) -> Run | None:

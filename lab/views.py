@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 import torch
 
 import viz
-from lab.compute import Loaded, Run, model_fields, run
+from lab.compute import Loaded, Run, model_fields, read_source, run
 from lab.spec import FigureSpec
 from model.analysis import all_head_weights, head_arrays, order_report, record
 from model.examples import JOURNEY_TEXT, journey_example
@@ -86,9 +86,9 @@ def tokens_view(spec: FigureSpec, models: Models) -> ViewResult:
         if not text.strip():
             out.notices.append(f"Sentence {key.upper()} is empty: type some text to see its tokens.")
             continue
-        enc = tok.encode(text)
+        source, enc, _ = read_source(loaded, key, text, out.notices)  # what the model reads (cut if too long)
         encs[key] = enc
-        table = viz.token_table(list(enc.pieces), list(enc.ids), list(enc.offsets), text=text)
+        table = viz.token_table(list(enc.pieces), list(enc.ids), list(enc.offsets), text=source)
         out.panels.append(Panel(f"tokens-{key}", f"Sentence {key.upper()}: {len(enc)} tokens ({tok.name})",
                                 table=table))
     if len(encs) == 2:
@@ -177,7 +177,7 @@ def attention_view(spec: FigureSpec, models: Models) -> ViewResult:
     a = head_arrays(rec, row, head)
     figs = viz.attention_step_figures(
         q=a["q"], k=a["k"], v=a["v"], scores=a["scores"], scaled_scores=a["scaled"], weights=a["weights"],
-        mask=a["allowed"] if not a["allowed"].all() else None, row_labels=rows, col_labels=cols, theme=spec.theme,
+        mask=a["allowed"], row_labels=rows, col_labels=cols, theme=spec.theme,  # always: step 3 is always shown
     )
     where_txt = f"{spec.block}, layer {layer}, head {head}, sentence {run_.sentences[row].key.upper()}"
     d_k = rec.d_k
@@ -185,7 +185,8 @@ def attention_view(spec: FigureSpec, models: Models) -> ViewResult:
         "qkv": (f"Q, K, V of one head (d_k = {d_k}) — {where_txt}", None, None, None),
         "scores": ("Raw scores QKᵀ", a["scores"], rows, cols),
         "scaled": (f"Scaled scores QKᵀ / √d_k (÷ {np.sqrt(d_k):.3g})", a["scaled"], rows, cols),
-        "mask": ("Mask: True = may attend", a["allowed"].astype(int), rows, cols),
+        "mask": ("Mask: True = may attend" + ("" if not a["allowed"].all() else " (nothing is masked here)"),
+                 a["allowed"].astype(int), rows, cols),
         "masked": ("Scores after masking (masked cells are −∞)", a["masked"], rows, cols),
         "weights": ("Softmax weights (each row sums to 1)", a["weights"], rows, cols),
     }
@@ -317,17 +318,19 @@ def order_view(spec: FigureSpec, models: Models) -> ViewResult:
     out = ViewResult()
     rows = []
     for name, loaded in (("with sinusoidal PE", with_pe), ("without PE", without)):
-        tok = loaded.src_tokenizer
-        ea, eb = tok.encode(spec.sentence_a), tok.encode(spec.sentence_b)
-        limit = loaded.model.config.max_len - 1
-        ids_a, ids_b = list(ea.ids)[:limit], list(eb.ids)[:limit]
-        pieces_a, pieces_b = list(ea.pieces)[:limit], list(eb.pieces)[:limit]
+        notices: list[str] = []
+        (source_a, ea, _), (source_b, eb, _) = (read_source(loaded, k, t, notices) for k, t in
+                                                (("a", spec.sentence_a), ("b", spec.sentence_b)))
+        out.notices.extend(n for n in notices if n not in out.notices)
+        ids_a, ids_b = list(ea.ids), list(eb.ids)
+        pieces_a, pieces_b = list(ea.pieces), list(eb.pieces)
+        sources = (source_a, source_b)
         rep = order_report(loaded.model, ids_a, ids_b)
         rows.append({"model": name, "B is a reordering of A": rep.perm is not None,
                      "max |f(B) − P f(A)|": rep.max_abs_diff, "max |mean f(A) − mean f(B)|": rep.pooled_max_abs_diff,
                      "equivariant": rep.equivariant, "pooled outputs equal": rep.pooled_equal})
         out.panels.append(Panel(f"verdict-{'pe' if loaded is with_pe else 'nope'}", f"Verdict {name}",
-                                caption=_verdict(rep, name.capitalize())))
+                                caption=_verdict(rep, name[0].upper() + name[1:])))
         slug = "pe" if loaded is with_pe else "nope"
         reference = float(np.abs(rep.outputs_a).max())
         if rep.perm is not None:
@@ -348,10 +351,7 @@ def order_view(spec: FigureSpec, models: Models) -> ViewResult:
             viz.pooled_outputs_figure(rep.pooled_a, rep.pooled_b, theme=spec.theme),
             pd.DataFrame({"A": rep.pooled_a, "B": rep.pooled_b}),
         ))
-    tok = without.src_tokenizer
-    ea, eb = tok.encode(spec.sentence_a), tok.encode(spec.sentence_b)
-    limit = without.model.config.max_len - 1
-    causal = order_report(without.model, list(ea.ids)[:limit], list(eb.ids)[:limit], causal=True)
+    causal = order_report(without.model, ids_a, ids_b, causal=True)  # ids of `without`, the loop's last model
     if causal.perm is not None:
         rows.append({"model": "without PE, look-ahead mask", "B is a reordering of A": True,
                      "max |f(B) − P f(A)|": causal.max_abs_diff,
@@ -368,8 +368,8 @@ def order_view(spec: FigureSpec, models: Models) -> ViewResult:
     if with_pe.trained:
         trans = pd.DataFrame({
             "sentence": [spec.sentence_a, spec.sentence_b],
-            "with PE (zh-en)": [with_pe.demo.translate(spec.sentence_a), with_pe.demo.translate(spec.sentence_b)],
-            "without PE (zh-en-nope)": [without.demo.translate(spec.sentence_a), without.demo.translate(spec.sentence_b)],
+            "with PE (zh-en)": [with_pe.demo.translate(t) for t in sources],
+            "without PE (zh-en-nope)": [without.demo.translate(t) for t in sources],
         })
         out.panels.insert(1, Panel("translations", "Translations with and without positional encoding", table=trans))
     return out

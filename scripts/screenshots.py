@@ -1,0 +1,126 @@
+"""Full-page screenshots of every view of the running app, for looking at (not for tests).
+
+    python scripts/screenshots.py [--out artifacts/screenshots] [--query "sentence_a=...&theme=paper"]
+
+Starts `streamlit run app.py` on a free loopback port, opens each view in headless Chromium
+(/usr/bin/chromium) and saves <view>.png. Nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+VIEW_LABELS = ["1 · Tokens", "2 · Positional encoding", "3 · Attention step by step", "4 · Heads",
+               "5 · One query", "6 · Order & positional encoding", "7 · Translate"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def streamlit_server(timeout: float = 90.0):
+    """Yield the base URL of `streamlit run app.py` on a free loopback port; terminate it afterwards."""
+    port = free_port()
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
+         "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"streamlit exited early:\n{proc.stdout.read()}")
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"streamlit did not answer on {url} within {timeout:.0f} s")
+            time.sleep(0.3)
+        yield url, proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+RUNNING = '[data-testid="stStatusWidgetRunningIcon"]'
+
+
+def wait_idle(page, timeout_ms: int = 90_000) -> None:
+    """Wait until Streamlit has run the script: the app's title is there and the running icon is gone."""
+    page.wait_for_selector("h1:has-text('Attention Lab')", timeout=timeout_ms)
+    with contextlib.suppress(Exception):  # a quick rerun may finish before the icon shows
+        page.wait_for_selector(RUNNING, timeout=1500)
+    page.wait_for_selector(RUNNING, state="detached", timeout=timeout_ms)
+    page.wait_for_timeout(700)  # plotly draws after the script has finished
+
+
+def full_screenshot(page, path: str, width: int = 1500) -> None:
+    """Streamlit scrolls inside its own container, so grow the viewport to the content, then shoot."""
+    height = page.evaluate(
+        "() => Math.max(...['stMain', 'stSidebarContent'].map(id => "
+        "(document.querySelector(`[data-testid=${id}]`) || {scrollHeight: 0}).scrollHeight))"
+    )
+    page.set_viewport_size({"width": width, "height": min(max(int(height) + 40, 800), 16000)})
+    page.wait_for_timeout(800)  # plotly re-lays out to the new size
+    page.screenshot(path=path, full_page=True)
+    page.set_viewport_size({"width": width, "height": 1000})
+
+
+def open_view(page, label: str) -> None:
+    page.locator(".st-key-view").get_by_role("radio", name=label, exact=True).click()
+    wait_idle(page)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=str(ROOT / "artifacts" / "screenshots"))
+    parser.add_argument("--query", default="", help="query string for the first page load (a share link)")
+    parser.add_argument("--views", default="all", help="comma-separated view numbers (1-7) or 'all'")
+    parser.add_argument("--prefix", default="")
+    parser.add_argument("--width", type=int, default=1500)
+    args = parser.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    labels = VIEW_LABELS if args.views == "all" else [VIEW_LABELS[int(i) - 1] for i in args.views.split(",")]
+    with streamlit_server() as (url, _), sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": args.width, "height": 1000})
+        page.goto(f"{url}/?{args.query}" if args.query else url)
+        wait_idle(page)
+        for label in labels:
+            open_view(page, label)
+            name = f"{args.prefix}{VIEW_LABELS.index(label) + 1}-{label.split('· ')[1].split()[0].lower()}.png"
+            full_screenshot(page, str(out / name), args.width)
+            print(out / name)
+        browser.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,74 @@
+"""Cached models and runs.
+
+Models are st.cache_resource: one object shared by every session, so nothing here (or in lab/) may
+mutate them. Runs are st.cache_data keyed on (model fields, sentence A, sentence B, mask) only:
+changing the layer, head, query, view or theme reuses the forward pass.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import streamlit as st
+
+from lab import compute
+from lab.compute import Loaded, Run, model_fields
+from lab.spec import FigureSpec
+from lab.views import Models
+
+TRAINED = ("zh-en", "zh-en-nope")  # with sinusoidal PE, without PE
+
+
+@st.cache_resource(show_spinner="Loading the model…", max_entries=16)
+def load(key: tuple) -> Loaded:
+    """lab.compute.load_model, once per key for the whole server (read-only from here on)."""
+    return compute.load_model(key)
+
+
+@st.cache_data(show_spinner="Running the model…", max_entries=64)
+def trace(key: tuple, sentence_a: str, sentence_b: str, mask: str) -> Run | None:
+    """One traced forward pass over A and B; each session gets its own copy."""
+    return compute.run(load(key), sentence_a, sentence_b, mask)
+
+
+def run_for(spec: FigureSpec) -> Run | None:
+    return trace(model_fields(spec), spec.sentence_a, spec.sentence_b, spec.mask)
+
+
+def models() -> Models:
+    return Models(load, run_for)
+
+
+def models_dir() -> Path | None:
+    """Where the trained checkpoints live (None when model/demo.py is not there)."""
+    if importlib.util.find_spec("model.demo") is None:
+        return None
+    import model.demo as demo
+
+    return Path(demo.MODELS_DIR)
+
+
+@st.cache_resource(show_spinner="Checking the trained models…", max_entries=4)
+def _trained_problem(directory: str, stamp: tuple) -> str | None:
+    from model.demo import load_demo
+
+    try:
+        for name in TRAINED:
+            load_demo(name)
+    except Exception as exc:  # a broken checkpoint: offer the random model only, and say why
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def trained_problem() -> str | None:
+    """None when both trained translators load; otherwise why they cannot be offered."""
+    directory = models_dir()
+    if directory is None:
+        return "model/demo.py is not installed"
+    configs = [directory / name / "config.json" for name in TRAINED]
+    missing = [str(c.parent) for c in configs if not c.exists()]
+    if missing:
+        return f"no checkpoint in {', '.join(missing)} (train one with `python -m model.train`)"
+    stamp = tuple(c.stat().st_mtime_ns for c in configs)
+    return _trained_problem(str(directory), stamp)

@@ -1,0 +1,127 @@
+"""Drawing a lab.views.ViewResult: each Panel as a subheader, its figure, its caption and its numbers."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable, Mapping
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+import viz
+from lab.spec import FigureSpec
+from lab.views import Panel, ViewResult
+from ui.text import md
+
+SHOW_TABLE_CELLS = 200_000  # a table that IS the panel (tokens, numbers) is shown up to this size
+SHOW_NUMBERS_CELLS = 20_000  # the numbers behind a figure are shown up to this size; larger: CSV only
+
+
+def csv_bytes(table: pd.DataFrame) -> bytes:
+    """UTF-8 with a byte-order mark, so spreadsheet programs read Chinese correctly."""
+    return table.to_csv().encode("utf-8-sig")
+
+
+def _ui_export():
+    """ui/export.py (SVG/PDF/PNG downloads, written alongside this module), or None until it exists."""
+    if importlib.util.find_spec("ui.export") is None:
+        return None
+    import ui.export
+
+    return ui.export
+
+
+ui_export = _ui_export()
+
+
+def export_buttons(fig: go.Figure, key: str, spec: FigureSpec) -> None:
+    """THE call site of ui.export.export_buttons (SVG/PDF/PNG downloads). Without ui/export.py, the
+    plotly camera button (viz.figure_config: SVG at 3x) is the export."""
+    if ui_export is not None:
+        ui_export.export_buttons(fig, key, spec)
+
+
+def _plain_index(table: pd.DataFrame) -> bool:
+    """A 0..n-1 index says nothing (the token tables have a position column): hide it."""
+    return isinstance(table.index, pd.RangeIndex) and table.index.name is None
+
+
+def _table(panel: Panel, key: str, *, numbers: bool) -> None:
+    table = panel.table
+    cells = table.shape[0] * max(1, table.shape[1])
+    limit = SHOW_NUMBERS_CELLS if numbers else SHOW_TABLE_CELLS
+    if cells > limit:
+        st.caption(f"{table.shape[0]:,} × {table.shape[1]:,} numbers: too many to show here; "
+                   "download them as CSV.")
+    elif panel.highlight is not None:
+        st.dataframe(viz.highlight_differences(table, differs=panel.highlight), key=f"table-{key}",
+                     hide_index=_plain_index(table))
+    else:
+        st.dataframe(table, key=f"table-{key}", hide_index=_plain_index(table))
+
+
+def render_panel(panel: Panel, view: str, spec: FigureSpec) -> None:
+    key = f"{view}-{panel.key}"
+    st.subheader(md(panel.title), anchor=False)
+    if panel.figure is not None:
+        st.plotly_chart(panel.figure, config=viz.figure_config(key), key=f"chart-{key}", theme=None,
+                        width="stretch")
+    if panel.caption:
+        if panel.figure is None and panel.table is None:
+            st.info(md(panel.caption))
+        else:
+            st.caption(md(panel.caption))
+    if panel.table is not None:
+        if panel.figure is None:
+            _table(panel, key, numbers=False)
+        else:
+            with st.expander("The numbers behind this figure"):
+                _table(panel, key, numbers=True)
+    if panel.figure is not None or panel.table is not None:
+        with st.container(horizontal=True, gap="small", key=f"downloads-{key}"):
+            if panel.table is not None:
+                table = panel.table
+                st.download_button("CSV", data=lambda: csv_bytes(table), file_name=f"{key}.csv", mime="text/csv",
+                                   key=f"csv-{key}", on_click="ignore", icon=":material/download:",
+                                   help="The numbers of this panel as CSV (UTF-8)")
+            if panel.figure is not None:
+                export_buttons(panel.figure, f"export-{key}", spec)
+
+
+def render_result(result: ViewResult, view: str, spec: FigureSpec,
+                  after: Mapping[str, Callable[[], None]] | None = None, side_by_side: bool = False) -> None:
+    """Notices first (a cut input must be seen), then the hint, then every panel; after[key]() runs
+    right after the panel with that key (e.g. the heads view's "open this head" buttons). side_by_side puts
+    each "<name>-pe" panel in a column next to its "<name>-nope" twin."""
+    for notice in result.notices:
+        st.warning(md(notice), icon=":material/content_cut:" if "only the first" in notice else ":material/warning:")
+    if result.hint:
+        st.info(md(result.hint), icon=":material/lightbulb:")
+    panels = {p.key: p for p in result.panels}
+    done: set[str] = set()
+    for panel in result.panels:
+        if panel.key in done:
+            continue
+        twin = _twin(panel.key, panels) if side_by_side else None
+        if twin is None:
+            render_panel(panel, view, spec)
+        else:  # "…-pe" next to "…-nope": the same figure with and without positional encoding
+            left, right = st.columns(2, gap="medium")
+            with left:
+                render_panel(panel, view, spec)
+            with right:
+                render_panel(twin, view, spec)
+            done.add(twin.key)
+        if after and panel.key in after:
+            after[panel.key]()
+
+
+SIDE_BY_SIDE = ("verdict", "diff", "pooled")  # narrow enough for half the page (not the 3-panel "aligned")
+
+
+def _twin(key: str, panels: Mapping[str, Panel]) -> Panel | None:
+    name, _, kind = key.rpartition("-")
+    if kind == "pe" and name in SIDE_BY_SIDE:
+        return panels.get(f"{name}-nope")
+    return None

@@ -1,0 +1,149 @@
+"""Session state: defaults, presets, share links, and the one FigureSpec built from the widgets.
+
+Every widget is keyed and gets its value from st.session_state only (never a `value=` default as
+well), so callbacks, presets and share links can set any widget before it is drawn. Everything lives
+in st.session_state: two browser tabs never see each other's settings.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import streamlit as st
+
+from lab.spec import MAX_CHARS, VIEWS, FigureSpec, SpecError
+
+# The app opens here when the URL carries no settings (a share link always carries `views`).
+DEFAULTS: dict[str, object] = {
+    "sentence_a": "你喜欢她",
+    "sentence_b": "她喜欢你",
+    "model": "random",
+    "tokenizer": "char",
+    "positional": "sinusoidal",
+    "mask": "paper",
+    "block": "encoder self",
+    "layer": 0,
+    "head": 0,
+    "heads": [],
+    "query": 0,
+    "sentence": "a",
+    "d_model": 64,
+    "n_heads": 4,
+    "n_layers": 2,
+    "d_ff": 256,
+    "norm": "post",
+    "seed": 0,
+    "device": "cpu",
+    "theme": "default",
+    "view": "tokens",
+    "width": 900,
+    "height": 600,
+    "scale": 3.0,
+    "format": "svg",  # no widget: the export buttons offer every format; kept for the spec
+}
+RANDOM_ONLY = ("tokenizer", "d_model", "n_heads", "n_layers", "d_ff", "norm", "seed")  # ignored by zh-en
+
+# label -> (sentence A, sentence B)
+PRESETS: dict[str, tuple[str, str]] = {
+    "你喜欢她 / 她喜欢你 — same characters, opposite meaning": ("你喜欢她", "她喜欢你"),
+    "我有一只猫 / 我爱我家 — a repeated character": ("我有一只猫", "我爱我家"),
+    "春风拂面桃花盛开景色宜人 — a long line, clauses swapped": ("春风拂面桃花盛开景色宜人", "景色宜人桃花盛开春风拂面"),
+    "Your journey starts with one step — the seed-002 example": (
+        "Your journey starts with one step", "step one with starts journey Your"),
+    "I like her / her like I — English, repeated letters": ("I like her", "her like I"),
+    "Emoji, right-to-left, HTML — text stays text": ("我爱🐱 and 👍🏽!", "שלום <b>bold?</b> مرحبا"),
+}
+
+
+def init_state() -> None:
+    """Fill missing keys (defaults, or a share link on a session's first run) and keep widget values.
+
+    Re-assigning a widget's key to itself keeps its value while the widget is not drawn (a control
+    that only one view shows), instead of Streamlit dropping it.
+    """
+    ss = st.session_state
+    first = "_started" not in ss
+    if first:
+        ss["_started"] = True
+        values = dict(DEFAULTS)
+        params = st.query_params.to_dict()
+        if params:
+            try:
+                values.update(state_from_spec(FigureSpec.from_query(params)))
+            except SpecError as exc:
+                ss["_link_error"] = str(exc)
+        for key, value in values.items():
+            ss[key] = value
+    else:
+        ss.pop("_link_error", None)
+    for key, value in DEFAULTS.items():
+        if key not in ss:
+            ss[key] = value
+        else:
+            ss[key] = ss[key]
+
+
+def state_from_spec(spec: FigureSpec) -> dict[str, object]:
+    values = {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec) if f.name in DEFAULTS}
+    values["heads"] = list(spec.heads)
+    values["view"] = spec.views[0]
+    return values
+
+
+def spec_from_state() -> FigureSpec:
+    """The one FigureSpec the widgets describe; raises SpecError (naming the field) when impossible."""
+    ss = st.session_state
+    values = {f.name: ss[f.name] for f in dataclasses.fields(FigureSpec) if f.name in ss}
+    values["heads"] = tuple(sorted(int(h) for h in ss["heads"]))
+    values["views"] = (ss["view"],)
+    if ss["model"] != "random":  # the trained model has its own size: keep the spec free of stale values
+        defaults = FigureSpec()
+        values.update({k: getattr(defaults, k) for k in RANDOM_ONLY})
+    return FigureSpec(**values)
+
+
+def share_query(spec: FigureSpec) -> dict[str, str]:
+    """Query parameters of a share link: the spec's non-default fields, the view always included."""
+    shared = dataclasses.replace(
+        spec, sentence_a=spec.sentence_a[:MAX_CHARS], sentence_b=spec.sentence_b[:MAX_CHARS]
+    )
+    query = shared.to_query()
+    query["views"] = ",".join(spec.views)  # even when it is the spec default: a link is never empty
+    return query
+
+
+# -- callbacks (run before the script, so they may set any widget's value) -----------------------
+def apply_preset() -> None:
+    label = st.session_state.get("preset")
+    if label in PRESETS:
+        st.session_state["sentence_a"], st.session_state["sentence_b"] = PRESETS[label]
+    st.session_state["preset"] = None  # the menu goes back to "Load an example…"
+
+
+def swap_sentences() -> None:
+    ss = st.session_state
+    ss["sentence_a"], ss["sentence_b"] = ss["sentence_b"], ss["sentence_a"]
+
+
+def open_head(layer: int, head: int, block: str) -> None:
+    """From the heads overview to one head, step by step."""
+    st.session_state.update(layer=layer, head=head, block=block, view="attention")
+
+
+# -- keeping values inside what the widgets offer ------------------------------------------------
+def keep_choice(key: str, options: Sequence, note: list[str] | None = None) -> None:
+    """Before a choice widget is drawn: a value it does not offer becomes its first option."""
+    if st.session_state.get(key) not in options:
+        if note is not None and st.session_state.get(key) is not None:
+            note.append(f"{key} = {st.session_state.get(key)!r} is not available here; using {options[0]!r}.")
+        st.session_state[key] = options[0]
+
+
+def keep_in_range(key: str, lo: int | float, hi: int | float) -> None:
+    value = st.session_state.get(key)
+    st.session_state[key] = min(max(value, lo), hi)
+
+
+def view_names() -> tuple[str, ...]:
+    return VIEWS

@@ -1,0 +1,20 @@
+"""User text that stays text in Streamlit's markdown (titles, captions, alerts)."""
+
+from __future__ import annotations
+
+import re
+import string
+
+_PUNCT = re.compile("([" + re.escape(string.punctuation) + "])")
+
+
+def md(text: object) -> str:
+    r"""Escape every ASCII punctuation mark so markdown shows `text` literally.
+
+    Streamlit renders titles, captions and alerts as markdown: "<img ...>" would be dropped (HTML is
+    never allowed here), "**x**" would turn bold, "$x$" into LaTeX and ":red[x]" into colour. CommonMark
+    lets any ASCII punctuation be backslash-escaped, which shows it as the character itself. Newlines
+    become spaces (one line of text).
+    """
+    flat = " ".join(str(text).splitlines())
+    return _PUNCT.sub(r"\\\1", flat)
