@@ -211,6 +211,8 @@ def test_pdf_and_png_are_byte_reproducible(server, figures):
         ({"heads": [0, 7], "views": ["heads"], **SMALL}, "heads"),  # the model has 2 heads
         ({"format": "png", "width": 6000, "scale": 4}, "scale"),  # 24000 px: more than Chromium draws
         ({"views": ["translate"]}, "views"),  # the random model does not translate
+        ({"views": ["order"], "sentence_b": " "}, "views"),  # order needs two sentences
+        ({"views": ["query"], "query": 9, **SMALL}, "query"),  # 你喜欢她 has 4 query tokens
     ],
 )
 def test_bad_spec_exits_nonzero_naming_the_field_and_writes_nothing(tmp_path, capsys, data, field):
@@ -379,3 +381,21 @@ def test_export_buttons_offer_every_format_or_explain_the_install(present, tmp_p
         assert [b.proto.id.split("-")[-1] for b in buttons]  # keyed widgets
     else:
         assert not buttons and "apt-get install -y chromium" in captions
+
+
+def test_trace_download_zip_holds_a_loadable_trace_and_sidecar(tmp_path, models):
+    import zipfile
+
+    from lab.tracefile import trace_files
+    from ui.export import _zip
+
+    spec = FigureSpec(**SMALL)
+    run = models.run(spec)
+    blob = _zip(trace_files(run, spec, fmt="safetensors"))
+    with zipfile.ZipFile(__import__("io").BytesIO(blob)) as z:
+        assert sorted(z.namelist()) == ["trace.json", "trace.safetensors"]
+        z.extractall(tmp_path)
+    arrays, meta = load_trace(tmp_path / "trace.safetensors")
+    np.testing.assert_array_equal(arrays["decoder.0.cross_attn.weights"],
+                                  run.trace.decoder.layers[0].cross_attn.weights.numpy())
+    assert meta["rows"][0]["src_tokens"] == ["你", "喜", "欢", "她"]

@@ -401,8 +401,9 @@ def validate_for_export(spec, models) -> None:
         if bad:
             raise SpecError(name, f"head {bad[0]} does not exist: the model has {config.n_heads} "
                                   f"heads (0..{config.n_heads - 1})")
-    if spec.sentence == "b" and not spec.sentence_b.strip():
-        raise SpecError("sentence", "sentence 'b' is empty")
+    text = spec.sentence_a if spec.sentence == "a" else spec.sentence_b
+    if not text.strip():
+        raise SpecError("sentence", f"sentence {spec.sentence!r} is empty")
     if "query" in spec.views:
         run = models.run(spec)
         row = run.row(spec.sentence)
@@ -414,6 +415,7 @@ def validate_for_export(spec, models) -> None:
 
 def plan_spec(spec, models, *, trace_format: str | None = None, warn=None) -> list[Planned]:
     """Everything `python -m viz.export` writes for `spec`, rendered in memory (nothing on disk)."""
+    from lab.spec import SpecError
     from lab.views import build_view
 
     validate_for_export(spec, models)
@@ -424,7 +426,7 @@ def plan_spec(spec, models, *, trace_format: str | None = None, warn=None) -> li
     for view in spec.views:
         result = build_view(view, spec, models)
         if result.hint and not result.panels:
-            raise ExportError(f"view {view!r} has nothing to draw: {result.hint}")
+            raise SpecError("views", f"{view!r} has nothing to draw: {result.hint}")
         for note in result.notices:
             if warn:
                 warn(f"{view}: {note}")
