@@ -17,7 +17,7 @@ POSITIONALS = ("sinusoidal", "learned", "none")
 MASKS = ("paper", "none", "padding", "look-ahead")
 BLOCKS = ("encoder self", "decoder self", "cross")
 VIEWS = ("tokens", "positional", "attention", "heads", "query", "order", "translate")
-THEMES = ("default", "paper", "slide", "dark")
+THEMES = ("default", "paper", "paper-sans", "slide", "dark")
 FORMATS = ("svg", "pdf", "png")
 NORMS = ("post", "pre")
 DEVICES = ("auto", "cpu", "cuda", "mps")
@@ -54,10 +54,10 @@ class FigureSpec:
     seed: int = 0  # random model initialisation
     device: str = "cpu"
     views: tuple[str, ...] = ("attention",)  # views to export
-    theme: str = "paper"
+    theme: str = "default"  # default | paper (serif) | paper-sans | slide | dark
     width: int = 900  # export size in CSS pixels
     height: int = 600
-    scale: float = 3.0  # PNG scale factor (3 x 96 dpi = 288 dpi; 3.125 = 300 dpi)
+    scale: float = 3.125  # PNG scale factor: 3.125 x 96 dpi = 300 dpi
     format: str = "svg"
 
     def __post_init__(self) -> None:

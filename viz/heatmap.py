@@ -369,7 +369,7 @@ def want_values(show_values: bool | None, grid: Grid, theme: str) -> bool:
     """Per-cell value text: asked for and small enough, or automatic on paper up to 12."""
     side = max(grid.z.shape)
     if show_values is None:
-        return theme == "paper" and side <= AUTO_VALUES_MAX
+        return theme_spec(theme).get("auto_values", False) and side <= AUTO_VALUES_MAX
     return bool(show_values) and side <= VALUES_MAX
 
 
