@@ -14,6 +14,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -34,20 +35,30 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def streamlit_server(timeout: float = 90.0):
-    """Yield the base URL of `streamlit run app.py` on a free loopback port; terminate it afterwards."""
+    """Yield (base URL, process) of `streamlit run app.py` on a free loopback port; stop it afterwards.
+
+    The server's log goes to a temporary file (a pipe nobody reads could fill up and block it); it is
+    printed when the server fails to start.
+    """
     port = free_port()
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    log = tempfile.TemporaryFile(mode="w+")
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
          "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, text=True,
     )
     url = f"http://127.0.0.1:{port}"
+
+    def server_log() -> str:
+        log.seek(0)
+        return log.read()[-5000:]
+
     try:
         deadline = time.monotonic() + timeout
         while True:
             if proc.poll() is not None:
-                raise RuntimeError(f"streamlit exited early:\n{proc.stdout.read()}")
+                raise RuntimeError(f"streamlit exited early:\n{server_log()}")
             try:
                 with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
                     if r.status == 200:
@@ -55,7 +66,7 @@ def streamlit_server(timeout: float = 90.0):
             except OSError:
                 pass
             if time.monotonic() > deadline:
-                raise TimeoutError(f"streamlit did not answer on {url} within {timeout:.0f} s")
+                raise TimeoutError(f"streamlit did not answer on {url} within {timeout:.0f} s:\n{server_log()}")
             time.sleep(0.3)
         yield url, proc
     finally:
@@ -65,6 +76,7 @@ def streamlit_server(timeout: float = 90.0):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=10)
+        log.close()
 
 
 RUNNING = '[data-testid="stStatusWidgetRunningIcon"]'

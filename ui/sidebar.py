@@ -41,7 +41,8 @@ POSITIONAL_HELP = {
 BLOCK_HELP = ("encoder self: the source attends to itself. decoder self: the decoder input ([BOS] + tokens) "
               "attends to itself, with the look-ahead mask in 'paper' mode. cross: each decoder token "
               "attends to the encoder's output.")
-THEME_HELP = "default: screen. paper: white, serif, values in small cells (for print). slide: large type. dark."
+THEME_HELP = ("default: for the screen. paper / paper-sans: white, print sizes, values written in small matrices "
+              "(serif or sans-serif type). slide: large type for a projector. dark: dark background.")
 UI_LIMITS = {"d_model": (2, 512), "n_heads": (1, 64), "n_layers": (1, 6), "d_ff": (1, 2048), "seed": (0, 2**31 - 1),
              "width": (100, 8000), "height": (100, 8000), "scale": (0.1, 10.0)}
 

@@ -14,34 +14,18 @@ import streamlit as st
 
 from lab.spec import MAX_CHARS, VIEWS, FigureSpec, SpecError
 
-# The app opens here when the URL carries no settings (a share link always carries `views`).
-DEFAULTS: dict[str, object] = {
-    "sentence_a": "你喜欢她",
-    "sentence_b": "她喜欢你",
-    "model": "random",
-    "tokenizer": "char",
-    "positional": "sinusoidal",
-    "mask": "paper",
-    "block": "encoder self",
-    "layer": 0,
-    "head": 0,
-    "heads": [],
-    "query": 0,
-    "sentence": "a",
-    "d_model": 64,
-    "n_heads": 4,
-    "n_layers": 2,
-    "d_ff": 256,
-    "norm": "post",
-    "seed": 0,
-    "device": "cpu",
-    "theme": "default",
-    "view": "tokens",
-    "width": 900,
-    "height": 600,
-    "scale": 3.0,
-    "format": "svg",  # no widget: the export buttons offer every format; kept for the spec
-}
+
+def _defaults() -> dict[str, object]:
+    """Widget values of a fresh session: FigureSpec's defaults, opening on the first view."""
+    spec = FigureSpec()
+    values: dict[str, object] = {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)}
+    values["heads"] = list(spec.heads)
+    values["view"] = VIEWS[0]  # the walk-through starts at the tokens (a share link always names its view)
+    del values["views"]
+    return values
+
+
+DEFAULTS = _defaults()
 RANDOM_ONLY = ("tokenizer", "d_model", "n_heads", "n_layers", "d_ff", "norm", "seed")  # ignored by zh-en
 
 # label -> (sentence A, sentence B)
@@ -66,15 +50,13 @@ def init_state() -> None:
     first = "_started" not in ss
     if first:
         ss["_started"] = True
-        values = dict(DEFAULTS)
         params = st.query_params.to_dict()
         if params:
             try:
-                values.update(state_from_spec(FigureSpec.from_query(params)))
+                for key, value in state_from_spec(FigureSpec.from_query(params)).items():
+                    ss[key] = value  # a share link decides every setting it carries, and the defaults the rest
             except SpecError as exc:
                 ss["_link_error"] = str(exc)
-        for key, value in values.items():
-            ss[key] = value
     else:
         ss.pop("_link_error", None)
     for key, value in DEFAULTS.items():

@@ -1,0 +1,113 @@
+"""Shared fixtures: the app under streamlit.testing (AppTest), its figures as JSON, small models.
+
+AppTest runs app.py in this process, so a test sees exactly what a browser would be sent: every
+element's proto, each Plotly chart's figure JSON (`.proto.spec`), and session_state.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # `pytest` as well as `python -m pytest`
+    sys.path.insert(0, str(ROOT))
+
+APP = ROOT / "app.py"
+# A small random model keeps every forward pass in milliseconds; distinct sizes keep axes apart.
+SMALL = {"d_model": 16, "n_heads": 2, "n_layers": 2, "d_ff": 32}
+
+
+def trained_available() -> bool:
+    return all((ROOT / "assets" / "models" / name / "config.json").exists() for name in ("zh-en", "zh-en-nope"))
+
+
+needs_trained = pytest.mark.skipif(not trained_available(), reason="the trained demo models (assets/models) are missing")
+
+
+@pytest.fixture
+def make_app() -> Callable[..., object]:
+    """make_app(**state) -> an AppTest of app.py, run once with `state` in st.session_state
+    (link={...} sets the URL's query parameters, as a share link does)."""
+    from streamlit.testing.v1 import AppTest
+
+    def make(link: dict[str, str] | None = None, run: bool = True, **state):
+        at = AppTest.from_file(str(APP), default_timeout=60)
+        if link:
+            at.query_params.update(link)
+        for key, value in state.items():
+            at.session_state[key] = value
+        return at.run() if run else at
+
+    return make
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """One torch thread while a module's tests run (tiny models; on two busy cores more threads spin)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def decode_array(value) -> np.ndarray:
+    """Plotly's JSON array: a list, or {"dtype", "bdata" (base64), "shape"} for numpy input."""
+    if isinstance(value, dict) and "bdata" in value:
+        raw = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
+        shape = value.get("shape")
+        if shape:
+            raw = raw.reshape([int(s) for s in str(shape).split(",")])
+        return raw.astype(np.float64)
+    return np.asarray(value, dtype=np.float64)
+
+
+def figures(at) -> list[dict]:
+    """Every Plotly figure the page holds, as the JSON the browser receives."""
+    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+
+
+def traces(fig: dict, role: str) -> list[dict]:
+    return [t for t in fig["data"] if (t.get("meta") or {}).get("role") == role]
+
+
+def title(fig: dict) -> str:
+    t = fig["layout"].get("title", {})
+    return t.get("text", "") if isinstance(t, dict) else str(t)
+
+
+# -- the real app in a real browser (tests/test_browser.py) ----------------------------------
+CHROMIUM = Path("/usr/bin/chromium")
+SCREENSHOTS = ROOT / "artifacts" / "screenshots"  # git-ignored; look at them after a run
+
+
+@pytest.fixture(scope="module")
+def streamlit_url():
+    """`streamlit run app.py` on a free loopback port for the module's tests; stopped afterwards."""
+    from scripts.screenshots import streamlit_server
+
+    with streamlit_server(timeout=120) as (url, _proc):
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Chromium from the system (/usr/bin/chromium); nothing is downloaded."""
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} is missing (scripts/test.sh installs the Debian chromium package)")
+    from playwright.sync_api import sync_playwright
+
+    from scripts.screenshots import CHROMIUM_ARGS
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()

@@ -1,0 +1,350 @@
+"""The Streamlit app, driven through streamlit.testing (AppTest): every view, every setting, bad input.
+
+Figures are checked in the JSON the browser receives: one heatmap row and column per token, unique
+tick labels, masked cells where the mask says, weight rows that sum to 1.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from urllib.parse import parse_qsl, urlsplit
+
+import numpy as np
+import pytest
+from conftest import SMALL, decode_array, figures, needs_trained, title, traces
+
+from lab.spec import BLOCKS, MASKS, POSITIONALS, VIEWS, FigureSpec
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+HTML_A = "<img src=x onerror=alert(1)>"
+HTML_B = "<script>alert(1)</script>"
+TEXT_ELEMENTS = ("title", "subheader", "markdown", "caption", "info", "warning", "error", "success")
+
+
+def clean(at) -> None:
+    """Valid input: no exception and no error box on the page."""
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def view(at, name: str):
+    return at.segmented_control(key="view").set_value(name).run()
+
+
+def figure_titled(at, prefix: str) -> dict:
+    found = [f for f in figures(at) if title(f).startswith(prefix)]
+    assert found, f"no figure titled {prefix!r} among {[title(f) for f in figures(at)]}"
+    return found[0]
+
+
+def values_z(fig: dict) -> np.ndarray:
+    (trace,) = traces(fig, "values")
+    return decode_array(trace["z"])
+
+
+def ticktext(fig: dict, axis: str = "yaxis") -> list[str]:
+    return list(fig["layout"][axis]["ticktext"])
+
+
+def plain(markdown: object) -> str:
+    """What markdown shows for our escaped text: the app backslash-escapes every punctuation mark."""
+    return re.sub(r"\\(.)", r"\1", str(markdown))
+
+
+def texts(at) -> list[str]:
+    """Every piece of text the page renders as markdown (titles, captions, alerts...), as shown."""
+    return [plain(e.value) for kind in TEXT_ELEMENTS for e in at.get(kind)]
+
+
+def alerts(elements) -> list[str]:
+    return [plain(e.value) for e in elements]
+
+
+# -- every view -------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", VIEWS)
+def test_every_view_renders_for_the_defaults(make_app, name):
+    at = make_app(view=name, **SMALL)
+    clean(at)
+    assert at.title[0].value == "Attention Lab"
+    if name == "tokens":
+        assert len(at.dataframe) == 3  # A, B, and A next to B
+        assert list(at.dataframe[0].value["piece"]) == list("你喜欢她")
+    elif name == "translate":  # the random model cannot translate: say so, and offer to train one
+        assert any("zh-en" in t for t in alerts(at.info))
+        assert at.button(key="train_go")
+    else:
+        assert figures(at), f"the {name} view drew no figure"
+
+
+def test_page_says_which_norm_and_which_masking_convention(make_app):
+    at = make_app(view="attention", **SMALL)
+    line = " ".join(texts(at))
+    assert "post-norm" in line and "LayerNorm(x + Sublayer(x))" in line
+    assert "−∞" in line and "all-zero weights" in line
+
+
+# -- figure contents --------------------------------------------------------------------------
+@pytest.mark.parametrize("sentence, n_tokens", [("a", len("我爱我家")), ("b", len("I like her"))])
+def test_attention_matrices_have_one_row_per_token_and_unique_labels(make_app, sentence, n_tokens):
+    """Repeated tokens (我…我, the two spaces and two e's of 'I like her') must not merge rows."""
+    at = make_app(view="attention", sentence_a="我爱我家", sentence_b="I like her", sentence=sentence, **SMALL)
+    clean(at)
+    width = max(len("我爱我家"), len("I like her"))  # A and B share a batch: the shorter one is padded
+    scores = figure_titled(at, "1. Scores")
+    assert values_z(scores).shape == (width, width)
+    labels = ticktext(scores)
+    assert len(labels) == width and len(set(labels)) == width
+    assert sum("[PAD]" not in label for label in labels) == n_tokens
+    weights = values_z(figure_titled(at, "5. Weights"))
+    np.testing.assert_allclose(np.nansum(weights, axis=1), 1.0, atol=1e-5)  # masked cells are NaN gaps
+
+
+def test_look_ahead_mask_hides_exactly_the_future(make_app):
+    at = make_app(view="attention", mask="look-ahead", sentence="b", sentence_a="我爱我家",
+                  sentence_b="I like her", **SMALL)
+    clean(at)
+    fig = figure_titled(at, "5. Weights")
+    z = values_z(fig)
+    future = np.triu(np.ones(z.shape, dtype=bool), k=1)
+    assert np.isnan(z[future]).all() and np.isfinite(z[~future]).all()
+    assert traces(fig, "mask"), "masked cells must be drawn (grey, hatched), not only left blank"
+    np.testing.assert_allclose(np.nansum(z, axis=1), 1.0, atol=1e-5)
+    mask_fig = figure_titled(at, "3. Mask")
+    assert traces(mask_fig, "mask")
+
+
+def test_every_positional_encoding_and_mask_mode_renders(make_app):
+    at = make_app(view="attention", **SMALL)
+    for positional in POSITIONALS:
+        for mask in MASKS:
+            at.selectbox(key="positional").set_value(positional)
+            at.selectbox(key="mask").set_value(mask).run()
+            clean(at)
+            assert len(figures(at)) == 6, (positional, mask)  # Q/K/V, scores, scaled, mask, masked, weights
+    view(at, "positional")
+    clean(at)
+    assert any("NO positional encoding" in t for t in texts(at))  # the last setting was positional=none
+
+
+def test_every_block_renders_in_every_attention_view(make_app):
+    at = make_app(sentence_a="我爱我家", sentence_b="I like her", **SMALL)
+    for name in ("attention", "heads", "query"):
+        view(at, name)
+        for block in BLOCKS:
+            at.selectbox(key="block").set_value(block).run()
+            clean(at)
+            assert figures(at), (name, block)
+    # the query side of decoder self / cross is [BOS] + the tokens
+    assert at.selectbox(key="query").options[0].endswith("[BOS]")
+
+
+# -- bad input --------------------------------------------------------------------------------
+@pytest.mark.parametrize("a, b", [("", ""), ("   \t ", " \u3000 ")])
+def test_empty_or_blank_text_shows_a_hint(make_app, a, b):
+    for name in ("tokens", "attention", "order"):
+        at = make_app(view=name, sentence_a=a, sentence_b=b, **SMALL)
+        clean(at)
+        assert not figures(at)
+        assert any("Type" in t for t in alerts(at.info)), name
+
+
+def test_a_long_paste_is_cut_with_a_visible_notice(make_app):
+    at = make_app(view="attention", sentence_a="春风拂面" * 2500, **SMALL)  # 10,000 characters
+    clean(at)
+    notices = alerts(at.warning)
+    assert any("10" in n and "only the first 511" in n for n in notices), notices
+    z = values_z(figure_titled(at, "1. Scores"))
+    assert z.shape[0] <= 256  # drawn as block means, not 511 x 511 cells
+
+
+def test_emoji_control_characters_and_right_to_left_text_work(make_app):
+    a = "I ❤️ 🐱\x00\x07 tab\there"
+    b = "שלום עולם مرحبا"
+    for name in ("tokens", "attention", "query"):
+        at = make_app(view=name, sentence_a=a, sentence_b=b, **SMALL)
+        clean(at)
+    at = make_app(view="attention", sentence_a=a, sentence_b=b, **SMALL)
+    labels = ticktext(figure_titled(at, "1. Scores"))
+    assert len(set(labels)) == len(labels)
+    assert all("\x00" not in label and "\x07" not in label for label in labels)  # shown as visible marks
+
+
+def test_html_in_a_sentence_is_shown_as_text_never_as_markup(make_app):
+    for name in ("tokens", "attention", "query", "order"):
+        at = make_app(view=name, sentence_a=HTML_A, sentence_b=HTML_B, query=0, **SMALL)
+        clean(at)
+        for element in (e for kind in TEXT_ELEMENTS for e in at.get(kind)):
+            assert not getattr(element.proto, "allow_html", False)
+            assert not re.search(r"(?<!\\)[<>]", str(element.value)), element.value  # every < is escaped
+        for fig in figures(at):
+            for axis in ("xaxis", "yaxis"):
+                assert not any("<" in t for t in fig["layout"].get(axis, {}).get("ticktext", []))
+    at = make_app(view="tokens", sentence_a=HTML_A, sentence_b=HTML_B, **SMALL)
+    assert "".join(at.dataframe[0].value["text"]) == HTML_A  # the characters themselves, as data
+    at = make_app(view="attention", sentence_a=HTML_A, sentence_b=HTML_B, **SMALL)
+    assert ticktext(figure_titled(at, "1. Scores"))[0] == "0:&lt;"  # Plotly shows &lt; as "<"
+
+
+@needs_trained
+def test_html_in_a_translation_caption_is_escaped(make_app):
+    at = make_app(view="translate", model="zh-en", sentence_a=HTML_A)
+    clean(at)
+    shown = [str(e.value) for e in at.info if "→" in str(e.value)]
+    assert shown and not re.search(r"(?<!\\)<img", shown[0])
+    assert plain(shown[0]).startswith(f"{HTML_A} → ")  # the characters as typed
+
+
+def test_impossible_sizes_are_refused_with_a_sentence_naming_the_field(make_app):
+    at = make_app(view="attention", d_model=30, n_heads=4, n_layers=1, d_ff=32)
+    assert not at.exception
+    assert len(at.error) == 1 and "n_heads" in plain(at.error[0].value)
+    assert not figures(at)
+    at.number_input(key="d_model").set_value(31)
+    at.number_input(key="n_heads").set_value(1).run()  # odd d_model with sinusoidal PE
+    assert not at.exception and "d_model" in plain(at.error[0].value)
+    at.number_input(key="d_model").set_value(32).run()
+    clean(at)
+    assert figures(at)
+
+
+# -- caching and sessions ---------------------------------------------------------------------
+def test_changing_only_layer_head_query_view_or_theme_reuses_the_forward_pass(make_app, monkeypatch):
+    import lab.compute
+
+    calls = []
+    real = lab.compute.run
+
+    def counting(*args, **kwargs):
+        calls.append(args[1:])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(lab.compute, "run", counting)
+    unique = f"cache {uuid.uuid4().hex[:8]}"  # a sentence no earlier test has run
+    at = make_app(view="attention", sentence_a=unique, **SMALL)
+    clean(at)
+    assert len(calls) == 1
+    at.selectbox(key="layer").set_value(1).run()
+    at.selectbox(key="head").set_value(1).run()
+    at.selectbox(key="theme").set_value("paper").run()
+    view(at, "query")
+    at.selectbox(key="query").set_value(3).run()
+    view(at, "heads")
+    clean(at)
+    assert any("layer 1" in t for t in texts(at))  # the new layer is drawn...
+    assert len(calls) == 1  # ...from the same forward pass
+    at.selectbox(key="mask").set_value("none").run()
+    assert len(calls) == 2  # the mask changes the forward pass
+
+
+def test_two_sessions_do_not_see_each_others_settings(make_app):
+    first, second = make_app(**SMALL), make_app(**SMALL)
+    first.text_input(key="sentence_a").input("春风拂面").run()
+    first.selectbox(key="theme").set_value("dark").run()
+    second.run()
+    assert second.session_state["sentence_a"] == "你喜欢她" and second.session_state["theme"] == "default"
+    assert list(first.dataframe[0].value["piece"]) == list("春风拂面")
+    assert list(second.dataframe[0].value["piece"]) == list("你喜欢她")
+
+
+# -- controls ---------------------------------------------------------------------------------
+def test_a_preset_fills_both_sentences(make_app):
+    from ui.state import PRESETS
+
+    at = make_app(**SMALL)
+    label = next(k for k in PRESETS if k.startswith("I like her"))
+    at.selectbox(key="preset").set_value(label).run()
+    clean(at)
+    assert (at.session_state["sentence_a"], at.session_state["sentence_b"]) == PRESETS[label]
+    assert at.text_input(key="sentence_b").value == PRESETS[label][1]
+    assert at.session_state["preset"] is None  # the menu is ready for the next example
+
+
+def test_a_head_opens_step_by_step_from_the_heads_view(make_app):
+    at = make_app(view="heads", layer=1, **SMALL)
+    at.button(key="open-head-1").click().run()
+    clean(at)
+    assert (at.session_state["view"], at.session_state["layer"], at.session_state["head"]) == ("attention", 1, 1)
+    assert any("layer 1, head 1" in t for t in texts(at))
+
+
+def test_share_link_opens_the_same_view_and_settings(make_app):
+    query = {"sentence_a": "我爱我家", "views": "heads", "layer": "1", "theme": "paper", "mask": "look-ahead",
+             **{k: str(v) for k, v in SMALL.items()}}
+    at = make_app(link=query)
+    clean(at)
+    ss = at.session_state
+    assert (ss["view"], ss["layer"], ss["theme"], ss["mask"], ss["sentence_a"]) == ("heads", 1, "paper", "look-ahead", "我爱我家")
+    link, spec_json = at.code[0].value, at.code[1].value
+    shown = FigureSpec.from_json(spec_json)
+    assert FigureSpec.from_query(dict(parse_qsl(urlsplit(link).query))) == shown
+    assert shown == FigureSpec.from_query(query)
+
+
+@pytest.mark.parametrize("query, field", [({"layer": "abc"}, "layer"), ({"colour": "red"}, "colour"),
+                                          ({"mask": "<b>x</b>"}, "mask")])
+def test_a_bad_link_names_the_field_and_falls_back_to_defaults(make_app, query, field):
+    at = make_app(link=query, **SMALL)
+    assert not at.exception
+    assert len(at.error) == 1 and field in plain(at.error[0].value)
+    assert at.session_state["layer"] == 0 and at.session_state["mask"] == "paper"
+    assert at.dataframe  # the default view is drawn
+    at.run()
+    clean(at)  # the error was about the link, shown once
+
+
+# -- trained models ---------------------------------------------------------------------------
+@needs_trained
+def test_order_view_uses_the_trained_models_and_shows_both_translations(make_app):
+    at = make_app(**SMALL)
+    view(at, "order")
+    clean(at)
+    assert at.session_state["model"] == "zh-en"
+    translations = next(d.value for d in at.dataframe if "without PE (zh-en-nope)" in d.value.columns)
+    with_pe, without = list(translations["with PE (zh-en)"]), list(translations["without PE (zh-en-nope)"])
+    assert with_pe[0] != with_pe[1]  # 你喜欢她 / 她喜欢你: with PE, two meanings
+    assert without[0] == without[1]  # without PE the encoder sees the same bag of characters
+    numbers = next(d.value for d in at.dataframe if "equivariant" in d.value.columns).set_index("model")
+    assert bool(numbers.loc["without PE", "equivariant"]) and not bool(numbers.loc["with sinusoidal PE", "equivariant"])
+
+
+def test_order_view_with_the_random_model_shows_equivariance_in_numbers(make_app):
+    at = make_app(view="order", **SMALL)
+    clean(at)
+    numbers = next(d.value for d in at.dataframe if "equivariant" in d.value.columns).set_index("model")
+    assert numbers.loc["without PE", "max |f(B) − P f(A)|"] < 1e-5
+    assert numbers.loc["with sinusoidal PE", "max |f(B) − P f(A)|"] > 1e-3
+
+
+@needs_trained
+def test_translate_view_reveals_decoding_one_step_at_a_time(make_app):
+    at = make_app(view="translate", model="zh-en")
+    clean(at)
+    assert any(t.endswith("→ you like her") for t in alerts(at.info))
+    assert at.slider(key="translate_step").max == 4  # [BOS] you like her
+    at.slider(key="translate_step").set_value(2).run()
+    clean(at)
+    assert values_z(figure_titled(at, "Decoder self-attention, layer")).shape == (2, 2)
+    assert values_z(figure_titled(at, "Cross-attention, layer")).shape == (2, 4)
+    assert any("predicts “like”" in t for t in alerts(at.info))
+    # the whole decoder self-attention (lab.views.translate_view) is causal
+    z = values_z(figure_titled(at, "Decoder self-attention (causal"))
+    assert np.isnan(z[np.triu_indices(4, k=1)]).all()
+
+
+@needs_trained
+def test_train_panel_trains_a_fresh_model_and_leaves_the_shipped_one_alone(make_app):
+    from model.demo import load_demo
+
+    shipped = load_demo("zh-en").model
+    before = {k: v.clone() for k, v in shipped.state_dict().items()}
+    at = make_app(view="translate", model="zh-en")
+    at.slider(key="train_steps").set_value(10)
+    at.button(key="train_go").click().run()
+    clean(at)
+    loss = figure_titled(at, "Training loss")
+    assert decode_array(loss["data"][0]["y"]).shape == (10,)
+    assert "after 10 steps" in at.dataframe[-1].value.columns
+    after = shipped.state_dict()
+    assert all(np.array_equal(before[k].numpy(), after[k].numpy()) for k in before)
