@@ -171,8 +171,13 @@ def main() -> None:
     if st.session_state.pop("_switched_model", False):
         st.info("Switched to the trained zh-en model (with and without positional encoding): this view is about "
                 "what training learns. Choose 'random' under Model to go back.", icon=":material/swap_horiz:")
-    model_line(spec)
-    view_body(view, spec)
+    try:
+        model_line(spec)
+        view_body(view, spec)
+    except Exception as exc:  # a bug: say so in one line (the log has the traceback), keep the spec below
+        log.exception("Attention Lab could not draw the %s view for %s", view, spec.to_json())
+        st.error(md(f"This view could not be drawn ({type(exc).__name__}: {str(exc)[:300]}). The spec below "
+                    "reproduces it; the server log has the details."), icon=":material/error:")
     share(spec)
 
 

@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
+VIEWS = ["tokens", "positional", "attention", "heads", "query", "order", "translate"]  # lab.spec.VIEWS
 VIEW_LABELS = ["1 · Tokens", "2 · Positional encoding", "3 · Attention step by step", "4 · Heads",
                "5 · One query", "6 · Order & positional encoding", "7 · Translate"]
 
@@ -86,9 +87,9 @@ def wait_idle(page, timeout_ms: int = 90_000) -> None:
     """Wait until Streamlit has run the script: the app's title is there and the running icon is gone."""
     page.wait_for_selector("h1:has-text('Attention Lab')", timeout=timeout_ms)
     with contextlib.suppress(Exception):  # a quick rerun may finish before the icon shows
-        page.wait_for_selector(RUNNING, timeout=1500)
+        page.wait_for_selector(RUNNING, timeout=1000)
     page.wait_for_selector(RUNNING, state="detached", timeout=timeout_ms)
-    page.wait_for_timeout(700)  # plotly draws after the script has finished
+    page.wait_for_timeout(500)  # plotly draws after the script has finished
 
 
 def full_screenshot(page, path: str, width: int = 1500) -> None:
@@ -98,14 +99,31 @@ def full_screenshot(page, path: str, width: int = 1500) -> None:
         "(document.querySelector(`[data-testid=${id}]`) || {scrollHeight: 0}).scrollHeight))"
     )
     page.set_viewport_size({"width": width, "height": min(max(int(height) + 40, 800), 16000)})
-    page.wait_for_timeout(800)  # plotly re-lays out to the new size
+    page.wait_for_timeout(600)  # plotly re-lays out to the new size
     page.screenshot(path=path, full_page=True)
     page.set_viewport_size({"width": width, "height": 1000})
 
 
+def wait_for_setting(page, key: str, value: str, timeout_ms: int = 90_000) -> None:
+    """Wait until a run with `key` = `value` has finished: the app writes its settings into the URL
+    (the share link) at the end of every run, then the running icon goes away."""
+    page.wait_for_function(
+        "([k, v]) => new URLSearchParams(window.location.search).get(k) === v", arg=[key, value], timeout=timeout_ms
+    )
+    wait_idle(page, timeout_ms)
+
+
 def open_view(page, label: str) -> None:
     page.locator(".st-key-view").get_by_role("radio", name=label, exact=True).click()
-    wait_idle(page)
+    wait_for_setting(page, "views", VIEWS[VIEW_LABELS.index(label)])
+
+
+def type_sentence(page, key: str, text: str) -> None:
+    """Type into a sentence box and press Enter, then wait for the run that reads it."""
+    box = page.locator(f".st-key-{key} input")
+    box.fill(text)
+    box.press("Enter")
+    wait_for_setting(page, key, text)
 
 
 def main() -> None:

@@ -78,6 +78,28 @@ def test_every_view_renders_for_the_defaults(make_app, name):
         assert figures(at), f"the {name} view drew no figure"
 
 
+@needs_trained
+@pytest.mark.parametrize("name", VIEWS)
+def test_every_view_renders_with_the_trained_model(make_app, name):
+    at = make_app(view=name, model="zh-en", sentence_a="我爱我家", sentence_b="I like her")
+    clean(at)
+    assert figures(at) or name == "tokens"
+
+
+def test_an_unexpected_failure_shows_one_line_not_a_traceback(make_app, monkeypatch):
+    import lab.views
+
+    def broken(spec, models):
+        raise RuntimeError("simulated bug")
+
+    monkeypatch.setitem(lab.views.VIEW_BUILDERS, "heads", broken)
+    at = make_app(view="heads", **SMALL)
+    assert not at.exception
+    assert len(at.error) == 1 and "RuntimeError: simulated bug" in plain(at.error[0].value)
+    assert "Traceback" not in " ".join(texts(at))
+    assert at.code  # the spec that reproduces it is still there
+
+
 def test_page_says_which_norm_and_which_masking_convention(make_app):
     at = make_app(view="attention", **SMALL)
     line = " ".join(texts(at))

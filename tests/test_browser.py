@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from conftest import CHROMIUM, SCREENSHOTS, trained_available
 
-from scripts.screenshots import VIEW_LABELS, full_screenshot, open_view, wait_idle
+from scripts.screenshots import VIEW_LABELS, full_screenshot, open_view, type_sentence, wait_idle
 
 pytestmark = [
     pytest.mark.browser,
@@ -33,15 +33,9 @@ def page(browser, streamlit_url):
     context.close()
 
 
-def type_sentence(page, key: str, text: str) -> None:
-    box = page.locator(f".st-key-{key} input")
-    box.fill(text)
-    box.press("Enter")
-    wait_idle(page)
-
-
 def drawn_charts(page) -> int:
-    """Plotly charts that really drew: a .js-plotly-plot holding its SVG."""
+    """Plotly charts that really drew: a .js-plotly-plot holding its SVG (waits for the first one)."""
+    page.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
     return page.locator(".js-plotly-plot .main-svg").count()
 
 
@@ -51,6 +45,7 @@ def test_every_view_draws_in_the_browser(page):
         open_view(page, label)
         assert page.locator(ERRORS).count() == 0, f"an error or traceback on {label}"
         if label.endswith("Tokens"):
+            page.wait_for_selector('[data-testid="stDataFrame"]')
             assert page.locator('[data-testid="stDataFrame"]').count() >= 3
         else:
             assert drawn_charts(page) > 0, f"no chart drew on {label}"
@@ -62,7 +57,7 @@ def test_typed_sentences_reach_the_figures_with_every_repeated_token(page):
     type_sentence(page, "sentence_a", "我爱我家")
     type_sentence(page, "sentence_b", "I like her")
     open_view(page, "3 · Attention step by step")
-    assert page.locator(ERRORS).count() == 0
+    assert page.locator(ERRORS).count() == 0 and drawn_charts(page) > 0
     ticks = page.eval_on_selector_all(".js-plotly-plot .ytick text", "els => els.map(e => e.textContent)")
     assert {"0:我", "1:爱", "2:我", "3:家"} <= set(ticks)  # 我 twice: two rows, never merged
     full_screenshot(page, str(SCREENSHOTS / "browser-repeated-tokens.png"))
@@ -88,10 +83,12 @@ def test_html_input_is_shown_literally_and_never_runs(page):
 def test_impossible_settings_show_a_sentence_not_a_traceback(page, streamlit_url):
     page.goto(f"{streamlit_url}/?views=attention&d_model=30&n_heads=2")  # valid: 30 / 2
     wait_idle(page)
+    assert drawn_charts(page) > 0
     page.get_by_text("Model size (random model)").click()
     heads = page.locator(".st-key-n_heads input")
     heads.fill("4")
     heads.press("Enter")
+    page.wait_for_selector('[data-testid="stAlertContentError"]')
     wait_idle(page)
     assert page.locator('[data-testid="stException"]').count() == 0
     error = page.locator('[data-testid="stAlertContentError"]')
