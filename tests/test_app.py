@@ -181,6 +181,14 @@ def test_a_long_paste_is_cut_with_a_visible_notice(make_app):
     assert z.shape[0] <= 256  # drawn as block means, not 511 x 511 cells
 
 
+def test_token_tables_show_spaces_and_control_characters_as_marks(make_app):
+    at = make_app(view="tokens", sentence_a="I like\x07", tokenizer="bpe", **SMALL)
+    clean(at)
+    table = at.dataframe[0].value
+    assert list(table["piece"]) == ["I", "␣like", "[UNK]"]  # BPE keeps the space with the word
+    assert list(table["text"])[-1] == "⟨U+0007⟩"  # the bell character, visible
+
+
 def test_emoji_control_characters_and_right_to_left_text_work(make_app):
     a = "I ❤️ 🐱\x00\x07 tab\there"
     b = "שלום עולם مرحبا"
@@ -204,7 +212,8 @@ def test_html_in_a_sentence_is_shown_as_text_never_as_markup(make_app):
             for axis in ("xaxis", "yaxis"):
                 assert not any("<" in t for t in fig["layout"].get(axis, {}).get("ticktext", []))
     at = make_app(view="tokens", sentence_a=HTML_A, sentence_b=HTML_B, **SMALL)
-    assert "".join(at.dataframe[0].value["text"]) == HTML_A  # the characters themselves, as data
+    shown = "".join(at.dataframe[0].value["text"])
+    assert shown == HTML_A.replace(" ", "␣")  # the characters themselves, as data (spaces made visible)
     at = make_app(view="attention", sentence_a=HTML_A, sentence_b=HTML_B, **SMALL)
     assert ticktext(figure_titled(at, "1. Scores"))[0] == "0:&lt;"  # Plotly shows &lt; as "<"
 

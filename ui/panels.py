@@ -47,8 +47,20 @@ def _plain_index(table: pd.DataFrame) -> bool:
     return isinstance(table.index, pd.RangeIndex) and table.index.name is None
 
 
+def _visible_tokens(table: pd.DataFrame) -> pd.DataFrame:
+    """For display only (the CSV keeps the raw text): spaces and invisible characters in token
+    columns become marks ("␣and", "⟨U+0007⟩"), so a teacher can point at every token."""
+    cols = [c for c in table.columns if isinstance(c, str) and ("piece" in c or c == "text")]
+    if not cols:
+        return table
+    shown = table.copy()
+    for c in cols:
+        shown[c] = shown[c].map(lambda v: viz.visible_whitespace(v) if isinstance(v, str) else v)
+    return shown
+
+
 def _table(panel: Panel, key: str, *, numbers: bool) -> None:
-    table = panel.table
+    table = _visible_tokens(panel.table)
     cells = table.shape[0] * max(1, table.shape[1])
     limit = SHOW_NUMBERS_CELLS if numbers else SHOW_TABLE_CELLS
     if cells > limit:
