@@ -176,8 +176,8 @@ def display_section() -> None:
             keep_in_range(key, *UI_LIMITS[key])
             st.number_input(label, min_value=UI_LIMITS[key][0], max_value=UI_LIMITS[key][1], step=50, key=key)
         keep_in_range("scale", *UI_LIMITS["scale"])
-        st.number_input("PNG scale", min_value=0.1, max_value=10.0, step=0.5, key="scale",
-                        help="3 = 288 dpi at 96 CSS px per inch; 3.125 = 300 dpi.")
+        st.number_input("PNG scale", min_value=0.1, max_value=10.0, step=0.125, format="%.3f", key="scale",
+                        help="PNG pixels per CSS pixel: 3.125 × 96 dpi = 300 dpi; 3 = 288 dpi.")
 
 
 def sidebar(view: str, trained_problem: str | None) -> Sidebar:
