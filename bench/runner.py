@@ -12,16 +12,23 @@ from collections.abc import Callable, Iterable
 
 import torch
 
+import bench.app_figures  # noqa: F401  (the app's figures: stages, payload)
+import bench.apptest_rerun  # noqa: F401  (rerun)
+import bench.browser  # noqa: F401  (browser)
 import bench.figures  # noqa: F401  (registers the built-in figures)
+from bench.app_figures import APP_SIZES
 from bench.configs import CONFIGS, QUICK_CONFIGS, QUICK_SIZES, SIZES
 from bench.core import FIGURES, Context, Record, compare_table, machine_cores, pivot_table
+
+APP_KEYS = ("stages", "payload", "rerun", "browser")  # --app: the app end to end (app.py, browser)
+MODEL_KEYS = tuple(k for k in FIGURES if k not in APP_KEYS)  # the default run
 
 
 def run(
     ctx: Context, keys: Iterable[str] | None = None, out: Callable[[str], None] = print
 ) -> list[Record]:
-    """Run the figures named by keys (all registered ones by default), printing each section."""
-    keys = list(FIGURES) if keys is None else list(keys)
+    """Run the figures named by keys (the model figures by default), printing each section."""
+    keys = list(MODEL_KEYS) if keys is None else list(keys)
     unknown = [k for k in keys if k not in FIGURES]
     if unknown:
         raise ValueError(f"unknown figure(s) {unknown}; registered: {list(FIGURES)}")
@@ -69,6 +76,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--compare", metavar="PATH", help="print this run against an earlier --json file"
     )
+    p.add_argument(
+        "--app", action="store_true",
+        help=f"the app end to end instead: {list(APP_KEYS)} at 8,32,128,512 tokens (needs app.py; "
+        "the browser figure needs /usr/bin/chromium)",
+    )
     p.add_argument("--only", metavar="KEYS", help=f"comma-separated figures, from {list(FIGURES)}")
     p.add_argument(
         "--sizes", metavar="N,N", type=_ints, help="token counts (default 8,16,32,128,512)"
@@ -92,7 +104,7 @@ def make_context(args: argparse.Namespace) -> Context:
         raise SystemExit(f"unknown config(s) {unknown}; known: {list(CONFIGS)}")
     ctx = Context(
         configs={n: CONFIGS[n] for n in names},
-        sizes=args.sizes or (QUICK_SIZES if args.quick else SIZES),
+        sizes=args.sizes or (QUICK_SIZES if args.quick else APP_SIZES if args.app else SIZES),
         quick=args.quick,
     )
     if args.quick:
@@ -136,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         + ("; consider --threads 1" if load_start > cores and threads > 1 else "")
     )
     start = time.perf_counter()
-    records = run(ctx, args.only.split(",") if args.only else None)
+    records = run(ctx, args.only.split(",") if args.only else APP_KEYS if args.app else None)
     load_end = load_average()
     print(f"\nload average (1 min) at end: {load_end:.2f}")
     records += [  # context for comparing runs: a busy machine explains a slow one

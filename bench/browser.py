@@ -1,0 +1,220 @@
+"""The app in headless Chromium: page load -> every chart drawn; a new sentence -> charts redrawn.
+
+Figure "browser" of `python -m bench --app`. One `streamlit run app.py` (bench/appserver.py) on a
+free loopback port, one Chromium (Playwright, /usr/bin/chromium); each repeat opens a fresh browser
+context on a share link of the attention view, waits until every chart is drawn, then types a new
+sentence A (Enter commits it) and waits until the charts show it.
+
+"Drawn" means: no element is stale (Streamlit marks old output data-stale while a rerun runs), the
+status widget shows no running script, and every chart of the view carries the tick labels the view
+has for that sentence (computed here with lab.views.build_view, the function the app calls), so the
+figure data in the page is the new sentence's, not the old one's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+import time
+from pathlib import Path
+from urllib.parse import urlencode
+
+from bench.app_figures import APP_SPECS, app_specs, sentence, source_tokens
+from bench.appserver import Server, app_server
+from bench.core import Context, Record, figure
+from lab.compute import load_model
+from lab.spec import FigureSpec
+from lab.views import Models, ViewResult, build_view
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync",
+]
+VIEWPORT = {"width": 1400, "height": 900}
+REDRAW_TARGET = "<= 500"  # ms, a new sentence at REDRAW_TARGET_TOKENS with the default model
+REDRAW_TARGET_TOKENS = 32
+APP_THEME = "default"  # the app's own default theme (ui/state.py DEFAULTS)
+
+# Is the page idle and does every expected chart show the expected tick labels?
+# arg: {charts: {chart key: [x ticktext, y ticktext]}}; keys are Streamlit element keys
+# ("chart-<view>-<panel key>", rendered as the CSS class "st-key-<key>").
+DRAWN_JS = """
+(arg) => {
+  if (document.querySelector('[data-stale="true"]')) return false;
+  const status = document.querySelector('[data-testid="stStatusWidget"]');
+  if (status && /Running|Stop/.test(status.innerText)) return false;
+  for (const [key, ticks] of Object.entries(arg.charts)) {
+    const gd = document.querySelector('.st-key-' + key + ' .js-plotly-plot');
+    if (!gd || !gd.layout || !gd._fullData) return false;
+    const got = [(gd.layout.xaxis && gd.layout.xaxis.ticktext) || [],
+                 (gd.layout.yaxis && gd.layout.yaxis.ticktext) || []];
+    if (JSON.stringify(got) !== JSON.stringify(ticks)) return false;
+  }
+  return true;
+}
+"""
+
+# What one chart shows: tick labels and every heatmap trace's z, as plotly.js decoded it
+# (gd._fullData: the base64 typed arrays the Python side sends, decoded to rows).
+READ_CHART_JS = """
+(key) => {
+  const gd = document.querySelector('.st-key-' + key + ' .js-plotly-plot');
+  if (!gd || !gd._fullData) return null;
+  const traces = gd._fullData.map((t) => ({
+    type: t.type,
+    role: t.meta && t.meta.role,
+    z: t.type === 'heatmap' && t.z ? Array.from(t.z, (row) => Array.from(row)) : null,
+  }));
+  const ax = (a) => ({text: (a && a.ticktext) || [], vals: (a && a.tickvals) || []});
+  const x = ax(gd.layout.xaxis), y = ax(gd.layout.yaxis);
+  return {xticks: x.text, xvals: x.vals, yticks: y.text, yvals: y.vals, traces};
+}
+"""
+
+# Like DRAWN_JS, but each chart is given the full list of token labels of both axes: every tick shown
+# must be the label of the cell it sits on (figures may label only every k-th cell), and the first
+# heatmap must have one row per label. arg: {charts: {chart key: labels}}.
+LABELS_DRAWN_JS = """
+(arg) => {
+  if (document.querySelector('[data-stale="true"]')) return false;
+  const status = document.querySelector('[data-testid="stStatusWidget"]');
+  if (status && /Running|Stop/.test(status.innerText)) return false;
+  for (const [key, labels] of Object.entries(arg.charts)) {
+    const gd = document.querySelector('.st-key-' + key + ' .js-plotly-plot');
+    if (!gd || !gd.layout || !gd._fullData || !gd._fullData[0].z) return false;
+    if (gd._fullData[0].z.length !== labels.length) return false;
+    for (const a of [gd.layout.xaxis, gd.layout.yaxis]) {
+      const text = (a && a.ticktext) || [], vals = (a && a.tickvals) || [];
+      if (!text.length || text.length !== vals.length) return false;
+      for (let i = 0; i < text.length; i++) {
+        if (labels[Math.round(vals[i])] !== text[i]) return false;
+      }
+    }
+  }
+  return true;
+}
+"""
+
+INPUT_A = ".st-key-sentence_a input"
+
+
+def chart_key(view: str, panel_key: str) -> str:
+    """The Streamlit key ui/panels.py gives a panel's chart."""
+    return f"chart-{view}-{panel_key}"
+
+
+def expected_ticks(result: ViewResult, view: str) -> dict[str, list[list[str]]]:
+    """Chart key -> [x ticktext, y ticktext] of every figure of a view, as the page must show them."""
+    out = {}
+    for p in result.panels:
+        if p.figure is None:
+            continue
+        layout = p.figure.layout
+        xt = list(layout.xaxis.ticktext or []) if layout.xaxis else []
+        yt = list(layout.yaxis.ticktext or []) if layout.yaxis else []
+        out[chart_key(view, p.key)] = [xt, yt]
+    return out
+
+
+def app_spec(base: FigureSpec, text: str, view: str = "attention") -> FigureSpec:
+    """The spec the app builds for a share link with sentence A = text, B = A reversed."""
+    return dataclasses.replace(base, sentence_a=text, sentence_b=text[::-1], views=(view,), theme=APP_THEME)
+
+
+def app_url(server_url: str, spec: FigureSpec) -> str:
+    """A share link of `spec` (ui/state.py share_query: non-default fields, the view always)."""
+    query = spec.to_query()
+    query["views"] = ",".join(spec.views)
+    return f"{server_url}?{urlencode(query)}"
+
+
+_models = Models(load_model)
+
+
+def expected_for(spec: FigureSpec) -> dict[str, list[list[str]]]:
+    view = spec.views[0]
+    return expected_ticks(build_view(view, spec, _models), view)
+
+
+def launch(playwright):
+    return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+
+
+def wait_drawn(page, charts: dict, timeout_s: float, polling="raf") -> None:
+    page.wait_for_function(DRAWN_JS, arg={"charts": charts}, polling=polling, timeout=timeout_s * 1e3)
+
+
+@dataclasses.dataclass
+class BrowserTiming:
+    load_s: list[float]
+    redraw_s: list[float]
+
+
+def time_page(browser, server: Server, base: FigureSpec, tokens: int, repeats: int,
+              timeout_s: float = 120.0) -> BrowserTiming:
+    """`repeats` fresh contexts: load a share link and wait for every chart; then a new sentence."""
+    n = source_tokens(tokens)
+    load, redraw = [], []
+    for r in range(repeats):
+        first = app_spec(base, sentence(n, salt=2 * r))
+        second = app_spec(base, sentence(n, salt=2 * r + 1))
+        expect_first, expect_second = expected_for(first), expected_for(second)
+        context = browser.new_context(viewport=VIEWPORT)
+        try:
+            page = context.new_page()
+            start = time.perf_counter()
+            page.goto(app_url(server.url, first), wait_until="commit")
+            wait_drawn(page, expect_first, timeout_s)
+            load.append(time.perf_counter() - start)
+            box = page.locator(INPUT_A)
+            box.fill(second.sentence_a)
+            start = time.perf_counter()
+            box.press("Enter")
+            wait_drawn(page, expect_second, timeout_s)
+            redraw.append(time.perf_counter() - start)
+        finally:
+            context.close()
+    return BrowserTiming(load, redraw)
+
+
+def browser_records(ctx: Context, specs: dict[str, FigureSpec], repeats: int,
+                    app: Path | None = None) -> list[Record]:
+    import torch
+    from playwright.sync_api import sync_playwright
+
+    records = []
+    kwargs = {"app": app} if app else {}
+    with app_server(torch_threads=torch.get_num_threads(), **kwargs) as server, sync_playwright() as p:
+        browser = launch(p)
+        try:
+            for name, base in specs.items():
+                # warm-up: the first session loads the model and compiles the page (not timed)
+                time_page(browser, server, base, min(ctx.sizes), 1)
+                for T in ctx.sizes:
+                    t = time_page(browser, server, base, T, repeats)
+                    target = REDRAW_TARGET if (name == "app" and T == REDRAW_TARGET_TOKENS) else None
+                    records += [
+                        Record(f"{name}.browser_load_ms", T, statistics.median(t.load_s) * 1e3, "ms"),
+                        Record(f"{name}.browser_redraw_ms", T, statistics.median(t.redraw_s) * 1e3, "ms",
+                               target),
+                    ]
+            records.append(Record("browser.server_rss_MiB", None, server.rss(), "MiB"))
+        finally:
+            browser.close()
+    return records
+
+
+@figure(
+    "browser",
+    "A4. Headless Chromium: page load -> every chart drawn; new sentence -> charts redrawn",
+    "streamlit run app.py on 127.0.0.1, Playwright + /usr/bin/chromium; attention view of a share "
+    "link; a fresh browser context per repeat; 'drawn' = no stale element, no running script, and every "
+    "chart's tick labels equal those lab.views.build_view gives for the new sentence. Median of repeats.",
+)
+def app_browser(ctx: Context) -> list[Record]:
+    if not Path(CHROMIUM).exists():
+        ctx.note(f"skipped: {CHROMIUM} is missing")
+        return []
+    specs = app_specs(ctx) or {"app": APP_SPECS["app"]}
+    return browser_records(ctx, specs, repeats=2 if ctx.quick else 3)

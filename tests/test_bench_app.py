@@ -1,0 +1,219 @@
+"""The app benchmark's plumbing and the classroom load test's number check (no timing is asserted)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import parse_qsl, urlsplit
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+
+from bench.app_figures import (
+    APP_SPECS,
+    CHARS,
+    figure_payloads,
+    payload_records,
+    sentence,
+    source_tokens,
+    spec_for,
+    stage_records,
+)
+from bench.browser import app_url, chart_key, expected_ticks
+from bench.core import RECORD_KEYS, Context, Record
+from bench.runner import APP_KEYS, MODEL_KEYS, parse_args
+from lab.compute import load_model, model_fields, run
+from lab.spec import FigureSpec
+from lab.views import Models, ViewResult, build_view
+from model import load_tokenizer
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "scripts" / "classroom_load.py"
+_spec = importlib.util.spec_from_file_location("classroom_load", SCRIPT)
+classroom = importlib.util.module_from_spec(_spec)
+sys.modules["classroom_load"] = classroom  # dataclasses look their module up there
+_spec.loader.exec_module(classroom)
+
+APP = APP_SPECS["app"]
+
+
+def tiny_context(sizes=(4, 6)) -> Context:
+    from bench.configs import DEFAULT_APP_CONFIG
+
+    return Context(configs={"app": DEFAULT_APP_CONFIG}, sizes=sizes, budget_s=0.0, min_repeats=1,
+                   max_repeats=1)
+
+
+# -- sentences ------------------------------------------------------------------------------------
+
+
+def test_sentences_have_the_asked_token_count_and_neighbours_differ():
+    tok = load_tokenizer("char")
+    for n in (1, 8, 32, 100):
+        text = sentence(n)
+        assert len(tok.encode(text)) == n
+        assert all(a != b for a, b in zip(text, text[1:], strict=False))
+    assert sentence(32, salt=1) != sentence(32) and len(set(CHARS)) == len(CHARS)
+    assert source_tokens(512) == 511  # room for [BOS] in a max_len-512 model
+    spec = spec_for(APP, 12)
+    assert spec.sentence_b == spec.sentence_a[::-1] and len(spec.sentence_a) == 12
+
+
+# -- stage and payload figures --------------------------------------------------------------------
+
+
+def test_stage_records_have_the_right_keys_and_ratios():
+    ctx = tiny_context()
+    records = stage_records(ctx, {"app": APP}, views=("attention", "tokens"))
+    assert all(set(r.to_dict()) == set(RECORD_KEYS) for r in records)
+    got = {(r.name, r.tokens) for r in records}
+    names = ["tokenise_ms", "lab_run_ms", "view_attention_ms", "view_attention_ratio", "view_tokens_ms",
+             "view_tokens_ratio", "sentence_to_figures_ms"]
+    assert got == {(f"app.{n}", t) for n in names for t in (4, 6)}
+    by = {(r.name, r.tokens): r for r in records}
+    for T in (4, 6):
+        ratio = by[("app.view_attention_ratio", T)]
+        assert ratio.target == "<= 1" and ratio.ok == (ratio.value <= 1)
+        # one round: the paired ratio is exactly the ratio of the two times
+        expect = by[("app.view_attention_ms", T)].value / by[("app.lab_run_ms", T)].value
+        assert ratio.value == pytest.approx(expect)
+        assert by[("app.sentence_to_figures_ms", T)].value == pytest.approx(
+            by[("app.lab_run_ms", T)].value + by[("app.view_attention_ms", T)].value)
+
+
+def test_payload_is_the_utf8_json_of_each_figure():
+    labels = [f"{i}:你" for i in range(50)]
+    z = np.random.default_rng(0).random((50, 50)).astype(np.float32)
+    fig = go.Figure(go.Heatmap(z=z, x=labels, y=labels))
+    small = go.Figure(go.Scatter(x=[1, 2], y=[3, 4]))
+    result = ViewResult(panels=[])
+    from lab.views import Panel
+
+    result.panels += [Panel("big", "t", fig), Panel("table-only", "t"), Panel("small", "t", small)]
+    sizes = figure_payloads(result)
+    assert set(sizes) == {"big", "small"}  # panels without a figure send no figure JSON
+    text = fig.to_json()
+    assert sizes["big"] == len(text.encode("utf-8"))
+    assert json.loads(text)["data"][0]["type"] == "heatmap"
+    # 2500 float32 cells in base64 at least, and the Chinese labels in UTF-8 (3 bytes each)
+    assert sizes["big"] >= 2500 * 4 * 4 / 3 + 2 * 50 * 3
+    assert sizes["big"] - sizes["small"] >= 2500 * 4 * 4 / 3  # both carry the template; z is the rest
+
+
+def test_payload_records_flag_only_512_tokens_against_the_1mb_target():
+    ctx = tiny_context(sizes=(4,))
+    records = payload_records(ctx, {"app": APP}, views=("attention", "tokens"))
+    names = {r.name for r in records}
+    assert names == {"app.json_attention_max_MB", "app.json_attention_total_MB", "app.json_attention_ms"}
+    by = {r.name: r for r in records}
+    assert by["app.json_attention_max_MB"].target is None  # the 1 MB target applies at 512 tokens
+    assert 0 < by["app.json_attention_max_MB"].value <= by["app.json_attention_total_MB"].value
+    spec = spec_for(APP, 4)
+    loaded = load_model(model_fields(spec))
+    res = build_view("attention", spec, Models(lambda key: loaded, lambda s: run(loaded, s.sentence_a,
+                                                                                  s.sentence_b, s.mask)))
+    assert by["app.json_attention_max_MB"].value == pytest.approx(max(figure_payloads(res).values()) / 1e6,
+                                                                   rel=0.05)
+
+
+def test_runner_keeps_the_model_figures_by_default_and_adds_the_app_ones_on_request():
+    assert set(APP_KEYS) == {"stages", "payload", "rerun", "browser"}
+    assert not set(APP_KEYS) & set(MODEL_KEYS) and "stacks" in MODEL_KEYS
+    assert parse_args(["--app"]).app and not parse_args([]).app
+
+
+# -- browser helpers ------------------------------------------------------------------------------
+
+
+def test_share_link_and_expected_ticks_follow_the_view():
+    spec = FigureSpec(sentence_a="我有一只", sentence_b="只一有我", views=("attention",), theme="default")
+    url = app_url("http://127.0.0.1:1/", spec)
+    assert url.startswith("http://127.0.0.1:1/?") and "views=attention" in url and "sentence_a=" in url
+    assert FigureSpec.from_query(dict(parse_qsl(urlsplit(url).query))) == spec  # the app reads it back
+    ticks = expected_ticks(build_view("attention", spec, Models(load_model)), "attention")
+    assert ticks[chart_key("attention", "attention-weights")] == [["0:我", "1:有", "2:一", "3:只"]] * 2
+
+
+# -- the classroom load test's number check -----------------------------------------------------
+
+
+def test_session_sentences_are_all_different():
+    n, steps = 30, 4
+    texts = [classroom.session_sentence(i, k, n) for i in range(n) for k in range(steps)]
+    assert len(set(texts)) == len(texts)
+    assert all(8 <= len(t) <= 47 for t in texts)  # every tick label is shown (<= 48 per axis)
+
+
+def observed_from(view: str, text: str) -> dict:
+    """What READ_CHART_JS would read from a correct page: the app's own figure, built here."""
+    spec = FigureSpec(sentence_a=text, sentence_b=text[::-1], views=(view,), theme="default")
+    panel = next(p for p in build_view(view, spec, Models(load_model)).panels
+                 if p.key == classroom.CHECKED_PANEL[view])
+    data = json.loads(panel.figure.to_json())  # base64 arrays -> decode like plotly.js does
+    traces = []
+    for t in panel.figure.data:
+        z = None if getattr(t, "z", None) is None else np.asarray(t.z, dtype=np.float64).tolist()
+        traces.append({"type": t.type, "role": (t.meta or {}).get("role"), "z": z})
+    layout = data["layout"]
+    return {"xticks": layout["xaxis"].get("ticktext", []), "xvals": layout["xaxis"].get("tickvals", []),
+            "yticks": layout["yaxis"].get("ticktext", []), "yvals": layout["yaxis"].get("tickvals", []),
+            "traces": traces}
+
+
+@pytest.mark.parametrize("view", ["attention", "heads"])
+@pytest.mark.parametrize("step", [0, 1])  # 11 and 47 tokens (a figure may label every k-th cell only)
+def test_number_check_passes_the_sessions_own_figure(view, step):
+    text = classroom.session_sentence(3 + 6 * step, step, 30)
+    assert classroom.check_chart(observed_from(view, text), classroom.expected(text, view)) == []
+
+
+def test_number_check_catches_a_wrong_session_and_a_wrong_value():
+    mine, theirs = classroom.session_sentence(0, 0, 30), classroom.session_sentence(1, 0, 30)
+    want = classroom.expected(mine, "attention")
+    other = observed_from("attention", theirs)  # another student's page
+    problems = classroom.check_chart(other, want)
+    assert any("own tokens" in p for p in problems) and any("shape" in p for p in problems)
+    # the right tokens, one weight off by 1e-3: caught by the value comparison alone
+    page = observed_from("attention", mine)
+    page["traces"][0]["z"][1][2] += 1e-3
+    problems = classroom.check_chart(page, want)
+    assert len(problems) == 1 and "max |z - weights|" in problems[0]
+    # a mismatching expected value is reported as a failure
+    wrong = classroom.Expected(want.ticks, [want.z[0] + 0.01])
+    assert classroom.check_chart(observed_from("attention", mine), wrong)
+    assert classroom.check_chart(None, want) == ["chart not found on the page"]
+
+
+def test_records_of_a_run_are_bench_records():
+    args = classroom.parse_args(["--sessions", "2"])
+    result = classroom.Result(latencies={"load": [1.0, 2.0], "sentence": [0.5], "view": [0.7]}, checks=6,
+                              reruns=4, phase={"cpu_s": 1.2, "wall_s": 3.0, "reruns": 2, "client_cpu_s": 2.0})
+    samples = [("started", 70.0, 70.0), ("warm", 400.0, 1400.0), ("during", 420.0, 1420.0), ("after", 410.0, 1410.0)]
+    records = classroom.records_of(args, result, samples, cpu_total=5.0)
+    by = {r.name: r for r in records}
+    assert all(isinstance(r, Record) and r.tokens == 2 for r in records)
+    assert by["classroom.server_cpu_per_rerun_ms"].value == pytest.approx(600)
+    assert by["classroom.rss_growth_per_session_MiB"].value == pytest.approx(10)
+    assert by["classroom.failed_checks"].ok is True
+    assert by["classroom.rerun_p95_ms"].value == pytest.approx(np.percentile([500, 700], 95))
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="needs /usr/bin/chromium")
+@pytest.mark.skipif(importlib.util.find_spec("playwright") is None, reason="needs playwright")
+def test_classroom_load_two_sessions_end_to_end(tmp_path):
+    out = tmp_path / "classroom.json"
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--sessions", "2", "--actions", "2", "--timeout", "60", "--no-warmup",
+         "--json", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=90,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    by = {d["name"]: d for d in json.loads(out.read_text())}
+    assert by["classroom.failed_checks"]["value"] == 0
+    assert by["classroom.number_checks"]["value"] == 2 * (1 + 2)  # a load and two actions per session
+    assert by["classroom.rss_peak_MiB"]["value"] > 0
