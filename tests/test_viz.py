@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import math
+import re
 import subprocess
 import sys
 
@@ -12,6 +14,8 @@ import plotly.graph_objects as go
 import pytest
 
 import viz
+import viz.theme
+from viz.export import find_browser
 
 I_LIKE_HER = list("I like her")  # repeated "I"/" "/"e": Plotly would merge repeated categories
 XSS = "<img src=x onerror=alert(1)>"
@@ -33,9 +37,9 @@ def causal(n: int) -> np.ndarray:
 
 
 def header(fig: go.Figure) -> str:
-    """Title plus the notes annotation under it."""
+    """Title plus the notes annotation under it, as one line each (soft line breaks undone)."""
     notes = [a.text for a in fig.layout.annotations if a.name == "notes"]
-    return "<br>".join([fig.layout.title.text or "", *notes])
+    return viz.theme.unwrap("<br>".join([fig.layout.title.text or "", *notes]))
 
 
 def values_traces(fig: go.Figure) -> list:
@@ -298,7 +302,14 @@ def test_between_128_and_256_tokens_full_resolution_with_a_note():
     assert np.asarray(values_traces(fig)[0].z).shape == (n, n)
     assert "Large input (200×200)" in header(fig)
     assert len(fig.to_json()) < 1_000_000
-    assert len(fig.layout.xaxis.tickvals) <= 48  # thinned labels
+    assert fig.layout.xaxis.tickmode == "auto"  # bare positions: Plotly spaces the ticks itself
+    words = viz.weights_heatmap(
+        softmax_rows(RNG.normal(size=(n, n))), row_labels=[chr(0x4E00 + i) for i in range(n)]
+    )
+    assert len(words.layout.xaxis.tickvals) <= 48  # thinned token labels
+    step = int(words.layout.xaxis.tickvals[1])  # a nice step: every 5th, 10th, 20th, ...
+    assert step in (2, 5, 10, 20, 50)
+    assert words.layout.xaxis.ticktext[1] == f"{step}:{chr(0x4E00 + step)}"
 
 
 def test_small_inputs_carry_no_large_input_note():
@@ -511,7 +522,7 @@ def test_pe_curves_draw_chosen_dims_and_mark_sentence_positions():
         pos, pe, dims=[0, 3], marked_positions=[0, 1, 2], marked_labels=list("你喜她")
     )
     lines = role_traces(fig, "line")
-    assert [t.name.split(":")[0] for t in lines] == ["dim 0", "dim 3"]
+    assert [t.name.split(",")[0] for t in lines] == ["dim 0 sin", "dim 3 cos"]
     assert list(fig.layout.xaxis2.ticktext) == ["0:你", "1:喜", "2:她"]
     with pytest.raises(ValueError):
         viz.pe_curves(pos, pe, dims=[8])
@@ -633,3 +644,296 @@ def test_viz_imports_neither_streamlit_nor_torch():
     code = "import sys, viz; print(sorted({'streamlit', 'torch'} & set(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# ---------------------------------------------------------------- layout at export sizes
+# Each theme is laid out for its size (viz.theme.design_size): paper 600×480, slide 1280×720,
+# the app 700 px wide. Widths below use the same rough text measure as viz (text_width), which
+# errs on the wide side; the rendered checks at the end look at real pixels.
+
+ZH = list("我们今天在北京大学的图书馆里认真地学习注意力机制和位置编码") * 3  # 87 pieces
+
+
+def _lines(text: str) -> list[str]:
+    return re.split(r"<br(?:\s[^>]*)?>", text or "")
+
+
+def _widest(ann) -> float:
+    size = ann.font.size
+    return max(viz.theme.text_width(line, size) for line in _lines(ann.text))
+
+
+def _multi_panel_figures(theme: str) -> dict[str, go.Figure]:
+    n, d = 10, 64
+    x = RNG.normal(size=(n, d))
+    w = softmax_rows(RNG.normal(size=(8, n, n)))
+    s = RNG.normal(size=n)
+    return {
+        "embedding_pe": viz.embedding_pe_figure(x, x, labels=ZH[:n], theme=theme),
+        "qkv": viz.qkv_figure(x[:, :16], x[:, :16], x[:, :16], row_labels=ZH[:n], theme=theme),
+        "aligned": viz.aligned_outputs_figure(
+            x, x, labels_a=ZH[:n], labels_b=ZH[:n], positions_b=list(range(n)), theme=theme
+        ),
+        "heads": viz.heads_grid(w, row_labels=ZH[:n], theme=theme),
+        "layers": viz.layers_heads_grid(w.reshape(1, 8, n, n), row_labels=ZH[:n], theme=theme),
+        "query": viz.query_bars(s, s / 4, softmax_rows(s[None] / 4)[0], key_labels=ZH[:n],
+                                theme=theme),
+    }
+
+
+@pytest.mark.parametrize("theme", viz.THEME_NAMES)
+def test_subplot_titles_never_run_into_each_other_or_the_notes(theme):
+    plot_w = viz.theme.design_size(theme)[0] * viz.theme.PLOT_FRACTION
+    for name, fig in _multi_panel_figures(theme).items():
+        titles = [a for a, _ in viz.theme.subplot_titles(fig)]
+        assert titles, name
+        for a in titles:
+            for b in titles:
+                if a is not b and a.y == b.y:  # neighbours in one row
+                    room = abs(a.x - b.x) * plot_w
+                    assert (_widest(a) + _widest(b)) / 2 <= room, (name, a.text, b.text)
+        notes = [a for a in fig.layout.annotations if a.name == "notes"]
+        top = [a for a in titles if a.y >= 0.98]
+        for note in notes:  # the notes sit above the top row's (possibly wrapped) titles
+            need = max(1.3 * a.font.size * len(_lines(a.text)) for a in top)
+            assert note.yshift >= need, name
+
+
+def test_embedding_pe_subplot_titles_wrap_one_paper_column_wide():
+    e = RNG.normal(size=(4, 64))
+    titles = [a.text for a, _ in viz.theme.subplot_titles(
+        viz.embedding_pe_figure(e, e, labels=list("你喜欢她"), theme="paper"))]
+    assert viz.theme.SOFT_BREAK in titles[1]  # "+ positional encoding" is wider than its panel
+    assert [viz.theme.unwrap(t) for t in titles] == [
+        "token embedding", "+ positional encoding", "= sum"
+    ]
+    slide = viz.embedding_pe_figure(e, e, labels=list("你喜欢她"), theme="slide")
+    assert all(viz.theme.SOFT_BREAK not in a.text for a, _ in viz.theme.subplot_titles(slide))
+
+
+@pytest.mark.parametrize("theme", viz.THEME_NAMES)
+def test_qkv_names_the_rows_once_unless_keys_differ_from_queries(theme):
+    q = RNG.normal(size=(6, 8))
+    fig = viz.qkv_figure(q, q, q, row_labels=ZH[:6], theme=theme)
+    shown = [fig.layout[k].showticklabels is not False for k in ("yaxis", "yaxis2", "yaxis3")]
+    assert shown == [True, False, False]  # K and V rows are the same tokens as Q's
+    # Cross-attention: K/V rows are the source tokens, labelled on K with room for them.
+    src = ["我", "们", "今天", "在", "北京大学", "的", "图书馆"]
+    k = RNG.normal(size=(len(src), 8))
+    cross = viz.qkv_figure(q, k, k, row_labels=["[BOS]", "we", "study", "here", "today", "."],
+                           col_labels=src, theme=theme)
+    shown = [cross.layout[k].showticklabels is not False for k in ("yaxis", "yaxis2", "yaxis3")]
+    assert shown == [True, True, False]
+    assert list(cross.layout.yaxis2.ticktext) == [f"{i}:{p}" for i, p in enumerate(src)]
+    size = viz.THEMES[theme]["font_size"]
+    gap = (cross.layout.xaxis2.domain[0] - cross.layout.xaxis.domain[1]) * (
+        viz.theme.design_size(theme)[0] * viz.theme.PLOT_FRACTION
+    )
+    assert gap >= max(viz.theme.text_width(t, size) for t in cross.layout.yaxis2.ticktext)
+
+
+def test_aligned_outputs_label_b_and_do_not_repeat_a_on_the_difference_panel():
+    a = RNG.normal(size=(4, 64))
+    fig = viz.aligned_outputs_figure(a, a, labels_a=list("你喜欢她"), labels_b=list("她喜欢你"),
+                                     positions_b=[3, 1, 2, 0], theme="paper")
+    assert [fig.layout[k].showticklabels is not False for k in ("yaxis", "yaxis2", "yaxis3")] == [
+        True, True, False
+    ]
+    # 64 dimensions: Plotly picks the dimension ticks for the width it is drawn at.
+    assert fig.layout.xaxis.tickmode == "auto"
+
+
+def test_long_titles_wrap_to_the_figure_width_and_stay_escaped():
+    title = "Attention <b>weights</b> of layer 3, head 7 over a sentence far too long for one line"
+    w = softmax_rows(RNG.normal(size=(4, 4)))
+    fig = viz.weights_heatmap(w, row_labels=list("你喜欢她"), title=title, theme="paper")
+    text = fig.layout.title.text
+    lines = _lines(text)
+    size = viz.THEMES["paper"]["title_size"]
+    assert len(lines) >= 2 and all(viz.theme.text_width(x, size) <= 600 for x in lines)
+    assert "<b>" not in text and viz.theme.unwrap(text) == viz.escape_text(title)
+    assert fig.layout.margin.t >= len(lines) * 1.3 * size  # room for every line
+    viz.apply_theme(fig, "paper")
+    assert fig.layout.title.text == text  # re-applying the theme wraps the same way
+    viz.apply_theme(fig, "slide")
+    assert len(_lines(fig.layout.title.text)) < len(lines)  # a slide is wider
+    short = viz.weights_heatmap(w, row_labels=None, title="Weights", theme="paper")
+    assert short.layout.title.text == "Weights"
+    zh = viz.weights_heatmap(w, row_labels=None, title="注意力权重" * 12, theme="paper")
+    assert len(_lines(zh.layout.title.text)) >= 2  # Chinese breaks between characters
+    assert viz.theme.unwrap(zh.layout.title.text) == "注意力权重" * 12
+
+
+def test_long_notes_wrap_to_the_figure_width():
+    n = 300
+    fig = viz.weights_heatmap(softmax_rows(RNG.normal(size=(n, n))), row_labels=None,
+                              theme="paper")
+    note = next(a for a in fig.layout.annotations if a.name == "notes")
+    size = note.font.size
+    assert all(viz.theme.text_width(x, size) <= 600 for x in _lines(note.text))
+    assert "Large input (300×300)" in header(fig)
+
+
+@pytest.mark.parametrize("theme", viz.THEME_NAMES)
+def test_pe_curves_legend_is_horizontal_below_the_plot(theme):
+    pos = np.arange(0, 50, 0.5)
+    pe = np.tile(np.sin(pos)[:, None], (1, 64))
+    fig = viz.pe_curves(pos, pe, dims=[0, 1, 2, 3, 32, 62], marked_positions=[0, 1, 2, 3],
+                        marked_labels=list("你喜欢她"), theme=theme)
+    legend = fig.layout.legend
+    assert legend.orientation == "h" and legend.yanchor == "bottom" and legend.y == 0
+    names = [t.name for t in role_traces(fig, "line")]
+    size = legend.font.size or viz.THEMES[theme]["font_size"]
+    # Two entries (name + 40 px sample) side by side fit the plot area (one paper column).
+    width = viz.theme.design_size(theme)[0]
+    assert 2 * (max(viz.theme.text_width(x, size) for x in names) + 40) <= width * 0.8
+
+
+def test_pe_curves_name_crowded_tokens_in_a_note_instead_of_stacking_labels():
+    pos = np.arange(0, 50, 0.1)
+    pe = np.tile(np.sin(pos)[:, None], (1, 8))
+    fig = viz.pe_curves(pos, pe, dims=[0, 1], marked_positions=[0, 1, 2, 3],
+                        marked_labels=list("你喜欢她"), theme="paper")
+    assert "xaxis2" not in fig.to_plotly_json()["layout"]  # 4 tokens in 50 positions: ~8 px apart
+    assert "0:你" in header(fig) and "3:她" in header(fig)
+    long = np.arange(0, 200, 0.5)
+    many = viz.pe_curves(long, np.tile(np.sin(long)[:, None], (1, 8)), dims=[0],
+                         marked_positions=list(range(200)),
+                         marked_labels=[ZH[i % len(ZH)] for i in range(200)], theme="paper")
+    ticks = list(many.layout.xaxis2.tickvals)
+    assert 1 < len(ticks) <= 20 and ticks[1] - ticks[0] >= 5  # every k-th token
+
+
+@pytest.mark.parametrize("theme", viz.THEME_NAMES)
+@pytest.mark.parametrize("heads,tokens", [(4, 10), (8, 30)])
+def test_heads_grid_labels_outer_panels_only_and_thins_them_to_fit(theme, heads, tokens):
+    w = softmax_rows(RNG.normal(size=(heads, tokens, tokens)))
+    fig = viz.heads_grid(w, row_labels=ZH[:tokens], cols=4, theme=theme)
+    rows = math.ceil(heads / 4)
+    for h in range(heads):
+        r, c = divmod(h, 4)
+        xa = fig.layout["xaxis" if h == 0 else f"xaxis{h + 1}"]
+        ya = fig.layout["yaxis" if h == 0 else f"yaxis{h + 1}"]
+        assert (ya.showticklabels is not False) == (c == 0)
+        assert (xa.showticklabels is not False) == (r == rows - 1)
+        if ya.showticklabels is False:
+            assert ya.ticks == ""  # no comb of tick marks on inner panels
+    ya = fig.layout.yaxis
+    height = min(fig.layout.height, viz.THEMES[theme]["height"] or fig.layout.height)
+    panel_h = (height - 100) / rows  # generous: the title and x labels take more than 100 px
+    assert len(ya.ticktext) * ya.tickfont.size <= panel_h  # labels cannot overlap
+    assert len(ya.ticktext) >= min(tokens, 4)  # ... and some are always there
+
+
+def test_layers_grid_names_layers_on_the_left_not_beside_the_colour_bar():
+    w = softmax_rows(RNG.normal(size=(2, 8, 20, 20)))
+    fig = viz.layers_heads_grid(w, row_labels=ZH[:20], theme="paper")
+    assert fig.layout.yaxis.title.text == "layer 0" and fig.layout.yaxis9.title.text == "layer 1"
+    assert not [a for a in fig.layout.annotations if a.textangle == 90]
+
+
+def test_query_bars_thin_key_labels_to_the_width():
+    n = 30
+    s = RNG.normal(size=n)
+    fig = viz.query_bars(s, s / 4, softmax_rows(s[None] / 4)[0], key_labels=ZH[:n], theme="paper")
+    axis = fig.layout.xaxis3
+    assert 2 <= len(axis.ticktext) < n and len(axis.ticktext) * 18 * 1.3 <= 600 * 0.75
+    assert list(axis.tickvals) == list(range(0, n, int(axis.tickvals[1])))
+    few = viz.query_bars(s[:6], s[:6], softmax_rows(s[None, :6])[0], key_labels=ZH[:6],
+                         theme="paper")
+    assert len(few.layout.xaxis3.ticktext) == 6
+
+
+def test_context_vector_with_many_keys_keeps_the_heaviest_and_sums_the_rest():
+    n = 30
+    w = softmax_rows(RNG.normal(size=(1, n)) * 2)[0]
+    v = RNG.normal(size=(n, 16))
+    fig = viz.context_vector_figure(w, v, key_labels=ZH[:n], theme="paper")
+    bars = role_traces(fig, "bars")
+    assert len(bars) <= 7  # one colour each, no repeats from a 7-colour palette
+    assert len({b.marker.color for b in bars}) == len(bars)
+    np.testing.assert_allclose(sum(np.asarray(b.y, float) for b in bars), w @ v, atol=1e-5)
+    heaviest = np.argsort(-w)[0]
+    assert any(b.name.startswith(f"{heaviest}:") for b in bars)
+    assert "other keys" in bars[-1].name
+    assert tuple(fig.layout.xaxis.range) == (-0.5, 15.5)
+
+
+def test_cell_text_only_where_it_fits():
+    w = softmax_rows(RNG.normal(size=(6, 20, 20)), causal(20))
+    grid = viz.heads_grid(w, row_labels=ZH[:20], mask=causal(20), theme="paper")
+    assert not role_traces(grid, "mask_text")  # "0" in 10-px cells would be a grey smear
+    single = viz.weights_heatmap(w[0, :6, :6], row_labels=ZH[:6], mask=causal(6), theme="paper")
+    assert role_traces(single, "mask_text")
+    q = RNG.normal(size=(4, 12))  # 12 dims in a third of a column: no room for "−0.00"
+    assert not values_traces(viz.qkv_figure(q, q, q, row_labels=ZH[:4], theme="paper"))[
+        0
+    ].texttemplate
+
+
+def test_entropy_overview_uses_short_labels_that_stay_level():
+    fig = viz.entropy_overview(RNG.uniform(0, 3, size=(6, 8)), n_keys=10, theme="paper")
+    assert list(fig.layout.xaxis.ticktext) == [str(h) for h in range(8)]
+    assert fig.layout.xaxis.title.text == "head" and fig.layout.yaxis.title.text == "layer"
+
+
+def test_wrap_text_breaks_between_words_and_cjk_and_never_inside_an_entity():
+    text = "PE(i)&#183;PE(j) &lt;depends&gt; only on j &#8722; i 注意力机制和位置编码的原理"
+    lines = viz.theme.wrap_text(text, 120, 18)
+    assert "".join(lines) == text and len(lines) > 2
+    for line in lines:
+        assert not re.search(r"&[^;\s]*$", line)  # no entity cut in half
+    assert all(viz.theme.text_width(x.rstrip(), 18) <= 120 or " " not in x.strip()
+               for x in lines)
+
+
+# ---------------------------------------------------------------- rendered pixels
+
+needs_browser = pytest.mark.skipif(find_browser() is None, reason="no Chromium for kaleido")
+
+
+def _pixels(fig: go.Figure, width: int, height: int) -> np.ndarray:
+    from PIL import Image
+
+    from viz.export import render
+
+    png = render(fig, "png", width=width, height=height, scale=1)
+    return np.asarray(Image.open(io.BytesIO(png)).convert("L"), dtype=np.int16)
+
+
+@needs_browser
+@pytest.mark.parametrize("theme", ["paper", "paper-sans", "slide"])
+def test_rendered_title_is_cut_neither_at_the_right_nor_at_the_top(theme):
+    t = viz.THEMES[theme]
+    title = ("Scaled dot-product attention weights of layer 3, head 7, for the sentence "
+             "我们今天在北京大学的图书馆里学习 (every row sums to one)")
+    w = softmax_rows(RNG.normal(size=(5, 5)))
+    fig = viz.weights_heatmap(w, row_labels=ZH[:5], title=title, theme=theme)
+    img = _pixels(fig, t["width"], t["height"])
+    ink = img < 200  # dark text on white
+    band = ink[: int(fig.layout.margin.t)]  # the title and notes live in the top margin
+    assert band.any()
+    assert not band[:, -3:].any()  # nothing runs into the right edge
+    assert not ink[:2].any()  # nor off the top
+
+
+@needs_browser
+def test_rendered_embedding_pe_subplot_titles_stay_over_their_own_panels():
+    e = RNG.normal(size=(4, 64))
+    fig = viz.embedding_pe_figure(e, e, labels=list("你喜欢她"), theme="paper")
+    from PIL import Image
+
+    from viz.export import render
+
+    png = render(fig, "png", width=600, height=480, scale=1)
+    rgb = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
+    top = int(fig.layout.margin.t)  # the plot area starts here
+    painted = (rgb[top + 10] < 253).any(axis=1)  # one pixel row through the three heatmaps
+    edges = np.flatnonzero(np.diff(painted.astype(int)))  # where panels start and end
+    runs = list(zip(edges[::2] + 1, edges[1::2] + 1, strict=False))
+    panels = [r for r in runs if r[1] - r[0] > 40][:3]  # the three panels (not the colour bar)
+    assert len(panels) == 3
+    band = (rgb[top - 60 : top] < 120).all(axis=2)  # dark title text just above the plot
+    for (_, end), (start, _) in zip(panels, panels[1:], strict=False):
+        middle = (end + start) // 2
+        assert not band[:, middle - 1 : middle + 2].any()  # white between neighbouring titles

@@ -16,16 +16,21 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from viz.heatmap import (
-    MAX_TICKS,
     VALUES_MAX,
+    _nice_step,
     add_cell_overlay,
     add_panel,
     color_range,
     coloraxis_layout,
     heatmap_figure,
+    label_gap,
+    panel_px,
     prepare_grid,
+    set_column_gaps,
     style_matrix_axes,
     symmetric_range,
+    text_fits,
+    tick_budget,
     title_layout,
     unique_notes,
     want_values,
@@ -36,6 +41,7 @@ from viz.theme import (
     QUALITATIVE,
     WEIGHTS_COLORSCALE,
     apply_theme,
+    text_width,
     theme_spec,
 )
 
@@ -165,7 +171,7 @@ def mask_heatmap(
         hovertemplate="query %{y}<br>key %{x}<br>True: may attend<extra></extra>",
         meta={"role": "mask_allowed"},
     )
-    if side <= VALUES_MAX:
+    if side <= VALUES_MAX and text_fits(word[0], grid, theme):
         heat.text = np.where(np.isnan(grid.z), "", word[0])
         heat.texttemplate = "%{text}"
         heat.textfont = dict(color="#000000")
@@ -179,8 +185,11 @@ def mask_heatmap(
         pattern="/",
         theme=theme,
     )
+    t = theme_spec(theme)
+    pw, ph = panel_px(theme)
     style_matrix_axes(
-        fig, grid, x_title="key (attended to)", y_title="query (attending)", square=False
+        fig, grid, x_title="key (attended to)", y_title="query (attending)", square=False,
+        max_x_ticks=tick_budget(pw, t["font_size"]), max_y_ticks=tick_budget(ph, t["font_size"]),
     )
     notes = grid.notes + ["plain: True, may attend"] + ([key] if key else [])
     fig.update_layout(title=title_layout(title, notes), showlegend=False)
@@ -205,15 +214,18 @@ def qkv_figure(
             raise ValueError(f"{name} must be 2-D (tokens, dims), got shape {a.shape}")
     peak = zmax if zmax is not None else symmetric_range(*mats)
     lo, hi, scale = color_range("values", mats, zmax=peak)
-    fig = make_subplots(rows=1, cols=3, subplot_titles=("Q", "K", "V"), horizontal_spacing=0.08)
+    q_text = display_labels(row_labels, mats[0].shape[0])
+    k_text = display_labels(_keys(row_labels, col_labels), mats[1].shape[0])
+    # K and V share their rows (the keys): their labels go on K only, and only when they are not
+    # Q's own (self-attention); otherwise Q's labels name every row of all three panels.
+    k_labels = k_text != q_text
+    fig = make_subplots(rows=1, cols=3, subplot_titles=("Q", "K", "V"))
+    set_column_gaps(fig, [label_gap(k_text, theme, cols=3) if k_labels else 0.04, 0.04])
+    t = theme_spec(theme)
+    pw, ph = panel_px(theme, cols=3)
     notes: list[str] = []
-    row_sets = [row_labels, _keys(row_labels, col_labels), _keys(row_labels, col_labels)]
-    for i, (a, labels) in enumerate(zip(mats, row_sets, strict=True)):
-        grid = prepare_grid(
-            a,
-            row_text=display_labels(labels, a.shape[0]),
-            col_text=[str(j) for j in range(a.shape[1])],
-        )
+    for i, (a, text) in enumerate(zip(mats, [q_text, k_text, k_text], strict=True)):
+        grid = prepare_grid(a, row_text=text, col_text=[str(j) for j in range(a.shape[1])])
         notes += grid.notes
         notes += add_panel(
             fig,
@@ -226,11 +238,14 @@ def qkv_figure(
             x_name="dim",
             y_name="token",
             x_title="dimension",
-            max_x_ticks=8,
-            y_title="token" if i == 0 else "",
-            show_values=want_values(None, grid, theme),
+            max_x_ticks=tick_budget(pw, t["font_size"]),
+            max_y_ticks=tick_budget(ph, t["font_size"]),
+            panel=(pw, ph),
+            y_title=("query" if k_labels else "token") if i == 0 else "",
+            show_values=want_values(None, grid, theme, (pw, ph)),
             value_format=".2f",
             theme=theme,
+            show_y_labels=i == 0 or (i == 1 and k_labels),
         )
     fig.update_layout(
         coloraxis=coloraxis_layout("values", lo, hi, scale, "value"),
@@ -300,26 +315,38 @@ def _grid_of_heads(
     title: str | None,
     theme: str,
 ) -> go.Figure:
-    """Small multiples of attention weights sharing one [0, 1] colour axis."""
+    """Small multiples of attention weights sharing one [0, 1] colour axis.
+
+    Token labels go on the outer panels only (left column, bottom of each column), thinned to
+    what fits one panel at the theme's size, in a slightly smaller font; inner panels carry no
+    ticks. row_titles name the rows as the left column's y axis titles.
+    """
     n, Tq, Tk = stack.shape
+    t = theme_spec(theme)
+    app_height = max(320, 110 + 220 * rows)  # laid out for the app; exports use their own size
+    height = min(app_height, t["height"] or app_height)
+    tick_size = max(9, t["font_size"] - 3)
+    pw, ph = panel_px(theme, rows=rows, cols=cols, height=height)
+    rt = display_labels(row_labels, Tq)
+    ct = display_labels(_keys(row_labels, col_labels), Tk)
+    plot_h = ph * rows
+    head_room = (1.3 * t["font_size"] + 10) if subplot_titles else 12
     fig = make_subplots(
         rows=rows,
         cols=cols,
         subplot_titles=subplot_titles,
-        row_titles=row_titles,
         column_titles=column_titles,
-        horizontal_spacing=0.04,
-        vertical_spacing=min(0.12, 0.4 / max(rows, 1)),
+        horizontal_spacing=min(0.04, 0.5 / max(cols - 1, 1)),
+        vertical_spacing=min(0.3 / max(rows - 1, 1), head_room / plot_h) if rows > 1 else 0.0,
     )
-    show_ticks = max(Tq, Tk) <= MAX_TICKS // 2
     notes: list[str] = []
     if mask is not None:
         allowed = np.broadcast_to(np.asarray(mask, dtype=bool), stack.shape)
         leaked = np.where(~allowed & np.isfinite(stack), np.abs(stack), 0.0)
         if leaked.max(initial=0.0) > 1e-6:
             notes.append(f"warning: masked cells carry weight up to {leaked.max():.3g}")
-    rt = display_labels(row_labels, Tq)
-    ct = display_labels(_keys(row_labels, col_labels), Tk)
+    x_budget = tick_budget(pw, tick_size)
+    y_budget = tick_budget(ph, tick_size)
     for h in range(n):
         r, c = divmod(h, cols)
         w = stack[h]
@@ -342,17 +369,23 @@ def _grid_of_heads(
             masked_name="masked: weight exactly 0",
             nan_reason=NAN_SOFTMAX,
             theme=theme,
-            show_x_labels=show_ticks and r == rows - 1,
-            show_y_labels=show_ticks and c == 0,
+            show_x_labels=h + cols >= n,  # no panel below this one
+            show_y_labels=c == 0,
+            max_x_ticks=x_budget,
+            max_y_ticks=y_budget,
+            panel=(pw, ph),
         )
+    fig.update_xaxes(tickfont_size=tick_size, ticklen=3)
+    fig.update_yaxes(tickfont_size=tick_size, ticklen=3)
+    if row_titles:  # each row's name is its first panel's y axis title
+        for r, name in enumerate(row_titles):
+            fig.update_yaxes(title_text=escape_text(name), row=r + 1, col=1)
     fig.update_layout(
         coloraxis=coloraxis_layout("weights", 0.0, 1.0, WEIGHTS_COLORSCALE, "weight"),
         title=title_layout(title, unique_notes(notes)),
-        height=max(320, 110 + 220 * rows),
+        height=app_height,
         showlegend=False,
     )
-    for ann in fig.layout.annotations:  # subplot titles: keep them small
-        ann.font = dict(size=12)
     return apply_theme(fig, theme)
 
 
@@ -408,7 +441,7 @@ def layers_heads_grid(
         row_labels=row_labels,
         col_labels=col_labels,
         mask=mask,
-        row_titles=[f"layer {i}" for i in range(L)],
+        row_titles=[f"layer {i}" for i in range(L)],  # y axis titles of the left column
         column_titles=[f"head {h}" for h in range(H)],
         subplot_titles=None,
         rows=L,
@@ -455,15 +488,15 @@ def entropy_overview(
         note += f"; {zmax:.2f} bits = uniform over {n_keys} keys"
     return heatmap_figure(
         e,
-        row_text=[f"layer {i}" for i in range(L)],
-        col_text=[f"head {h}" for h in range(H)],
+        row_text=[str(i) for i in range(L)],  # short labels: the axis titles say what they count
+        col_text=[str(h) for h in range(H)],
         kind="magnitude",
         title=title,
         x_title="head",
         y_title="layer",
         value_name="entropy (bits)",
-        x_name="",
-        y_name="",
+        x_name="head",
+        y_name="layer",
         zmax=zmax,
         nan_reason="no query row had finite weights",
         show_values=max(L, H) <= VALUES_MAX,
@@ -502,12 +535,14 @@ def query_bars(
     ticks = display_labels(key_labels, n)
     x = np.arange(n)
     peak = symmetric_range(np.where(masked, np.nan, s), np.where(masked, np.nan, ss)) * 1.1
-    q = query_label or "this query"
+    height = 620  # laid out for the app; exports use their own size
+    pw, ph = panel_px(theme, rows=3, height=min(height, t["height"] or height))
     fig = make_subplots(
         rows=3,
         cols=1,
         shared_xaxes=True,
-        vertical_spacing=0.09,
+        # room for the next panel's title (one line) between panels
+        vertical_spacing=min(0.2, (1.3 * t["font_size"] + 12) / (3 * ph)),
         subplot_titles=(
             "score q·kⱼ",
             "scaled score q·kⱼ / √d_k (same axis)",
@@ -576,18 +611,27 @@ def query_bars(
     fig.update_yaxes(range=[-peak, peak], row=1, col=1)
     fig.update_yaxes(range=[-peak, peak], row=2, col=1)
     fig.update_yaxes(range=[0, 1.05], row=3, col=1, title_text="weight")
+    # Key labels: all of them while they fit side by side (or turned 90°), else every k-th.
+    fits = pw // (max(text_width(s, t["font_size"]) for s in ticks) + 10)
+    step = 1 if n <= max(fits, tick_budget(pw, t["font_size"])) else _nice_step(
+        n / tick_budget(pw, t["font_size"])
+    )
     fig.update_xaxes(
         tickmode="array",
-        tickvals=x.tolist()[:: max(1, math.ceil(n / 32))],
-        ticktext=ticks[:: max(1, math.ceil(n / 32))],
+        tickvals=x.tolist()[::step],
+        ticktext=ticks[::step],
         showgrid=False,
+        zeroline=False,
+        range=[-0.5, n - 0.5],
     )
     fig.update_xaxes(title_text="key", row=3, col=1)
-    default = f"Query {q}: scores, scaled scores and weights over every key"
+    default = (f"Query {query_label}: s" if query_label else "S") + (
+        "cores, scaled scores and weights over every key"
+    )
     fig.update_layout(
         title=title_layout(title or default, notes),
         barmode="overlay",
-        height=620,
+        height=height,
     )
     return apply_theme(fig, theme)
 
@@ -617,21 +661,40 @@ def context_vector_figure(
     ticks = display_labels(key_labels, w.size)
     dims = np.arange(V.shape[1])
     fig = go.Figure()
-    for j in range(w.size):
-        if not np.isfinite(w[j]) or w[j] == 0:
-            continue  # masked keys add nothing
+    live = [j for j in range(w.size) if np.isfinite(w[j]) and w[j] != 0]  # masked keys add nothing
+    # One colour per key while the palette lasts; beyond it the heaviest keys keep theirs and
+    # the rest are summed into one grey "other keys" bar (the stack still adds up to the total).
+    if len(live) > len(QUALITATIVE):
+        keep = sorted(sorted(live, key=lambda j: -abs(w[j]))[: len(QUALITATIVE) - 1])
+    else:
+        keep = live
+    for n_, j in enumerate(keep):
         fig.add_trace(
             go.Bar(
                 x=dims,
                 y=parts[j].astype(np.float32),
                 name=f"{ticks[j]} (w = {w[j]:.3f})",
-                marker_color=QUALITATIVE[j % len(QUALITATIVE)],
+                marker_color=QUALITATIVE[n_ % len(QUALITATIVE)],
                 customdata=np.stack([np.full(V.shape[1], w[j]), V[j]], axis=1).astype(np.float32),
                 hovertemplate=(
                     f"key {ticks[j]}<br>dim %{{x}}<br>w = %{{customdata[0]:.4g}} × "
                     "v = %{customdata[1]:.4g}<br>= %{y:.4g}<extra></extra>"
                 ),
                 meta={"role": "bars"},
+            )
+        )
+    rest = [j for j in live if j not in keep]
+    if rest:
+        other = parts[rest].sum(axis=0)  # (d_v,)
+        fig.add_trace(
+            go.Bar(
+                x=dims,
+                y=other.astype(np.float32),
+                name=f"{len(rest)} other keys (Σ w = {w[rest].sum():.3f})",
+                marker_color=t["mask_bg"],
+                hovertemplate=f"{len(rest)} other keys<br>dim %{{x}}<br>Σ wⱼvⱼ = %{{y:.4g}}"
+                "<extra></extra>",
+                meta={"role": "bars", "keys": rest},
             )
         )
     shown = total if context is None else np.asarray(context, dtype=np.float64).ravel()
@@ -662,8 +725,9 @@ def context_vector_figure(
         title=title_layout(title or default, notes),
         xaxis=dict(
             title_text="value dimension",
-            tickmode="linear" if V.shape[1] <= 32 else "auto",
-            dtick=1 if V.shape[1] <= 32 else None,
+            tickmode="linear" if V.shape[1] <= 16 else "auto",
+            dtick=1 if V.shape[1] <= 16 else None,
+            range=[-0.5, V.shape[1] - 0.5],
         ),
         yaxis=dict(title_text="contribution wⱼ·vⱼ", zeroline=True),
         legend=dict(title_text="key (weight)"),

@@ -9,7 +9,6 @@ so in the title.
 from __future__ import annotations
 
 import math
-import textwrap
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -20,9 +19,12 @@ import plotly.graph_objects as go
 from viz.labels import display_labels, escape_text
 from viz.theme import (
     MAGNITUDE_COLORSCALE,
+    PLOT_FRACTION,
     SCORES_COLORSCALE,
     WEIGHTS_COLORSCALE,
     apply_theme,
+    design_size,
+    text_width,
     theme_spec,
 )
 
@@ -157,6 +159,7 @@ def axis_ticks(
 
     numbers=True labels thinned ticks with the bare position (block labels "0–1" are long).
     """
+    max_ticks = max(2, min(max_ticks, MAX_TICKS))
     if len(text) <= max_ticks:
         idx = range(len(text))
     else:
@@ -166,6 +169,31 @@ def axis_ticks(
         tickvals=[float(centres[i]) for i in idx],
         ticktext=[text[i].split("–")[0] if numbers else text[i] for i in idx],
     )
+
+
+def is_index_axis(text: Sequence[str]) -> bool:
+    """Labels that are just the positions "0", "1", ...: Plotly may place ticks by itself."""
+    return all(s == str(i) for i, s in enumerate(text))
+
+
+def tick_budget(axis_px: float, font_px: float) -> int:
+    """How many tick labels fit along an axis axis_px long: one per 1.3 lines of text (labels
+    on a crowded x axis are turned 90°, so the same holds there)."""
+    return max(2, int(axis_px // (1.3 * font_px)))
+
+
+def panel_px(theme: str, *, rows: int = 1, cols: int = 1, height: int | None = None,
+             width: int | None = None) -> tuple[float, float]:
+    """Estimated (width, height) in px of one panel of a rows x cols grid when the figure is
+    drawn at its theme's size (see viz.theme.design_size)."""
+    t = theme_spec(theme)
+    w0, h0 = design_size(theme)
+    w, h = width or w0, height or h0
+    plot_w = w * PLOT_FRACTION - 4 * t["font_size"]  # y labels and title left of the plot
+    plot_h = h - 2.4 * t["title_size"] - 4 * t["font_size"]  # title above, x labels below
+    plot_w -= (cols - 1) * 0.04 * plot_w  # gaps between panels
+    plot_h -= (rows - 1) * 1.6 * t["font_size"]  # a panel title between rows
+    return max(40.0, plot_w / cols), max(40.0, plot_h / rows)
 
 
 def color_range(kind: str, values: Sequence[np.ndarray], zmin=None, zmax=None):
@@ -243,9 +271,11 @@ def add_cell_overlay(
     row: int | None = None,
     col: int | None = None,
     legendgroup: str | None = None,
+    panel: tuple[float, float] | None = None,
 ) -> str | None:
-    """Grey hatched patches over `cells` (plus `cell_text` in each when small), hover = name.
+    """Grey hatched patches over `cells` (plus `cell_text` in each when it fits), hover = name.
 
+    panel: the (width, height) px of the plot at the theme's size (default: one plot).
     Returns the key to print under the title (e.g. "▨ grey hatched: masked (−∞)"), or None.
     """
     if not cells.any():
@@ -293,7 +323,9 @@ def add_cell_overlay(
             **where,
         )
     key = ("▨ grey hatched: " if role == "mask" else "⊠ cross-hatched: ") + name
-    if cell_text and max(cells.shape) <= MASK_TEXT_MAX:
+    if cell_text and max(cells.shape) <= MASK_TEXT_MAX and text_fits(
+        cell_text, grid, theme, panel
+    ):
         rr, cc = np.nonzero(cells)
         fig.add_trace(
             go.Scatter(
@@ -310,6 +342,16 @@ def add_cell_overlay(
             **where,
         )
     return key
+
+
+def text_fits(text: str, grid: Grid, theme: str, panel: tuple[float, float] | None = None) -> bool:
+    """Whether `text` fits inside one cell of `grid` drawn in a panel (w, h px) at the theme's
+    size (default: a single plot), in the cell-text font."""
+    t = theme_spec(theme)
+    w, h = panel or panel_px(theme)
+    size = max(9, t["font_size"] - 3)
+    R, C = grid.z.shape
+    return w / C >= text_width(text, size) + 4 and h / R >= size + 2
 
 
 NAN_NAME = "NaN (not a number)"
@@ -365,23 +407,28 @@ def add_heatmap(
     fig.add_trace(trace, **where)
 
 
-def want_values(show_values: bool | None, grid: Grid, theme: str) -> bool:
-    """Per-cell value text: asked for and small enough, or automatic on paper up to 12."""
+def want_values(
+    show_values: bool | None, grid: Grid, theme: str, panel: tuple[float, float] | None = None
+) -> bool:
+    """Per-cell value text: asked for and small enough, or automatic on paper up to 12 cells
+    per side, and (automatic) only where a cell of the panel (w, h px) is wide enough for it."""
     side = max(grid.z.shape)
     if show_values is None:
-        return theme_spec(theme).get("auto_values", False) and side <= AUTO_VALUES_MAX
+        t = theme_spec(theme)
+        if not (t.get("auto_values", False) and side <= AUTO_VALUES_MAX):
+            return False
+        return text_fits("−0.00", grid, theme, panel)
     return bool(show_values) and side <= VALUES_MAX
 
 
 def compose_title(title: str | None, notes: Sequence[str] = ()) -> str:
-    """Escaped user title, then each note (ours, not user text) wrapped on its own lines.
+    """Escaped user title, then each note (ours, not user text) on a line of its own.
 
     apply_theme keeps the first line as the title and moves the note lines into a "notes"
-    annotation under it (Plotly misplaces multi-line titles).
+    annotation under it, wrapping both to the figure's width.
     """
     lines = [escape_text(title) if title else ""]
-    for note in notes:
-        lines += textwrap.wrap(note, width=95, break_on_hyphens=False)
+    lines += [note for note in notes if note]
     return "<br>".join(lines) if len(lines) > 1 else lines[0]
 
 
@@ -402,11 +449,24 @@ def style_matrix_axes(
     show_x_labels: bool = True,
     show_y_labels: bool = True,
     max_x_ticks: int = MAX_TICKS,
+    max_y_ticks: int = MAX_TICKS,
 ) -> None:
-    """Numeric axes labelled through tickvals/ticktext; row 0 on top; no gridlines."""
+    """Numeric axes labelled through tickvals/ticktext; row 0 on top; no gridlines.
+
+    An axis labelled by bare positions ("0", "1", ... e.g. dimensions) with more than 10 cells
+    gets Plotly's own ticks (0, 20, 40, ...), spaced for whatever width it is drawn at.
+    """
     where = dict(row=row, col=col) if row is not None else {}
+    if is_index_axis(grid.col_text) and len(grid.col_text) > 10:
+        x_ticks = dict(tickmode="auto", nticks=min(8, max(3, max_x_ticks)))
+    else:
+        x_ticks = axis_ticks(grid.x, grid.col_text, numbers=grid.downsampled, max_ticks=max_x_ticks)
+    if is_index_axis(grid.row_text) and len(grid.row_text) > 10:
+        y_ticks = dict(tickmode="auto", nticks=min(10, max(3, max_y_ticks)))
+    else:
+        y_ticks = axis_ticks(grid.y, grid.row_text, numbers=grid.downsampled, max_ticks=max_y_ticks)
     fig.update_xaxes(
-        **axis_ticks(grid.x, grid.col_text, numbers=grid.downsampled, max_ticks=max_x_ticks),
+        **x_ticks,
         title_text=escape_text(x_title) if x_title else None,
         range=[grid.x_edges[0], grid.x_edges[-1]],
         showgrid=False,
@@ -415,7 +475,7 @@ def style_matrix_axes(
         **where,
     )
     fig.update_yaxes(
-        **axis_ticks(grid.y, grid.row_text, numbers=grid.downsampled),
+        **y_ticks,
         title_text=escape_text(y_title) if y_title else None,
         range=[grid.y_edges[-1], grid.y_edges[0]],
         showgrid=False,
@@ -428,10 +488,12 @@ def style_matrix_axes(
         fig.update_xaxes(constrain="domain", **where)
 
 
-def _row_sums_axis(fig: go.Figure, grid: Grid, sums: np.ndarray) -> str | None:
-    """Row sums as a right-hand y axis ("Σ = 1.000"), or a note when there are too many rows."""
+def _row_sums_axis(
+    fig: go.Figure, grid: Grid, sums: np.ndarray, max_ticks: int = MAX_TICKS
+) -> str | None:
+    """Row sums as a right-hand y axis ("Σ = 1.000"), or a note when not every row has room."""
     finite = sums[np.isfinite(sums)]
-    if grid.downsampled or len(sums) > MAX_TICKS:
+    if grid.downsampled or len(sums) > min(max_ticks, MAX_TICKS):
         if finite.size:
             return f"every row sums to 1 (max |Σ − 1| = {np.abs(finite - 1).max():.1e})"
         return None
@@ -490,8 +552,12 @@ def heatmap_figure(
     theme: str = "default",
 ) -> go.Figure:
     """Internal: one matrix as a heatmap with every rule of this module applied."""
-    theme_spec(theme)
+    t = theme_spec(theme)
     grid = prepare_grid(matrix, row_text=row_text, col_text=col_text, mask=mask)
+    pw, ph = panel_px(theme)
+    if row_sums:
+        pw -= text_width("Σ = 1.000", t["font_size"])
+    x_budget, y_budget = tick_budget(pw, t["font_size"]), tick_budget(ph, t["font_size"])
     lo, hi, scale = color_range(kind, [grid.z], zmin, zmax)
     fig = go.Figure()
     add_heatmap(
@@ -504,7 +570,7 @@ def heatmap_figure(
         value_name=value_name,
         x_name=x_name,
         y_name=y_name,
-        show_values=want_values(show_values, grid, theme),
+        show_values=want_values(show_values, grid, theme, (pw, ph)),
         value_format=value_format,
     )
     notes = list(grid.notes) + list(extra_notes)
@@ -518,6 +584,7 @@ def heatmap_figure(
             cell_text=escape_text(masked_text),
             pattern="/",
             theme=theme,
+            panel=(pw, ph),
         )
     )
     if grid.bad.any():
@@ -531,12 +598,14 @@ def heatmap_figure(
                 cell_text="NaN",
                 pattern="x",
                 theme=theme,
+                panel=(pw, ph),
             )
         )
-    style_matrix_axes(fig, grid, x_title=x_title, y_title=y_title, square=square)
+    style_matrix_axes(fig, grid, x_title=x_title, y_title=y_title, square=square,
+                      max_x_ticks=x_budget, max_y_ticks=y_budget)
     if row_sums:  # after the main axes: fig.update_yaxes would restyle yaxis2 as well
         sums = np.asarray(matrix, dtype=np.float64).sum(axis=1)  # (R,) NaN where a row is NaN
-        note = _row_sums_axis(fig, grid, sums)
+        note = _row_sums_axis(fig, grid, sums, y_budget)
         if note:
             notes.append(note)
     fig.update_layout(title=title_layout(title, [n for n in notes if n]), showlegend=False)
@@ -611,9 +680,12 @@ def add_panel(
     show_y_labels: bool = True,
     square: bool = False,
     max_x_ticks: int = MAX_TICKS,
+    max_y_ticks: int = MAX_TICKS,
+    panel: tuple[float, float] | None = None,
 ) -> list[str]:
     """One heatmap panel of a make_subplots figure (colours from a shared coloraxis).
 
+    panel: its estimated (width, height) px (panel_px), to write text in cells only if it fits.
     Returns the notes the panel needs in the figure title (keys to the overlays).
     """
     add_heatmap(
@@ -645,6 +717,7 @@ def add_panel(
             row=row,
             col=col,
             legendgroup="masked",
+            panel=panel,
         )
     ]
     if grid.bad.any():
@@ -661,6 +734,7 @@ def add_panel(
                 row=row,
                 col=col,
                 legendgroup="nan",
+                panel=panel,
             )
         )
     style_matrix_axes(
@@ -674,8 +748,36 @@ def add_panel(
         show_x_labels=show_x_labels,
         show_y_labels=show_y_labels,
         max_x_ticks=max_x_ticks,
+        max_y_ticks=max_y_ticks,
     )
     return [n for n in notes if n]
+
+
+def label_gap(labels: Sequence[str], theme: str, *, cols: int, width: int | None = None) -> float:
+    """make_subplots horizontal_spacing that leaves room for `labels` as y tick labels of a
+    panel that is not the first (a fraction of the plot width, at the theme's size)."""
+    t = theme_spec(theme)
+    plot_w = (width or design_size(theme)[0]) * PLOT_FRACTION
+    longest = max((text_width(s, t["font_size"]) for s in labels), default=0.0)
+    return min(0.6 / max(cols - 1, 1), max(0.04, (longest + 16) / plot_w))
+
+
+def set_column_gaps(fig: go.Figure, gaps: Sequence[float]) -> None:
+    """Re-space a one-row make_subplots figure: gaps[i] (a fraction of the plot width) between
+    columns i and i + 1, panels equally wide; subplot titles move with their panels."""
+    n = len(gaps) + 1
+    width = (1.0 - sum(gaps)) / n
+    moved = {}
+    x0 = 0.0
+    for i in range(n):
+        axis = fig.layout["xaxis" if i == 0 else f"xaxis{i + 1}"]
+        d0, d1 = axis.domain
+        moved[round((d0 + d1) / 2, 6)] = x0 + width / 2
+        axis.domain = [x0, min(1.0, x0 + width)]
+        x0 += width + (gaps[i] if i < len(gaps) else 0.0)
+    for ann in fig.layout.annotations:
+        if ann.xref == "paper" and ann.x is not None and round(ann.x, 6) in moved:
+            ann.x = moved[round(ann.x, 6)]
 
 
 def coloraxis_layout(kind: str, lo: float, hi: float, scale, title: str, **colorbar) -> dict:

@@ -19,13 +19,17 @@ from viz.heatmap import (
     color_range,
     coloraxis_layout,
     heatmap_figure,
+    label_gap,
+    panel_px,
     prepare_grid,
+    set_column_gaps,
     symmetric_range,
+    tick_budget,
     title_layout,
     unique_notes,
 )
 from viz.labels import display_labels, escape_text
-from viz.theme import QUALITATIVE, apply_theme
+from viz.theme import QUALITATIVE, apply_theme, theme_spec
 
 
 def order_difference_heatmap(
@@ -100,16 +104,20 @@ def aligned_outputs_figure(
         rows_b = display_labels(labels_b, b.shape[0])
     dims = [str(j) for j in range(a.shape[1])]
     lo, hi, scale = color_range("values", [a, b], zmax=symmetric_range(a, b))
+    # B's labels differ from A's (its own positions): they sit between panels 1 and 2. The
+    # |A − B| panel's rows are A's, so it repeats no labels.
     fig = make_subplots(
         rows=1,
         cols=3,
-        horizontal_spacing=0.09,
         subplot_titles=(escape_text(name_a), escape_text(f"{name_b} (aligned)"), "|A − B|"),
     )
+    set_column_gaps(fig, [label_gap(rows_b, theme, cols=3), 0.04])
     notes: list[str] = []
     # One diverging scale for all three panels: |A − B| is in the outputs' own units, so float
     # rounding (~1e-7) stays white instead of filling a scale of its own.
     panels = [(a, rows_a, "output"), (b, rows_b, "output"), (diff, rows_a, "|A − B|")]
+    t = theme_spec(theme)
+    pw, ph = panel_px(theme, cols=3)
     for c, (m, rows, name) in enumerate(panels):
         grid = prepare_grid(m, row_text=rows, col_text=dims)
         notes += grid.notes
@@ -126,7 +134,10 @@ def aligned_outputs_figure(
             x_title="dimension",
             y_title="token" if c == 0 else "",
             theme=theme,
-            max_x_ticks=8,
+            max_x_ticks=tick_budget(pw, t["font_size"]),
+            max_y_ticks=tick_budget(ph, t["font_size"]),
+            panel=(pw, ph),
+            show_y_labels=c < 2,
         )
     top = float(np.nanmax(diff)) if np.isfinite(diff).any() else float("nan")
     notes.append(f"max |A − B| = {top:.3g}")

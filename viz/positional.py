@@ -14,12 +14,15 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from viz.heatmap import (
+    _nice_step,
     add_panel,
     color_range,
     coloraxis_layout,
     heatmap_figure,
+    panel_px,
     prepare_grid,
     symmetric_range,
+    tick_budget,
     title_layout,
     unique_notes,
     want_values,
@@ -98,11 +101,19 @@ def pe_curves(
         if marked_labels is not None
         else [str(int(p)) for p in marks]
     )
+    t = theme_spec(theme)
+    pw, _ = panel_px(theme)
+    span = max(float(pos.max() - pos.min()), 1e-9)
+    gaps = np.diff(np.sort(marks))
+    gap_px = pw * (float(gaps.min()) if gaps.size else span) / span  # between two marked tokens
+    dense = gap_px < 6  # small dots without outline, no dotted lines
     fig = go.Figure()
     for n, j in enumerate(dims):
         i = j // 2
         period = 2 * math.pi * 10000 ** (2 * i / d)
-        name = f"dim {j}: {'sin' if j % 2 == 0 else 'cos'}, period {period:.3g}"
+        # Short names: a horizontal legend fits two per row one paper column wide.
+        length = f"{period:.3g}" if period < 100 else f"{period:.0f}"
+        name = f"dim {j} {'sin' if j % 2 == 0 else 'cos'}, period {length}"
         color = QUALITATIVE[n % len(QUALITATIVE)]
         fig.add_trace(
             go.Scatter(
@@ -122,7 +133,8 @@ def pe_curves(
                     x=marks,
                     y=np.interp(marks, pos, table[:, j]),
                     mode="markers",
-                    marker=dict(color=color, size=9, line=dict(width=1, color="#000")),
+                    marker=dict(color=color, size=4 if dense else 9,
+                                line=dict(width=0 if dense else 1, color="#000")),
                     customdata=mark_text,
                     showlegend=False,
                     legendgroup=str(j),
@@ -131,39 +143,49 @@ def pe_curves(
                     meta={"role": "marks"},
                 )
             )
+    notes = []
     if marks.size:
-        t = theme_spec(theme)
-        for p in marks[:64]:
-            fig.add_vline(x=float(p), line=dict(color=t["axis_line_color"], width=0.6, dash="dot"))
-        # The tokens label a second x axis on top (Plotly turns crowded labels by itself).
-        fig.add_trace(
-            go.Scatter(
-                x=marks,
-                y=np.zeros(marks.size),
-                xaxis="x2",
-                mode="markers",
-                marker=dict(opacity=0),
-                hoverinfo="skip",
-                showlegend=False,
-                meta={"role": "anchor"},
+        if not dense and marks.size <= 64:
+            for p in marks:
+                fig.add_vline(x=float(p), line=dict(color=t["axis_line_color"], width=0.6, dash="dot"))
+        # The tokens label a second x axis on top, every k-th one where they would crowd (Plotly
+        # turns them 90° when they touch: then each needs about one line of text).
+        step = 1 if gap_px >= 1.3 * t["font_size"] else _nice_step(1.3 * t["font_size"] / gap_px)
+        if step > 1 and marks.size <= 12:
+            # A few tokens squeezed into a long axis: name them in a note instead.
+            notes.append("● the sentence's tokens: " + "  ".join(mark_text))
+        else:
+            fig.add_trace(
+                go.Scatter(
+                    x=marks,
+                    y=np.zeros(marks.size),
+                    xaxis="x2",
+                    mode="markers",
+                    marker=dict(opacity=0),
+                    hoverinfo="skip",
+                    showlegend=False,
+                    meta={"role": "anchor"},
+                )
             )
-        )
-        fig.update_layout(
-            xaxis2=dict(
-                overlaying="x",
-                side="top",
-                matches="x",
-                tickmode="array",
-                tickvals=marks.tolist(),
-                ticktext=mark_text,
-                showgrid=False,
-                zeroline=False,
+            fig.update_layout(
+                xaxis2=dict(
+                    overlaying="x",
+                    side="top",
+                    matches="x",
+                    tickmode="array",
+                    tickvals=marks[::step].tolist(),
+                    ticktext=mark_text[::step],
+                    showgrid=False,
+                    zeroline=False,
+                )
             )
-        )
     fig.update_layout(
-        title=title_layout(title),
+        title=title_layout(title, notes),
         xaxis_title="position (the sentence's tokens marked)" if marks.size else "position",
         yaxis=dict(title_text="PE value", range=[-1.1, 1.1]),
+        # Below the plot in every theme: six long names beside it would halve a narrow plot.
+        legend=dict(orientation="h", x=0, xanchor="left", xref="container", y=0,
+                    yanchor="bottom", yref="container", traceorder="normal"),
     )
     return apply_theme(fig, theme)
 
@@ -294,6 +316,8 @@ def embedding_pe_figure(
         subplot_titles=("token embedding", "+ positional encoding", "= sum"),
     )
     rows = display_labels(labels, e.shape[0])
+    t = theme_spec(theme)
+    pw, ph = panel_px(theme, cols=3)
     notes: list[str] = []
     for c, m in enumerate(mats):
         grid = prepare_grid(m, row_text=rows, col_text=[str(j) for j in range(m.shape[1])])
@@ -309,9 +333,11 @@ def embedding_pe_figure(
             x_name="dim",
             y_name="token",
             x_title="dimension",
-            max_x_ticks=8,
+            max_x_ticks=tick_budget(pw, t["font_size"]),
+            max_y_ticks=tick_budget(ph, t["font_size"]),
+            panel=(pw, ph),
             y_title="token" if c == 0 else "",
-            show_values=want_values(None, grid, theme),
+            show_values=want_values(None, grid, theme, (pw, ph)),
             theme=theme,
             show_y_labels=c == 0,
         )

@@ -116,6 +116,14 @@ for _name, _t in THEMES.items():
     _t["auto_values"] = _t["legend_below"] = _name.startswith("paper")
 THEME_NAMES = tuple(THEMES)
 
+# Themes without a fixed size are drawn by Streamlit at the container's width (about 700 to
+# 1100 px) and the figure's own height (Plotly's default 450 px): lay them out for the narrowest.
+APP_WIDTH = 700
+APP_HEIGHT = 450
+# A line break that apply_theme inserted to wrap a long title or note (it re-wraps from scratch
+# each time). User text is escaped, so it can never contain this tag itself.
+SOFT_BREAK = '<br class="wrap">'
+
 
 def theme_spec(name: str) -> dict:
     """The settings of theme `name`; raises ValueError naming the valid themes."""
@@ -124,14 +132,89 @@ def theme_spec(name: str) -> dict:
     return THEMES[name]
 
 
+def design_size(theme: str, fig: go.Figure | None = None) -> tuple[int, int]:
+    """(width, height) in CSS px a figure is laid out for: its own size if set, else the
+    theme's export size, else the narrowest app container (APP_WIDTH x APP_HEIGHT)."""
+    t = theme_spec(theme)
+    width = (fig.layout.width if fig is not None else None) or t["width"] or APP_WIDTH
+    height = (fig.layout.height if fig is not None else None) or t["height"] or APP_HEIGHT
+    return int(width), int(height)
+
+
+_NARROW = set(" .,:;'|!()[]{}ijlrtfI/\\-·")
+_WIDE = set("mwMW@%&")
+
+
+def text_width(text: str, size: float) -> float:
+    """Rough rendered width in px of one line, on the generous side (cut text is worse than an
+    early line break): CJK 1 em, capitals and m/w 0.75 em, narrow marks 0.35 em, others 0.58 em.
+
+    Tags (<br>, <sub>) count as nothing and HTML entities as one character.
+    """
+    plain = re.sub(r"&[^;\s]+;", "x", re.sub(r"<[^<>]*>", "", text))
+    width = 0.0
+    for ch in plain:
+        if ord(ch) >= 0x2E80:
+            width += 1.0
+        elif ch in _NARROW:
+            width += 0.35
+        elif ch in _WIDE or ch.isupper():
+            width += 0.75
+        else:
+            width += 0.58
+    return width * size
+
+
+def _tokens(line: str) -> list[str]:
+    """Pieces a line may break between: single CJK characters and words (tags and entities
+    inside a word stay in it), each with its trailing spaces."""
+    return re.findall(r"[\u2e80-\uffff]\s*|(?:<[^<>]*>|&[^;\s]+;|[^\s\u2e80-\uffff])+\s*|\s+", line)
+
+
+def wrap_text(text: str, width_px: float, size: float) -> list[str]:
+    """Break a line (escaped HTML) into lines at most width_px wide at font `size`.
+
+    Breaks after a space or between CJK characters, never inside a word, a tag or an entity
+    (a word wider than the line stays whole on its own line). Lines keep their trailing space,
+    so "".join(lines) == text.
+    """
+    lines: list[str] = []
+    current = ""
+    for piece in _tokens(text):
+        trial = current + piece
+        if current.strip() and piece.strip() and text_width(trial.rstrip(), size) > width_px:
+            lines.append(current)
+            current = piece
+        else:
+            current = trial
+    lines.append(current)
+    return lines
+
+
+def soft_wrap(text: str, width_px: float, size: float) -> str:
+    """`text` with its earlier soft breaks removed and new ones where it must wrap."""
+    return SOFT_BREAK.join(wrap_text(unwrap(text), width_px, size))
+
+
+def unwrap(text: str | None) -> str:
+    """Undo soft_wrap: the text as one line again (hard <br> breaks are kept)."""
+    return (text or "").replace(SOFT_BREAK, "")
+
+
 def _role(trace) -> str | None:
     meta = trace.meta
     return meta.get("role") if isinstance(meta, dict) else None
 
 
 def apply_theme(fig: go.Figure, name: str = "default") -> go.Figure:
-    """Restyle `fig` in place with theme `name` ("default", "paper", "slide", "dark"); returns it."""
+    """Restyle `fig` in place with theme `name` ("default", "paper", "slide", "dark"); returns it.
+
+    Besides fonts and colours it lays the figure out for the theme's size (design_size): tight
+    margins that grow to fit the labels (automargin), axis titles at the text size, subplot
+    titles and the title wrapped to the width they have.
+    """
     t = theme_spec(name)
+    edge = max(8, round(0.5 * t["font_size"]))  # white space around everything
     fig.update_layout(
         template=t["template"],
         font=dict(family=t["font_family"], size=t["font_size"], color=t["font_color"]),
@@ -140,6 +223,7 @@ def apply_theme(fig: go.Figure, name: str = "default") -> go.Figure:
         plot_bgcolor=t["plot_bgcolor"],
         hoverlabel=dict(font_family=t["font_family"]),
         legend=dict(font=dict(family=t["font_family"], size=t["font_size"])),
+        margin=dict(l=edge, r=edge, b=edge, pad=0),
     )
     axis = dict(
         showline=True,
@@ -149,20 +233,28 @@ def apply_theme(fig: go.Figure, name: str = "default") -> go.Figure:
         tickcolor=t["axis_line_color"],
         gridcolor=t["grid_color"],
         zerolinecolor=t["grid_color"],
+        automargin=True,
+        # Plotly draws axis titles at 1.2x the text size; in a small figure that is too loud.
+        title_font=dict(family=t["font_family"], size=t["font_size"], color=t["font_color"]),
     )
     if not t["grid"]:
         axis.update(showgrid=False, zeroline=False)
     fig.update_xaxes(**axis)
     fig.update_yaxes(**axis)
+    for key in fig.layout:  # an axis without labels (inner small multiples) needs no tick marks
+        if key.startswith(("xaxis", "yaxis")) and fig.layout[key].showticklabels is False:
+            fig.layout[key].ticks = ""
     if t.get("legend_below"):
         fig.update_layout(legend=dict(orientation="h", x=0.01, xanchor="left", xref="container",
                                       y=0, yanchor="bottom", yref="container",
                                       traceorder="normal",
                                       font=dict(size=t["font_size"] - 2)))
-    # Subplot titles are annotations: give them the theme's font too.
+    # Subplot titles are annotations: give them the theme's font too, wrapped to their panel.
     for ann in fig.layout.annotations:
         if ann.name != "notes":
-            ann.font = dict(family=t["font_family"], color=ann.font.color or t["font_color"])
+            ann.font = dict(family=t["font_family"], size=t["font_size"],
+                            color=ann.font.color or t["font_color"])
+    _wrap_subplot_titles(fig, t, name)
     colorbar = dict(
         thickness=t["colorbar_thickness"],
         outlinewidth=0,
@@ -172,7 +264,7 @@ def apply_theme(fig: go.Figure, name: str = "default") -> go.Figure:
     for key in fig.layout:
         if key.startswith("coloraxis"):
             fig.layout[key].colorbar.update(colorbar)
-    _fit_title(fig, t)
+    _fit_title(fig, t, name)
     for trace in fig.data:
         role = _role(trace)
         if hasattr(trace, "colorbar") and getattr(trace, "showscale", None) is not False:
@@ -195,9 +287,39 @@ def apply_theme(fig: go.Figure, name: str = "default") -> go.Figure:
     return fig
 
 
-def _text_width(text: str, size: float) -> float:
-    """Rough rendered width in px: wide (CJK) characters 1 em, others 0.6 em."""
-    return sum(size if ord(ch) > 0x2E80 else 0.6 * size for ch in re.sub(r"&[^;]+;", "x", text))
+PLOT_FRACTION = 0.75  # of the figure's width the plot area gets (the rest: labels, colour bar)
+
+
+def subplot_titles(fig: go.Figure) -> list:
+    """The subplot/column titles make_subplots wrote: horizontal annotations centred over a
+    panel (their x is the centre of an x axis domain), each with that domain's width."""
+    centres = {}
+    for key in fig.layout:
+        if key.startswith("xaxis") and fig.layout[key].domain:
+            d0, d1 = fig.layout[key].domain
+            centres[round((d0 + d1) / 2, 6)] = d1 - d0
+    out = []
+    for ann in fig.layout.annotations:
+        if ann.name == "notes" or ann.xref != "paper" or ann.yref != "paper":
+            continue
+        if ann.textangle not in (None, 0) or ann.x is None:
+            continue
+        width = centres.get(round(ann.x, 6))
+        if width is not None:
+            out.append((ann, width))
+    return out
+
+
+def _wrap_subplot_titles(fig: go.Figure, t: dict, name: str) -> None:
+    """Wrap each subplot title to its panel's width, so neighbours never run into each other."""
+    width, _ = design_size(name, fig)
+    for ann, domain in subplot_titles(fig):
+        ann.text = soft_wrap(ann.text or "", max(domain * width * PLOT_FRACTION, 3 * t["font_size"]),
+                             t["font_size"])
+
+
+def _lines(text: str | None) -> int:
+    return len(re.findall(r"<br(\s+[^>]*)?>", text or "")) + 1
 
 
 def _top_axis_height(fig: go.Figure, t: dict) -> int:
@@ -207,42 +329,77 @@ def _top_axis_height(fig: go.Figure, t: dict) -> int:
         ax = fig.layout[key]
         if key.startswith("xaxis") and ax.side == "top" and ax.showticklabels is not False:
             labels = [str(v) for v in (ax.ticktext or [])]
-            longest = max((_text_width(s, t["font_size"]) for s in labels), default=0.0)
+            if not labels:
+                continue
+            longest = max((text_width(s, t["font_size"]) for s in labels), default=0.0)
             height = max(height, int(max(1.6 * t["font_size"], longest)) + 8)
     return height
 
 
-def _fit_title(fig: go.Figure, t: dict) -> None:
-    """Title on one line at the top; note lines in a "notes" annotation just above the plot.
+def _left_of_plot(fig: go.Figure, t: dict) -> float:
+    """Estimated px left of the plot area: the widest y tick label, ticks, the y axis title."""
+    left = 0.0
+    for key in fig.layout:
+        ax = fig.layout[key]
+        if not key.startswith("yaxis") or ax.side == "right" or ax.overlaying:
+            continue
+        if ax.domain and ax.anchor and ax.anchor != "x":  # only the first column's axes
+            xa = fig.layout["xaxis" + ax.anchor[1:]]
+            if xa.domain and xa.domain[0] > 0.01:
+                continue
+        px = 0.0
+        if ax.showticklabels is not False:
+            labels = [str(v) for v in ax.ticktext] if ax.ticktext else ["−0.00"]
+            px += max(text_width(s, t["font_size"]) for s in labels) + 10
+        if ax.title.text:
+            px += 1.5 * t["font_size"]
+        left = max(left, px)
+    return left
 
-    Plotly anchors a multi-line title by its first line only, so notes live in an annotation
-    (anchored by its whole height) and the top margin is counted from the lines here.
+
+def _fit_title(fig: go.Figure, t: dict, name: str) -> None:
+    """Title at the top, wrapped to the width; note lines in a "notes" annotation above the plot.
+
+    The title and the notes start where the plot starts (x = 0 on the paper) and are wrapped to
+    the width left of the figure there. Plotly lifts a multi-line title by 0.7 em (it anchors it
+    by its first line), so the pad gives that back; notes live in an annotation (anchored by its
+    whole height). The top margin is counted from the lines here.
     """
     first, *rest = (fig.layout.title.text or "").split("<br>")
     old = [a for a in fig.layout.annotations if a.name == "notes"]
-    lines = (old[0].text.split("<br>") if old else []) + rest
+    lines = [unwrap(x) for x in (old[0].text.split("<br>") if old else [])] + rest
     note_size = max(10, round(0.8 * t["font_size"]))
+    width, _ = design_size(name, fig)
+    room = width - _left_of_plot(fig, t) - max(8, round(0.5 * t["font_size"])) - 4
+    first = soft_wrap(first, room, t["title_size"]) if first else first
+    notes = "<br>".join(soft_wrap(x, room, note_size) for x in lines)
+    title_lines = _lines(first) if first else 0
+    note_lines = _lines(notes) if lines else 0
     # make_subplots puts subplot titles at the top edge of the plot area: notes go above them.
-    top_titles = any(
-        a.name != "notes"
+    top = [
+        a
+        for a in fig.layout.annotations
+        if a.name != "notes"
         and a.yref == "paper"
         and a.y is not None
         and a.y >= 0.98
         and a.yanchor == "bottom"
-        for a in fig.layout.annotations
-    )
-    lift = int(1.6 * t["font_size"]) if top_titles else 0
+    ]
+    lift = 0
+    if top:
+        size = max((a.font.size or t["font_size"]) for a in top)
+        lift = int((0.3 + 1.3 * max(_lines(a.text) for a in top)) * size)
     lift += _top_axis_height(fig, t)
     if old:
         old[0].update(
-            text="<br>".join(lines),
+            text=notes,
             yshift=6 + lift,
             font=dict(family=t["font_family"], size=note_size, color=t["font_color"]),
         )
     elif lines:
         fig.add_annotation(
             name="notes",
-            text="<br>".join(lines),
+            text=notes,
             xref="paper",
             x=0,
             xanchor="left",
@@ -254,7 +411,9 @@ def _fit_title(fig: go.Figure, t: dict) -> None:
             align="left",
             font=dict(family=t["font_family"], size=note_size, color=t["font_color"]),
         )
-    height = 12 + (1.4 * t["title_size"] if first else 0) + len(lines) * 1.3 * note_size
+    height = 12 + note_lines * 1.3 * note_size
+    if title_lines:
+        height += 1.4 * t["title_size"] + 1.3 * t["title_size"] * (title_lines - 1)
     fig.update_layout(
         title=dict(
             text=first,
@@ -264,7 +423,7 @@ def _fit_title(fig: go.Figure, t: dict) -> None:
             y=1,
             yref="container",
             yanchor="top",
-            pad=dict(t=12),
+            pad=dict(t=12 + (round(0.7 * t["title_size"]) if title_lines > 1 else 0)),
         ),
         margin=dict(t=int(height) + 10 + lift),
     )
