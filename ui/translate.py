@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import streamlit as st
 
 import viz
 from lab.compute import Loaded, Run
 from lab.spec import FigureSpec
+from lab.views import Panel
 from model.analysis import all_head_weights, head_arrays
+from ui.panels import render_panel
 from ui.text import md
 
 
@@ -44,19 +47,22 @@ def decoding_steps(run: Run, loaded: Loaded, spec: FigureSpec) -> None:
     head = max(0, min(spec.head, decoders[layer].self_attn.n_heads - 1))
     sa = head_arrays(decoders[layer].self_attn, row, head)
     ca = head_arrays(decoders[layer].cross_attn, row, head)
+    self_w = sa["weights"][:step, :step]  # (t, t): what the decoder's own tokens attend to so far
+    cross_w = ca["weights"][:step, :n_src]  # (t, Ts): each step over the source
     left, right = st.columns(2)
     with left:
-        fig = viz.decoder_self_attention_heatmap(
-            sa["weights"][:step, :step], target_labels=tgt[:step], mask=sa["allowed"][:step, :step],
-            title=f"Decoder self-attention, layer {layer} head {head}", theme=spec.theme)
-        st.plotly_chart(fig, config=viz.figure_config(f"decode-step{step}-self"), key="chart-translate-step-self",
-                        theme=None, width="stretch")
+        render_panel(Panel(
+            f"step{step}-self", f"Step {step}: decoder self-attention",
+            viz.decoder_self_attention_heatmap(self_w, target_labels=tgt[:step], mask=sa["allowed"][:step, :step],
+                                               title=f"Decoder self-attention, layer {layer} head {head}",
+                                               theme=spec.theme),
+            viz.matrix_frame(self_w, tgt[:step], tgt[:step])), "translate", spec)
     with right:
-        fig = viz.cross_attention_heatmap(
-            ca["weights"][:step, :n_src], target_labels=tgt[:step], source_labels=src,
-            title=f"Cross-attention, layer {layer} head {head}", theme=spec.theme)
-        st.plotly_chart(fig, config=viz.figure_config(f"decode-step{step}-cross"), key="chart-translate-step-cross",
-                        theme=None, width="stretch")
+        render_panel(Panel(
+            f"step{step}-cross", f"Step {step}: cross-attention",
+            viz.cross_attention_heatmap(cross_w, target_labels=tgt[:step], source_labels=src,
+                                        title=f"Cross-attention, layer {layer} head {head}", theme=spec.theme),
+            viz.matrix_frame(cross_w, tgt[:step], src)), "translate", spec)
 
 
 def cross_heads(run: Run, spec: FigureSpec) -> None:
@@ -66,9 +72,10 @@ def cross_heads(run: Run, spec: FigureSpec) -> None:
     n_dec, n_src = len(sentence.tgt_ids), len(sentence.src_ids)
     weights = all_head_weights(run.trace, "cross", row)[:, :, :n_dec, :n_src]  # (L, H, Tq, Ts), own tokens only
     layer = max(0, min(spec.layer, weights.shape[0] - 1))
-    st.subheader(md(f"Cross-attention: every head of decoder layer {layer}"), anchor=False)
-    fig = viz.heads_grid(np.asarray(weights[layer]), row_labels=list(sentence.tgt_pieces),
-                         col_labels=list(sentence.encoding.pieces),
-                         head_names=[f"head {h}" for h in range(weights.shape[1])], theme=spec.theme)
-    st.plotly_chart(fig, config=viz.figure_config(f"cross-heads-layer{layer}"), key="chart-translate-cross-heads",
-                    theme=None, width="stretch")
+    heads = range(weights.shape[1])
+    tgt, src = list(sentence.tgt_pieces), list(sentence.encoding.pieces)
+    render_panel(Panel(
+        f"cross-heads-layer{layer}", f"Cross-attention: every head of decoder layer {layer}",
+        viz.heads_grid(np.asarray(weights[layer]), row_labels=tgt, col_labels=src,
+                       head_names=[f"head {h}" for h in heads], theme=spec.theme),
+        pd.concat({f"head {h}": viz.matrix_frame(weights[layer, h], tgt, src) for h in heads})), "translate", spec)
