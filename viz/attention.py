@@ -25,6 +25,7 @@ from viz.heatmap import (
     heatmap_figure,
     label_gap,
     panel_px,
+    plot_px,
     prepare_grid,
     set_column_gaps,
     style_matrix_axes,
@@ -157,6 +158,9 @@ def mask_heatmap(
     )
     side = max(grid.z.shape)
     word = ("True", "False") if side <= 12 else ("T", "F")
+    t = theme_spec(theme)
+    pw, ph = plot_px(theme, row_text=grid.row_text, col_text=grid.col_text, colorbar=False,
+                     note_lines=len(grid.notes) + 2)
     fig = go.Figure()
     heat = go.Heatmap(
         z=grid.z,
@@ -171,7 +175,7 @@ def mask_heatmap(
         hovertemplate="query %{y}<br>key %{x}<br>True: may attend<extra></extra>",
         meta={"role": "mask_allowed"},
     )
-    if side <= VALUES_MAX and text_fits(word[0], grid, theme):
+    if side <= VALUES_MAX and text_fits(word[0], grid, theme, (pw, ph)):
         heat.text = np.where(np.isnan(grid.z), "", word[0])
         heat.texttemplate = "%{text}"
         heat.textfont = dict(color="#000000")
@@ -184,9 +188,8 @@ def mask_heatmap(
         cell_text=word[1],
         pattern="/",
         theme=theme,
+        panel=(pw, ph),
     )
-    t = theme_spec(theme)
-    pw, ph = panel_px(theme)
     style_matrix_axes(
         fig, grid, x_title="key (attended to)", y_title="query (attending)", square=False,
         max_x_ticks=tick_budget(pw, t["font_size"]), max_y_ticks=tick_budget(ph, t["font_size"]),

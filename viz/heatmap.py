@@ -407,6 +407,35 @@ def add_heatmap(
     fig.add_trace(trace, **where)
 
 
+def plot_px(
+    theme: str,
+    *,
+    row_text: Sequence[str],
+    col_text: Sequence[str],
+    right_px: float = 0.0,
+    colorbar: bool = True,
+    note_lines: int = 0,
+) -> tuple[float, float]:
+    """Estimated (width, height) px of a single plot at the theme's size, from what surrounds
+    it: the y labels and title on the left, the colour bar (and right_px more, e.g. row sums)
+    on the right, the title and note lines above, the x labels (turned 90° when they do not
+    fit side by side) and title below."""
+    t = theme_spec(theme)
+    W, H = design_size(theme)
+    f = t["font_size"]
+    edge = max(8, round(0.5 * f))
+    left = max((text_width(s, f) for s in row_text), default=0.0) + 1.5 * f + 12
+    right = right_px + ((t["colorbar_thickness"] + 3.5 * f) if colorbar else 0.0)
+    w = W - 2 * edge - left - right
+    widest = max((text_width(s, f) for s in col_text), default=0.0)
+    shown = min(len(col_text), tick_budget(max(w, 40.0), f))
+    below = 1.3 * f if shown * (widest + 8) <= w else widest + 6
+    note_size = max(10, round(0.8 * f))
+    top = 32 + 1.4 * t["title_size"] + 1.3 * note_size * note_lines
+    h = H - top - below - 1.5 * f - edge - 6
+    return max(40.0, w), max(40.0, h)
+
+
 def want_values(
     show_values: bool | None, grid: Grid, theme: str, panel: tuple[float, float] | None = None
 ) -> bool:
@@ -554,9 +583,14 @@ def heatmap_figure(
     """Internal: one matrix as a heatmap with every rule of this module applied."""
     t = theme_spec(theme)
     grid = prepare_grid(matrix, row_text=row_text, col_text=col_text, mask=mask)
-    pw, ph = panel_px(theme)
-    if row_sums:
-        pw -= text_width("Σ = 1.000", t["font_size"])
+    n_notes = len(grid.notes) + len(extra_notes) + int(grid.masked.any()) + int(grid.bad.any())
+    pw, ph = plot_px(
+        theme,
+        row_text=grid.row_text,
+        col_text=grid.col_text,
+        right_px=text_width("Σ = 1.000", t["font_size"]) + 8 if row_sums else 0.0,
+        note_lines=n_notes + int(row_sums and max(grid.z.shape) > MAX_TICKS),
+    )
     x_budget, y_budget = tick_budget(pw, t["font_size"]), tick_budget(ph, t["font_size"])
     lo, hi, scale = color_range(kind, [grid.z], zmin, zmax)
     fig = go.Figure()
