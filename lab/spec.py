@@ -55,8 +55,8 @@ class FigureSpec:
     device: str = "cpu"
     views: tuple[str, ...] = ("attention",)  # views to export
     theme: str = "default"  # default | paper (serif) | paper-sans | slide | dark
-    width: int = 900  # export size in CSS pixels
-    height: int = 600
+    width: int = 0  # export size in CSS pixels; 0 = the theme's own (paper 600x480, slide 1280x720, else 900x600)
+    height: int = 0
     scale: float = 3.125  # PNG scale factor: 3.125 x 96 dpi = 300 dpi
     format: str = "svg"
 
@@ -80,6 +80,8 @@ class FigureSpec:
             ("width", 100, 8000), ("height", 100, 8000),
         ):
             value = getattr(self, name)
+            if name in ("width", "height") and value == 0:
+                continue  # the theme's own size
             if not lo <= value <= hi:
                 raise SpecError(name, f"{value} is outside [{lo}, {hi}]")
         if not 0.1 <= self.scale <= 10:
@@ -98,6 +100,14 @@ class FigureSpec:
         for h in self.heads:
             if h < 0:
                 raise SpecError("heads", f"head {h} is negative")
+
+    @property
+    def size(self) -> tuple[int, int]:
+        """(width, height) to export at: the spec's own, or the theme's where it says 0."""
+        from viz.theme import THEMES as THEME_STYLES  # lazily: validating a spec needs no plotly
+
+        style = THEME_STYLES.get(self.theme, {})
+        return (self.width or style.get("width") or 900, self.height or style.get("height") or 600)
 
     # -- conversions ---------------------------------------------------------------------------
     def to_dict(self) -> dict:

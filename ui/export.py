@@ -45,11 +45,11 @@ def _file_stem(key: str) -> str:
 
 def _renderer(fig_json: str, fmt: str, spec: FigureSpec) -> Callable[[], bytes]:
     scale = spec.scale if fmt == "png" else 1.0
-    return lambda: rendered(fig_json, fmt, spec.width, spec.height, scale)
+    return lambda: rendered(fig_json, fmt, *spec.size, scale)
 
 
 def export_buttons(fig: go.Figure | None, key: str, spec: FigureSpec) -> None:
-    """SVG, PDF and PNG downloads of `fig` at spec.width × spec.height (PNG × spec.scale).
+    """SVG, PDF and PNG downloads of `fig` at spec.size (PNG × spec.scale).
 
     The figure is exported as drawn (it already carries spec.theme). Without a browser on the
     server, says how to install one instead.
@@ -62,7 +62,7 @@ def export_buttons(fig: go.Figure | None, key: str, spec: FigureSpec) -> None:
     vx.warm_up()  # start Chromium in the background now, so the first click is fast
     fig_json = vx.figure_json(fig)  # a snapshot: later changes to fig do not leak into downloads
     stem = _file_stem(key)
-    w, h = round(spec.width * spec.scale), round(spec.height * spec.scale)
+    w, h = round(spec.size[0] * spec.scale), round(spec.size[1] * spec.scale)
     too_big = max(w, h) > vx.MAX_PIXELS_PER_SIDE
     row = st.container(horizontal=True, gap="small", key=f"{key}-row")
     for fmt in vx.FORMATS:

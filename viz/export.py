@@ -2,7 +2,7 @@
 
     python -m viz.export SPEC.json --out DIR [--trace]
 
-renders every panel of every view a FigureSpec names, in spec.format at spec.width x spec.height
+renders every panel of every view a FigureSpec names, in spec.format at spec.size (width x height; 0 = the theme's own)
 (PNG x spec.scale), plus each panel's numbers as CSV and the spec itself, so a figure in a paper
 can be regenerated exactly. Nothing is written unless everything validated and rendered.
 
@@ -380,7 +380,7 @@ def validate_for_export(spec, models) -> None:
 
     fmt, scale = spec.format, spec.scale if spec.format == "png" else 1.0
     try:
-        check_size(fmt, spec.width, spec.height, scale)
+        check_size(fmt, *spec.size, scale)
     except ValueError as exc:
         field, _, message = str(exc).partition(": ")
         raise SpecError(field, message) from None
@@ -437,11 +437,11 @@ def plan_spec(spec, models, *, trace_format: str | None = None, warn=None) -> li
                 entry["caption"] = panel.caption
             if panel.figure is not None:
                 wanted = panel.figure.layout.height
-                if warn and wanted and wanted > spec.height:
-                    warn(f"{stem}: drawn at height {spec.height} px; this figure is laid out for "
+                if warn and wanted and wanted > spec.size[1]:
+                    warn(f"{stem}: drawn at height {spec.size[1]} px; this figure is laid out for "
                          f"{wanted} px (raise `height` if it looks crowded)")
-                files.append(Planned(f"{stem}.{ext}", render(panel.figure, ext, width=spec.width,
-                                                              height=spec.height, scale=scale)))
+                files.append(Planned(f"{stem}.{ext}", render(panel.figure, ext, width=spec.size[0],
+                                                              height=spec.size[1], scale=scale)))
                 entry["files"].append(f"{stem}.{ext}")
             if panel.table is not None:
                 files.append(Planned(f"{stem}.csv", table_csv(panel.table)))
@@ -498,7 +498,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m viz.export",
         description=(
             "Render the figures of an Attention Lab figure spec: for each view in spec.views, every "
-            "panel as <view>-<panel>.<format> (spec.format at spec.width x spec.height, PNG x "
+            "panel as <view>-<panel>.<format> (spec.format at spec.size, PNG x "
             "spec.scale, themed with spec.theme), its numbers as <view>-<panel>.csv, the spec "
             "itself as spec.json (to regenerate the figures) and manifest.json (titles, captions)."
         ),
