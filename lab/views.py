@@ -317,22 +317,24 @@ def order_view(spec: FigureSpec, models: Models) -> ViewResult:
     with_pe, without = _pe_pair(spec, models)
     out = ViewResult()
     rows = []
+    compared = []
     for name, loaded in (("with sinusoidal PE", with_pe), ("without PE", without)):
         notices: list[str] = []
         (source_a, ea, _), (source_b, eb, _) = (read_source(loaded, k, t, notices) for k, t in
                                                 (("a", spec.sentence_a), ("b", spec.sentence_b)))
         out.notices.extend(n for n in notices if n not in out.notices)
         ids_a, ids_b = list(ea.ids), list(eb.ids)
-        pieces_a, pieces_b = list(ea.pieces), list(eb.pieces)
         sources = (source_a, source_b)
         rep = order_report(loaded.model, ids_a, ids_b)
+        compared.append((name, "pe" if loaded is with_pe else "nope", rep, list(ea.pieces), list(eb.pieces)))
+    # one colour range for both difference maps, so "with" and "without" compare side by side
+    reference = max(float(np.abs(rep.outputs_a).max()) for _, _, rep, _, _ in compared)
+    for name, slug, rep, pieces_a, pieces_b in compared:
         rows.append({"model": name, "B is a reordering of A": rep.perm is not None,
                      "max |f(B) − P f(A)|": rep.max_abs_diff, "max |mean f(A) − mean f(B)|": rep.pooled_max_abs_diff,
                      "equivariant": rep.equivariant, "pooled outputs equal": rep.pooled_equal})
-        out.panels.append(Panel(f"verdict-{'pe' if loaded is with_pe else 'nope'}", f"Verdict {name}",
+        out.panels.append(Panel(f"verdict-{slug}", f"Verdict {name}",
                                 caption=_verdict(rep, name[0].upper() + name[1:])))
-        slug = "pe" if loaded is with_pe else "nope"
-        reference = float(np.abs(rep.outputs_a).max())
         if rep.perm is not None:
             inv = np.argsort(rep.perm)  # A's token j sits at position inv[j] in B
             out.panels.append(Panel(

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Everything the test suite needs on a fresh Debian machine, then the tests.
-#   Debian: chromium (browser tests, static figure export) and fonts-noto-cjk (Chinese glyphs)
+#   Debian: chromium (browser tests, static figure export), fonts-noto-cjk (Chinese glyphs) and
+#           fonts-noto-color-emoji (emoji in pages and exported figures)
 #   PyPI:   requirements.txt (torch==2.13.0 CPU wheel among them)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -8,6 +9,7 @@ cd "$(dirname "$0")/.."
 need_apt=()
 [ -x /usr/bin/chromium ] || need_apt+=(chromium)
 fc-list 2>/dev/null | grep -qi "Noto Sans CJK" || need_apt+=(fonts-noto-cjk)
+fc-list 2>/dev/null | grep -qi "Noto Color Emoji" || need_apt+=(fonts-noto-color-emoji)
 if [ ${#need_apt[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq

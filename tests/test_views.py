@@ -120,3 +120,9 @@ def test_empty_and_long_inputs(models):
 def test_layer_and_head_out_of_range_are_clamped_not_crashing(models):
     p, _ = panels("attention", dataclasses.replace(SPEC, layer=9, head=9), models)
     assert "layer 1, head 3" in p["attention-qkv"].title
+
+
+def test_order_difference_maps_share_one_colour_range(models):
+    p, _ = panels("order", SPEC, models)
+    ranges = {key: p[key].figure.data[0].zmax for key in ("diff-pe", "diff-nope")}
+    assert ranges["diff-pe"] == ranges["diff-nope"] and ranges["diff-pe"] > 0

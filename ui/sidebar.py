@@ -44,7 +44,7 @@ BLOCK_HELP = ("encoder self: the source attends to itself. decoder self: the dec
 THEME_HELP = ("default: for the screen. paper / paper-sans: white, print sizes, values written in small matrices "
               "(serif or sans-serif type). slide: large type for a projector. dark: dark background.")
 UI_LIMITS = {"d_model": (2, 512), "n_heads": (1, 64), "n_layers": (1, 6), "d_ff": (1, 2048), "seed": (0, 2**31 - 1),
-             "width": (100, 8000), "height": (100, 8000), "scale": (0.1, 10.0)}
+             "width": (0, 8000), "height": (0, 8000), "scale": (0.1, 10.0)}
 
 # which "what to look at" controls each view uses
 USES = {
@@ -174,7 +174,9 @@ def display_section() -> None:
     with st.expander("Export size", expanded=False):
         for key, label in (("width", "width (CSS px)"), ("height", "height (CSS px)")):
             keep_in_range(key, *UI_LIMITS[key])
-            st.number_input(label, min_value=UI_LIMITS[key][0], max_value=UI_LIMITS[key][1], step=50, key=key)
+            st.number_input(label, min_value=UI_LIMITS[key][0], max_value=UI_LIMITS[key][1], step=50, key=key,
+                            help="0 = the theme's own size: paper 600×480 (one column), slide 1280×720, "
+                                 "otherwise 900×600. Otherwise at least 100.")
         keep_in_range("scale", *UI_LIMITS["scale"])
         st.number_input("PNG scale", min_value=0.1, max_value=10.0, step=0.125, format="%.3f", key="scale",
                         help="PNG pixels per CSS pixel: 3.125 × 96 dpi = 300 dpi; 3 = 288 dpi.")
