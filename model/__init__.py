@@ -1,6 +1,11 @@
 """Attention Lab's from-scratch Transformer (torch only; no Streamlit, no Plotly)."""
 
-from model.attention import AttentionRecord, MultiHeadAttention, SelfAttention, scaled_dot_product_attention
+from model.attention import (
+    AttentionRecord,
+    MultiHeadAttention,
+    SelfAttention,
+    scaled_dot_product_attention,
+)
 from model.config import TransformerConfig
 from model.device import available_devices, pick_device, pick_dtype
 from model.layers import DecoderLayer, EncoderLayer, FeedForward, LayerNorm

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from model.config import TransformerConfig
-from model.layers import DecoderLayer, DecoderLayerTrace, EncoderLayer, EncoderLayerTrace, LayerNorm
+from model.layers import DecoderLayer, DecoderLayerTrace, EncoderLayer, LayerNorm
 from model.masks import causal_mask, combine_masks, padding_mask
 from model.positional import build_positional
 

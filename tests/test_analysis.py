@@ -6,8 +6,15 @@ import torch
 
 from model import Transformer, TransformerConfig
 from model.analysis import (
-    all_head_weights, attention_entropy, head_arrays, masks_for, match_permutation, order_report,
-    record, traced_forward, with_positional,
+    all_head_weights,
+    attention_entropy,
+    head_arrays,
+    masks_for,
+    match_permutation,
+    order_report,
+    record,
+    traced_forward,
+    with_positional,
 )
 
 

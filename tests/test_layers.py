@@ -1,10 +1,20 @@
 """LayerNorm and whole layers proven against nn.LayerNorm / nn.TransformerEncoderLayer / DecoderLayer."""
 
+import dataclasses
+
 import pytest
 import torch
 from torch import nn
 
-from model import DecoderLayer, EncoderLayer, LayerNorm, Transformer, TransformerConfig, causal_mask, padding_mask
+from model import (
+    DecoderLayer,
+    EncoderLayer,
+    LayerNorm,
+    Transformer,
+    TransformerConfig,
+    causal_mask,
+    padding_mask,
+)
 from model.reference import copy_norm, torch_decoder_layer, torch_encoder_layer, torch_transformer
 
 
@@ -110,7 +120,7 @@ def test_config_errors_name_the_field_and_the_fix():
     c = TransformerConfig()
     assert (c.d_model, c.n_heads, c.n_layers, c.d_ff, c.dropout, c.max_len) == (512, 8, 6, 2048, 0.1, 5000)
     assert TransformerConfig.from_dict(c.to_dict()) == c
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         c.d_model = 4  # frozen
 
 
