@@ -23,7 +23,7 @@ from model.masks import check_mask, fully_masked_rows
 
 def attention_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     """Raw scores Q K^T: (B, H, Tq, d_k) x (B, H, Tk, d_k) -> (B, H, Tq, Tk)."""
-    return q @ k.transpose(-2, -1)
+    return q @ k.transpose(-2, -1)  # (B, H, Tq, d_k) @ (B, H, d_k, Tk) -> (B, H, Tq, Tk)
 
 
 def masked_scores(scaled: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
