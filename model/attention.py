@@ -184,7 +184,7 @@ class MultiHeadAttention(nn.Module):
         if not return_trace:
             context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
             empty = fully_masked_rows(mask)
-            if empty is not None:  # the fused kernel may give NaN there; our convention is 0
+            if empty is not None and bool(empty.any()):  # the fused kernel may give NaN there; ours is 0
                 context = context.masked_fill(empty, 0.0)
             return self.w_o(self.merge_heads(context))
 

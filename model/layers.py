@@ -26,9 +26,8 @@ class LayerNorm(nn.Module):
         self.bias = nn.Parameter(torch.zeros(d_model))  # shift (beta)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        mean = x.mean(dim=-1, keepdim=True)
-        var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)  # biased: correction = 0
-        return (x - mean) / torch.sqrt(var + self.eps) * self.weight + self.bias
+        var, mean = torch.var_mean(x, dim=-1, correction=0, keepdim=True)  # biased: divide by n
+        return torch.addcmul(self.bias, (x - mean) * torch.rsqrt(var + self.eps), self.weight)  # ... * w + b
 
 
 class FeedForward(nn.Module):

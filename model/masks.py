@@ -42,13 +42,13 @@ def check_mask(mask: torch.Tensor | None, shape: tuple[int, int, int, int]) -> t
     if mask.dim() > 4:
         raise ValueError(f"mask has {mask.dim()} dimensions; at most 4 (B, H, Tq, Tk) are allowed")
     try:
-        torch.broadcast_shapes(tuple(mask.shape), shape)
+        broadcast = torch.broadcast_shapes(tuple(mask.shape), shape)
     except RuntimeError:
         raise ValueError(
             f"mask of shape {tuple(mask.shape)} does not broadcast to (B, H, Tq, Tk) = {shape}; "
             "build it with padding_mask(ids, pad_id) or causal_mask(T)"
         ) from None
-    if torch.broadcast_shapes(tuple(mask.shape), shape) != torch.Size(shape):
+    if broadcast != torch.Size(shape):
         raise ValueError(f"mask of shape {tuple(mask.shape)} would enlarge scores of shape {shape}")
     return mask
 
