@@ -39,6 +39,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from playwright.async_api import TimeoutError as PlaywrightTimeout  # noqa: E402
+
 from bench.app_figures import sentence  # noqa: E402
 from bench.appserver import app_server, cpu_seconds, rss_mib  # noqa: E402
 from bench.browser import (  # noqa: E402
@@ -81,22 +83,25 @@ class Expected:
     z: list[np.ndarray]  # one (T, T) matrix per heatmap trace of role "values", in trace order
 
 
-_EXPECTED: dict[tuple[str, str], Expected] = {}
+_EXPECTED: dict[tuple[str, str, str], Expected] = {}
 
 
-def expected(text: str, view: str) -> Expected:
-    """The checked chart's numbers for sentence A = text, B = A reversed, computed with lab.compute.
+def expected(text: str, view: str, b: str | None = None) -> Expected:
+    """The checked chart's numbers for sentence A = text and B (default: A reversed), by lab.compute.
 
     attention view: layer 0, head 0 of encoder self-attention, sentence A (the app's defaults);
-    heads view: every head of layer 0. Independent of viz: ticks are viz.display_labels of the tokens.
+    heads view: every head of layer 0. A and B run as one batch, so when B is longer A's row is padded
+    with [PAD] (masked keys, weight 0), as in the app. Independent of viz: ticks are
+    viz.display_labels of the tokens.
     """
-    key = (text, view)
+    b = text[::-1] if b is None else b
+    key = (text, view, b)
     if key not in _EXPECTED:
         from lab.compute import load_model, model_fields, run
         from model.analysis import all_head_weights, head_arrays, record
         from viz.labels import display_labels
 
-        spec = FigureSpec(sentence_a=text, sentence_b=text[::-1])
+        spec = FigureSpec(sentence_a=text, sentence_b=b)
         run_ = run(load_model(model_fields(spec)), spec.sentence_a, spec.sentence_b, spec.mask)
         pieces = run_.src_pieces(0)
         ticks = display_labels(pieces, len(pieces))
@@ -129,10 +134,12 @@ def check_chart(observed: dict | None, want: Expected, tol: float = TOL) -> list
         if got.shape != (n, n) or ref.shape != (n, n):
             problems.append(f"trace {i}: z shape {got.shape}, own token count {n}")
             continue
-        both_nan = np.isnan(got) & np.isnan(ref)
-        diff = np.where(both_nan, 0.0, np.abs(got - ref))
-        worst = float(np.nanmax(np.where(np.isnan(diff), np.inf, diff)))
-        if not worst <= tol:
+        blank = np.isnan(got)  # figures leave masked cells empty: their weight must be exactly 0
+        if np.any(ref[blank] != 0):
+            problems.append(f"trace {i}: {int(np.sum(ref[blank] != 0))} empty cells whose weight is not 0")
+        diff = np.abs(got[~blank] - ref[~blank])
+        worst = float(diff.max()) if diff.size else 0.0
+        if not worst <= tol:  # (NaN in ref also fails here)
             problems.append(f"trace {i}: max |z - weights| = {worst:.3g} > {tol:g}")
     return problems
 
@@ -154,8 +161,8 @@ async def wait_drawn(page, view: str, want: Expected, timeout_s: float) -> None:
     await page.wait_for_function(LABELS_DRAWN_JS, arg={"charts": charts}, polling=POLL_MS, timeout=timeout_s * 1e3)
 
 
-async def check_page(page, session: int, view: str, text: str, result: Result) -> None:
-    want = expected(text, view)
+async def check_page(page, session: int, view: str, text: str, result: Result, b: str | None = None) -> None:
+    want = expected(text, view, b)
     observed = await page.evaluate(READ_CHART_JS, chart_key(view, CHECKED_PANEL[view]))
     typed = await page.locator(INPUT_A).input_value()
     problems = check_chart(observed, want)
@@ -171,7 +178,12 @@ async def open_session(browser, url: str, session: int, text: str, timeout_s: fl
     spec = FigureSpec(sentence_a=text, sentence_b=text[::-1], views=("attention",), theme=APP_THEME)
     start = time.perf_counter()
     await page.goto(app_url(url, spec), wait_until="commit", timeout=timeout_s * 1e3)
-    await wait_drawn(page, "attention", expected(text, "attention"), timeout_s)
+    try:
+        await wait_drawn(page, "attention", expected(text, "attention"), timeout_s)
+    except PlaywrightTimeout:
+        result.failures.append(f"session {session}: the first page did not show its charts within "
+                               f"{timeout_s:.0f} s; page state: {await page_state(page)}")
+        return context, None
     result.latencies["load"].append(time.perf_counter() - start)
     result.reruns += 1
     await check_page(page, session, "attention", text, result)
@@ -193,10 +205,44 @@ async def act(page, session: int, step: int, sessions: int, state: dict, timeout
         start = time.perf_counter()
         await button.click()
         state["view"], kind = view, "view"
-    await wait_drawn(page, state["view"], expected(state["text"], state["view"]), timeout_s)
+    try:
+        await wait_drawn(page, state["view"], expected(state["text"], state["view"], state["b"]), timeout_s)
+    except PlaywrightTimeout:
+        result.failures.append(f"session {session}, step {step} ({kind}): the page did not show the change "
+                               f"within {timeout_s:.0f} s; page state: {await page_state(page)}")
+        return False
     result.latencies[kind].append(time.perf_counter() - start)
     result.reruns += 1
-    await check_page(page, session, state["view"], state["text"], result)
+    await check_page(page, session, state["view"], state["text"], result, state["b"])
+    return True
+
+
+PAGE_STATE_JS = """
+() => {
+  const status = document.querySelector('[data-testid="stStatusWidget"]');
+  const input = document.querySelector('.st-key-sentence_a input');
+  const plots = [...document.querySelectorAll('.js-plotly-plot')];
+  const gd = plots[plots.length - 1];
+  const errors = [...document.querySelectorAll('[data-testid="stException"], [data-testid="stAlertContentError"]')];
+  return {
+    status: status ? status.innerText.slice(0, 40) : null,
+    stale: document.querySelectorAll('[data-stale="true"]').length,
+    charts: plots.length,
+    last_chart_ticks: gd && gd.layout && gd.layout.xaxis ? (gd.layout.xaxis.ticktext || []).slice(0, 3) : null,
+    sentence_a: input ? input.value.slice(0, 12) : null,
+    errors: errors.map((e) => e.innerText.slice(0, 200)),
+    connection: (document.querySelector('[data-testid="stConnectionStatus"]') || {}).innerText || null,
+  };
+}
+"""
+
+
+async def page_state(page) -> str:
+    """What a page shows, for a failure message (never raises)."""
+    try:
+        return json.dumps(await asyncio.wait_for(page.evaluate(PAGE_STATE_JS), 10), ensure_ascii=False)
+    except Exception as exc:  # a crashed or hung page
+        return f"unreadable ({type(exc).__name__}: {str(exc)[:200]})"
 
 
 async def drive(args, server, result: Result, samples: list) -> None:
@@ -205,9 +251,10 @@ async def drive(args, server, result: Result, samples: list) -> None:
     n = args.sessions
     steps = args.actions
     for i in range(n):  # the driver's own numbers first, so computing them does not overlap the load
+        b = session_sentence(i, 0, n)[::-1]
         for k in range(steps // 2 + 2):
             for view in VIEWS:
-                expected(session_sentence(i, k, n), view)
+                expected(session_sentence(i, k, n), view, b)
     async with async_playwright() as p:
         browser = await p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
@@ -233,11 +280,13 @@ async def drive(args, server, result: Result, samples: list) -> None:
             reruns_start = result.reruns
 
             async def student(i: int, page) -> None:
-                state = {"text": session_sentence(i, 0, n), "view": "attention"}
+                first = session_sentence(i, 0, n)  # B stays the first sentence reversed: only A is retyped
+                state = {"text": first, "b": first[::-1], "view": "attention"}
                 await asyncio.sleep(args.think * i / n)  # spread the class's first actions
                 for step in range(steps):
                     async with gate:
-                        await act(page, i, step, n, state, args.wait, result)
+                        if not await act(page, i, step, n, state, args.wait, result):
+                            return  # this student's page is stuck: the failure says how; the class goes on
                     await asyncio.sleep(args.think)
 
             async def sample_rss() -> None:
@@ -247,7 +296,7 @@ async def drive(args, server, result: Result, samples: list) -> None:
 
             sampler = asyncio.create_task(sample_rss())
             try:
-                await asyncio.gather(*(student(i, page) for i, (_, page) in enumerate(sessions)))
+                await asyncio.gather(*(student(i, page) for i, (_, page) in enumerate(sessions) if page))
             finally:
                 sampler.cancel()
             result.phase = {

@@ -148,9 +148,10 @@ def test_session_sentences_are_all_different():
     assert all(8 <= len(t) <= 47 for t in texts)  # every tick label is shown (<= 48 per axis)
 
 
-def observed_from(view: str, text: str) -> dict:
+def observed_from(view: str, text: str, b: str | None = None) -> dict:
     """What READ_CHART_JS would read from a correct page: the app's own figure, built here."""
-    spec = FigureSpec(sentence_a=text, sentence_b=text[::-1], views=(view,), theme="default")
+    b = text[::-1] if b is None else b
+    spec = FigureSpec(sentence_a=text, sentence_b=b, views=(view,), theme="default")
     panel = next(p for p in build_view(view, spec, Models(load_model)).panels
                  if p.key == classroom.CHECKED_PANEL[view])
     data = json.loads(panel.figure.to_json())  # base64 arrays -> decode like plotly.js does
@@ -169,6 +170,17 @@ def observed_from(view: str, text: str) -> dict:
 def test_number_check_passes_the_sessions_own_figure(view, step):
     text = classroom.session_sentence(3 + 6 * step, step, 30)
     assert classroom.check_chart(observed_from(view, text), classroom.expected(text, view)) == []
+
+
+@pytest.mark.parametrize("view", ["attention", "heads"])
+def test_number_check_follows_padding_when_sentence_b_is_longer(view):
+    # a student retypes A shorter than B: A's row is padded with [PAD] keys (masked, weight 0)
+    a, b = classroom.session_sentence(0, 0, 30), classroom.session_sentence(20, 0, 30)[::-1]
+    assert len(b) > len(a)
+    want = classroom.expected(a, view, b)
+    assert len(want.ticks) == len(b) and want.ticks[-1].endswith("[PAD]")
+    assert classroom.check_chart(observed_from(view, a, b), want) == []
+    assert classroom.check_chart(observed_from(view, a), want)  # B = A reversed: no padding, caught
 
 
 def test_number_check_catches_a_wrong_session_and_a_wrong_value():
