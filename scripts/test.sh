@@ -18,4 +18,5 @@ fi
 
 python3 -m pip install -q --disable-pip-version-check -r requirements.txt
 
+python3 -m ruff check .
 python3 -m pytest "$@"
