@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 from urllib.parse import urlencode
 
+import numpy as np
+
 from bench.app_figures import APP_SPECS, app_specs, sentence, source_tokens
 from bench.appserver import Server, app_server
 from bench.core import Context, Record, figure
@@ -36,20 +38,33 @@ REDRAW_TARGET = "<= 500"  # ms, a new sentence at REDRAW_TARGET_TOKENS with the 
 REDRAW_TARGET_TOKENS = 32
 APP_THEME = "default"  # the app's own default theme (ui/state.py DEFAULTS)
 
-# Is the page idle and does every expected chart show the expected tick labels?
-# arg: {charts: {chart key: [x ticktext, y ticktext]}}; keys are Streamlit element keys
-# ("chart-<view>-<panel key>", rendered as the CSS class "st-key-<key>").
+# Is the page idle and does every expected chart show the expected tick labels, and the probed
+# charts the expected first z values? (Long inputs are labelled by position only, so the labels
+# alone cannot tell two sentences of the same length apart; their z values can.)
+# arg: {charts: {chart key: [x ticktext, y ticktext]}, probes: {chart key: first z values of row 0}};
+# keys are Streamlit element keys ("chart-<view>-<panel key>", the CSS class "st-key-<key>").
 DRAWN_JS = """
 (arg) => {
   if (document.querySelector('[data-stale="true"]')) return false;
   const status = document.querySelector('[data-testid="stStatusWidget"]');
   if (status && /Running|Stop/.test(status.innerText)) return false;
+  const chart = (key) => document.querySelector('.st-key-' + key + ' .js-plotly-plot');
   for (const [key, ticks] of Object.entries(arg.charts)) {
-    const gd = document.querySelector('.st-key-' + key + ' .js-plotly-plot');
+    const gd = chart(key);
     if (!gd || !gd.layout || !gd._fullData) return false;
     const got = [(gd.layout.xaxis && gd.layout.xaxis.ticktext) || [],
                  (gd.layout.yaxis && gd.layout.yaxis.ticktext) || []];
     if (JSON.stringify(got) !== JSON.stringify(ticks)) return false;
+  }
+  for (const [key, values] of Object.entries(arg.probes || {})) {
+    const gd = chart(key);
+    const z = gd && gd._fullData && gd._fullData[0].z;
+    if (!z || !z[0]) return false;
+    for (let j = 0; j < values.length; j++) {
+      const a = z[0][j], b = values[j];
+      const same = (b === null) ? Number.isNaN(a) : Math.abs(a - b) <= 1e-6 * Math.max(1, Math.abs(b));
+      if (!same) return false;
+    }
   }
   return true;
 }
@@ -130,19 +145,34 @@ def app_url(server_url: str, spec: FigureSpec) -> str:
 
 
 _models = Models(load_model)
+PROBE_PANEL = "attention-weights"  # its first z values tell two sentences of the same length apart
+PROBE_VALUES = 8
 
 
-def expected_for(spec: FigureSpec) -> dict[str, list[list[str]]]:
+def z_probe(result: ViewResult, panel_key: str = PROBE_PANEL, count: int = PROBE_VALUES) -> list[float | None]:
+    """The first `count` z values of row 0 of a panel's first trace (None for an empty, masked cell)."""
+    fig = next(p.figure for p in result.panels if p.key == panel_key)
+    row = np.asarray(fig.data[0].z, dtype=np.float64)[0, :count]
+    return [None if np.isnan(v) else float(v) for v in row]
+
+
+def expected_for(spec: FigureSpec) -> dict:
+    """DRAWN_JS's argument for a spec: every chart's tick labels and the probe of the weights chart."""
     view = spec.views[0]
-    return expected_ticks(build_view(view, spec, _models), view)
+    result = build_view(view, spec, _models)
+    arg = {"charts": expected_ticks(result, view), "probes": {}}
+    if any(p.key == PROBE_PANEL for p in result.panels):
+        arg["probes"][chart_key(view, PROBE_PANEL)] = z_probe(result)
+    return arg
 
 
 def launch(playwright):
     return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
 
 
-def wait_drawn(page, charts: dict, timeout_s: float, polling="raf") -> None:
-    page.wait_for_function(DRAWN_JS, arg={"charts": charts}, polling=polling, timeout=timeout_s * 1e3)
+def wait_drawn(page, expect: dict, timeout_s: float, polling="raf") -> None:
+    """Until DRAWN_JS holds for `expect` (from expected_for)."""
+    page.wait_for_function(DRAWN_JS, arg=expect, polling=polling, timeout=timeout_s * 1e3)
 
 
 @dataclasses.dataclass
@@ -160,6 +190,8 @@ def time_page(browser, server: Server, base: FigureSpec, tokens: int, repeats: i
         first = app_spec(base, sentence(n, salt=2 * r))
         second = app_spec(base, sentence(n, salt=2 * r + 1))
         expect_first, expect_second = expected_for(first), expected_for(second)
+        if expect_first == expect_second:
+            raise ValueError(f"two sentences of {n} tokens that the charts cannot tell apart")
         context = browser.new_context(viewport=VIEWPORT)
         try:
             page = context.new_page()

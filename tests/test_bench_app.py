@@ -23,7 +23,7 @@ from bench.app_figures import (
     spec_for,
     stage_records,
 )
-from bench.browser import app_url, chart_key, expected_ticks
+from bench.browser import app_spec, app_url, chart_key, expected_for, expected_ticks
 from bench.core import RECORD_KEYS, Context, Record
 from bench.runner import APP_KEYS, MODEL_KEYS, parse_args
 from lab.compute import load_model, model_fields, run
@@ -136,6 +136,16 @@ def test_share_link_and_expected_ticks_follow_the_view():
     assert FigureSpec.from_query(dict(parse_qsl(urlsplit(url).query))) == spec  # the app reads it back
     ticks = expected_ticks(build_view("attention", spec, Models(load_model)), "attention")
     assert ticks[chart_key("attention", "attention-weights")] == [["0:我", "1:有", "2:一", "3:只"]] * 2
+
+
+def test_long_sentences_are_told_apart_by_z_values_when_labels_are_positions():
+    # above 256 tokens a heatmap shows block means labelled by position: the same ticks for any
+    # two sentences of that length, so the browser figure waits for the weights' first z values too
+    first, second = (app_spec(APP, sentence(300, salt)) for salt in (0, 1))
+    a, b = expected_for(first), expected_for(second)
+    assert a["charts"] == b["charts"]
+    key = chart_key("attention", "attention-weights")
+    assert len(a["probes"][key]) == 8 and a["probes"][key] != b["probes"][key]
 
 
 # -- the classroom load test's number check -----------------------------------------------------
