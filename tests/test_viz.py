@@ -937,3 +937,17 @@ def test_rendered_embedding_pe_subplot_titles_stay_over_their_own_panels():
     for (_, end), (start, _) in zip(panels, panels[1:], strict=False):
         middle = (end + start) // 2
         assert not band[:, middle - 1 : middle + 2].any()  # white between neighbouring titles
+
+
+def test_multi_panel_figures_stay_under_one_megabyte_at_512_tokens():
+    # each panel alone is capped; a grid of many panels must share one figure's budget
+    rng = np.random.default_rng(0)
+    w = rng.random((6, 8, 512, 512)).astype(np.float32)
+    w /= w.sum(-1, keepdims=True)
+    labels = [f"t{i}" for i in range(512)]
+    grid = viz.layers_heads_grid(w, row_labels=labels, col_labels=labels)
+    heads = viz.heads_grid(w[0], row_labels=labels, col_labels=labels)
+    e = rng.standard_normal((512, 512))
+    emb = viz.embedding_pe_figure(e, e, labels=labels, summed=e)
+    for fig in (grid, heads, emb):
+        assert len(fig.to_json()) < 1_000_000

@@ -228,7 +228,7 @@ def qkv_figure(
     pw, ph = panel_px(theme, cols=3)
     notes: list[str] = []
     for i, (a, text) in enumerate(zip(mats, [q_text, k_text, k_text], strict=True)):
-        grid = prepare_grid(a, row_text=text, col_text=[str(j) for j in range(a.shape[1])])
+        grid = prepare_grid(a, row_text=text, col_text=[str(j) for j in range(a.shape[1])], panels=3)
         notes += grid.notes
         notes += add_panel(
             fig,
@@ -356,7 +356,7 @@ def _grid_of_heads(
         eff = None
         if mask is not None:
             eff = np.broadcast_to(np.asarray(mask, dtype=bool), w.shape) | ~np.isfinite(w)
-        grid = prepare_grid(w, row_text=rt, col_text=ct, mask=eff)
+        grid = prepare_grid(w, row_text=rt, col_text=ct, mask=eff, panels=n)
         notes += grid.notes
         notes += add_panel(
             fig,

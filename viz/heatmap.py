@@ -90,11 +90,14 @@ def prepare_grid(
     row_text: list[str],
     col_text: list[str],
     mask: np.ndarray | None = None,
+    panels: int = 1,
 ) -> Grid:
     """Split a matrix into drawable values, masked cells and unexplained non-finite cells.
 
     mask: boolean, True = may attend (broadcast to the matrix). Without a mask, -inf cells count
     as masked (scores masked with -inf).
+    panels: how many such matrices share one figure; the cell budget per side shrinks by
+    sqrt(panels), so a whole multi-panel figure stays within one panel's payload (~1 MB).
     """
     z = np.asarray(matrix, dtype=np.float64)
     if z.ndim != 2 or 0 in z.shape:
@@ -109,7 +112,8 @@ def prepare_grid(
     bad = ~np.isfinite(z) & ~masked
     values = np.where(masked | bad, np.nan, z)
     notes = []
-    fr, fc = max(1, math.ceil(R / MAX_CELLS)), max(1, math.ceil(C / MAX_CELLS))
+    side = max(16, int(MAX_CELLS / math.sqrt(max(panels, 1))))  # cells per side for this panel
+    fr, fc = max(1, math.ceil(R / side)), max(1, math.ceil(C / side))
     y, y_edges, row_text = _blocks(R, fr, list(row_text))
     x, x_edges, col_text = _blocks(C, fc, list(col_text))
     if fr > 1 or fc > 1:

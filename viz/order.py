@@ -119,7 +119,7 @@ def aligned_outputs_figure(
     t = theme_spec(theme)
     pw, ph = panel_px(theme, cols=3)
     for c, (m, rows, name) in enumerate(panels):
-        grid = prepare_grid(m, row_text=rows, col_text=dims)
+        grid = prepare_grid(m, row_text=rows, col_text=dims, panels=len(panels))
         notes += grid.notes
         notes += add_panel(
             fig,

@@ -320,7 +320,7 @@ def embedding_pe_figure(
     pw, ph = panel_px(theme, cols=3)
     notes: list[str] = []
     for c, m in enumerate(mats):
-        grid = prepare_grid(m, row_text=rows, col_text=[str(j) for j in range(m.shape[1])])
+        grid = prepare_grid(m, row_text=rows, col_text=[str(j) for j in range(m.shape[1])], panels=len(mats))
         notes += grid.notes
         notes += add_panel(
             fig,
