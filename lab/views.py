@@ -326,6 +326,8 @@ def order_view(spec: FigureSpec, models: Models) -> ViewResult:
         ids_a, ids_b = list(ea.ids), list(eb.ids)
         sources = (source_a, source_b)
         rep = order_report(loaded.model, ids_a, ids_b)
+        if loaded is without:
+            nope_ids = (ids_a, ids_b)  # the no-PE model's own tokens, for the causal check below
         compared.append((name, "pe" if loaded is with_pe else "nope", rep, list(ea.pieces), list(eb.pieces)))
     # one colour range for both difference maps, so "with" and "without" compare side by side
     reference = max(float(np.abs(rep.outputs_a).max()) for _, _, rep, _, _ in compared)
@@ -353,7 +355,7 @@ def order_view(spec: FigureSpec, models: Models) -> ViewResult:
             viz.pooled_outputs_figure(rep.pooled_a, rep.pooled_b, theme=spec.theme),
             pd.DataFrame({"A": rep.pooled_a, "B": rep.pooled_b}),
         ))
-    causal = order_report(without.model, ids_a, ids_b, causal=True)  # ids of `without`, the loop's last model
+    causal = order_report(without.model, *nope_ids, causal=True)
     if causal.perm is not None:
         rows.append({"model": "without PE, look-ahead mask", "B is a reordering of A": True,
                      "max |f(B) − P f(A)|": causal.max_abs_diff,

@@ -17,9 +17,11 @@ from plotly.subplots import make_subplots
 
 from viz.heatmap import (
     VALUES_MAX,
+    ValuePanel,
     _nice_step,
     add_cell_overlay,
     add_panel,
+    add_value_panels,
     color_range,
     coloraxis_layout,
     heatmap_figure,
@@ -34,7 +36,6 @@ from viz.heatmap import (
     tick_budget,
     title_layout,
     unique_notes,
-    want_values,
 )
 from viz.labels import display_labels, escape_text
 from viz.theme import (
@@ -224,32 +225,15 @@ def qkv_figure(
     k_labels = k_text != q_text
     fig = make_subplots(rows=1, cols=3, subplot_titles=("Q", "K", "V"))
     set_column_gaps(fig, [label_gap(k_text, theme, cols=3) if k_labels else 0.04, 0.04])
-    t = theme_spec(theme)
-    pw, ph = panel_px(theme, cols=3)
-    notes: list[str] = []
-    for i, (a, text) in enumerate(zip(mats, [q_text, k_text, k_text], strict=True)):
-        grid = prepare_grid(a, row_text=text, col_text=[str(j) for j in range(a.shape[1])], panels=3)
-        notes += grid.notes
-        notes += add_panel(
-            fig,
-            grid,
-            row=1,
-            col=i + 1,
-            kind="values",
-            coloraxis="coloraxis",
-            value_name="value",
-            x_name="dim",
-            y_name="token",
-            x_title="dimension",
-            max_x_ticks=tick_budget(pw, t["font_size"]),
-            max_y_ticks=tick_budget(ph, t["font_size"]),
-            panel=(pw, ph),
-            y_title=("query" if k_labels else "token") if i == 0 else "",
-            show_values=want_values(None, grid, theme, (pw, ph)),
-            value_format=".2f",
-            theme=theme,
-            show_y_labels=i == 0 or (i == 1 and k_labels),
-        )
+    notes = add_value_panels(
+        fig,
+        [
+            ValuePanel(mats[0], q_text, y_title="query" if k_labels else "token"),
+            ValuePanel(mats[1], k_text, show_y_labels=k_labels),
+            ValuePanel(mats[2], k_text, show_y_labels=False),
+        ],
+        theme=theme,
+    )
     fig.update_layout(
         coloraxis=coloraxis_layout("values", lo, hi, scale, "value"),
         title=title_layout(title, unique_notes(notes)),

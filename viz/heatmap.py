@@ -830,3 +830,50 @@ def coloraxis_layout(kind: str, lo: float, hi: float, scale, title: str, **color
 def unique_notes(notes: Sequence[str | None]) -> list[str]:
     """Notes in first-seen order without repeats or Nones."""
     return list(dict.fromkeys(n for n in notes if n))
+
+
+@dataclass
+class ValuePanel:
+    """One (tokens × dimensions) matrix of a row of panels sharing one colour axis."""
+
+    matrix: np.ndarray
+    rows: list[str]  # display labels of the matrix rows
+    y_title: str = ""
+    show_y_labels: bool = True
+    value_name: str = "value"
+
+
+def add_value_panels(fig: go.Figure, panels: Sequence[ValuePanel], *, theme: str, cell_values: bool = True) -> list[str]:
+    """Draw panels side by side in row 1 (tokens × dimension, one "coloraxis"); returns their notes.
+
+    The cell budget is shared by all panels (prepare_grid(panels=...)), so the figure as a whole
+    stays within one heatmap's payload.
+    """
+    t = theme_spec(theme)
+    pw, ph = panel_px(theme, cols=len(panels))
+    notes: list[str] = []
+    for c, p in enumerate(panels):
+        dims = [str(j) for j in range(p.matrix.shape[1])]
+        grid = prepare_grid(p.matrix, row_text=p.rows, col_text=dims, panels=len(panels))
+        notes += grid.notes
+        notes += add_panel(
+            fig,
+            grid,
+            row=1,
+            col=c + 1,
+            kind="values",
+            coloraxis="coloraxis",
+            value_name=p.value_name,
+            x_name="dim",
+            y_name="token",
+            x_title="dimension",
+            y_title=p.y_title,
+            max_x_ticks=tick_budget(pw, t["font_size"]),
+            max_y_ticks=tick_budget(ph, t["font_size"]),
+            panel=(pw, ph),
+            show_values=cell_values and want_values(None, grid, theme, (pw, ph)),
+            value_format=".2f",
+            theme=theme,
+            show_y_labels=p.show_y_labels,
+        )
+    return notes

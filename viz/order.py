@@ -15,21 +15,19 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from viz.heatmap import (
-    add_panel,
+    ValuePanel,
+    add_value_panels,
     color_range,
     coloraxis_layout,
     heatmap_figure,
     label_gap,
-    panel_px,
-    prepare_grid,
     set_column_gaps,
     symmetric_range,
-    tick_budget,
     title_layout,
     unique_notes,
 )
 from viz.labels import display_labels, escape_text
-from viz.theme import QUALITATIVE, apply_theme, theme_spec
+from viz.theme import QUALITATIVE, apply_theme
 
 
 def order_difference_heatmap(
@@ -102,7 +100,6 @@ def aligned_outputs_figure(
         ]
     else:
         rows_b = display_labels(labels_b, b.shape[0])
-    dims = [str(j) for j in range(a.shape[1])]
     lo, hi, scale = color_range("values", [a, b], zmax=symmetric_range(a, b))
     # B's labels differ from A's (its own positions): they sit between panels 1 and 2. The
     # |A − B| panel's rows are A's, so it repeats no labels.
@@ -116,29 +113,13 @@ def aligned_outputs_figure(
     # One diverging scale for all three panels: |A − B| is in the outputs' own units, so float
     # rounding (~1e-7) stays white instead of filling a scale of its own.
     panels = [(a, rows_a, "output"), (b, rows_b, "output"), (diff, rows_a, "|A − B|")]
-    t = theme_spec(theme)
-    pw, ph = panel_px(theme, cols=3)
-    for c, (m, rows, name) in enumerate(panels):
-        grid = prepare_grid(m, row_text=rows, col_text=dims, panels=len(panels))
-        notes += grid.notes
-        notes += add_panel(
-            fig,
-            grid,
-            row=1,
-            col=c + 1,
-            kind="values",
-            coloraxis="coloraxis",
-            value_name=name,
-            x_name="dim",
-            y_name="token",
-            x_title="dimension",
-            y_title="token" if c == 0 else "",
-            theme=theme,
-            max_x_ticks=tick_budget(pw, t["font_size"]),
-            max_y_ticks=tick_budget(ph, t["font_size"]),
-            panel=(pw, ph),
-            show_y_labels=c < 2,
-        )
+    notes += add_value_panels(
+        fig,
+        [ValuePanel(m, rows, y_title="token" if c == 0 else "", show_y_labels=c < 2, value_name=name)
+         for c, (m, rows, name) in enumerate(panels)],
+        theme=theme,
+        cell_values=False,
+    )
     top = float(np.nanmax(diff)) if np.isfinite(diff).any() else float("nan")
     notes.append(f"max |A − B| = {top:.3g}")
     fig.update_layout(

@@ -14,18 +14,16 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from viz.heatmap import (
+    ValuePanel,
     _nice_step,
-    add_panel,
+    add_value_panels,
     color_range,
     coloraxis_layout,
     heatmap_figure,
     panel_px,
-    prepare_grid,
     symmetric_range,
-    tick_budget,
     title_layout,
     unique_notes,
-    want_values,
 )
 from viz.labels import display_labels
 from viz.theme import QUALITATIVE, apply_theme, theme_spec
@@ -294,7 +292,7 @@ def embedding_pe_figure(
     *,
     labels: Sequence[str] | None,
     summed: np.ndarray | None = None,
-    title: str | None = "Token embedding + positional encoding = input to layer 1",
+    title: str | None = "Token embedding + positional encoding = input to layer 0 (the first)",
     theme: str = "default",
 ) -> go.Figure:
     """Three aligned heatmaps (tokens × d_model) on one diverging scale: embedding, PE, sum.
@@ -316,31 +314,10 @@ def embedding_pe_figure(
         subplot_titles=("token embedding", "+ positional encoding", "= sum"),
     )
     rows = display_labels(labels, e.shape[0])
-    t = theme_spec(theme)
-    pw, ph = panel_px(theme, cols=3)
-    notes: list[str] = []
-    for c, m in enumerate(mats):
-        grid = prepare_grid(m, row_text=rows, col_text=[str(j) for j in range(m.shape[1])], panels=len(mats))
-        notes += grid.notes
-        notes += add_panel(
-            fig,
-            grid,
-            row=1,
-            col=c + 1,
-            kind="values",
-            coloraxis="coloraxis",
-            value_name="value",
-            x_name="dim",
-            y_name="token",
-            x_title="dimension",
-            max_x_ticks=tick_budget(pw, t["font_size"]),
-            max_y_ticks=tick_budget(ph, t["font_size"]),
-            panel=(pw, ph),
-            y_title="token" if c == 0 else "",
-            show_values=want_values(None, grid, theme, (pw, ph)),
-            theme=theme,
-            show_y_labels=c == 0,
-        )
+    notes = add_value_panels(
+        fig, [ValuePanel(m, rows, y_title="token" if c == 0 else "", show_y_labels=c == 0) for c, m in enumerate(mats)],
+        theme=theme,
+    )
     fig.update_layout(
         coloraxis=coloraxis_layout("values", lo, hi, scale, "value"),
         title=title_layout(title, unique_notes(notes)),
