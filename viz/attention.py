@@ -13,8 +13,9 @@ from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
+from viz import fig as vf
+from viz.fig import Fig, subplots
 from viz.heatmap import (
     VALUES_MAX,
     ValuePanel,
@@ -162,8 +163,8 @@ def mask_heatmap(
     t = theme_spec(theme)
     pw, ph = plot_px(theme, row_text=grid.row_text, col_text=grid.col_text, colorbar=False,
                      note_lines=len(grid.notes) + 2)
-    fig = go.Figure()
-    heat = go.Heatmap(
+    fig = Fig()
+    heat = vf.heatmap(
         z=grid.z,
         x=grid.x,
         y=grid.y,
@@ -223,7 +224,7 @@ def qkv_figure(
     # K and V share their rows (the keys): their labels go on K only, and only when they are not
     # Q's own (self-attention); otherwise Q's labels name every row of all three panels.
     k_labels = k_text != q_text
-    fig = make_subplots(rows=1, cols=3, subplot_titles=("Q", "K", "V"))
+    fig = subplots(rows=1, cols=3, subplot_titles=("Q", "K", "V"))
     set_column_gaps(fig, [label_gap(k_text, theme, cols=3) if k_labels else 0.04, 0.04])
     notes = add_value_panels(
         fig,
@@ -318,7 +319,7 @@ def _grid_of_heads(
     ct = display_labels(_keys(row_labels, col_labels), Tk)
     plot_h = ph * rows
     head_room = (1.3 * t["font_size"] + 10) if subplot_titles else 12
-    fig = make_subplots(
+    fig = subplots(
         rows=rows,
         cols=cols,
         subplot_titles=subplot_titles,
@@ -524,7 +525,7 @@ def query_bars(
     peak = symmetric_range(np.where(masked, np.nan, s), np.where(masked, np.nan, ss)) * 1.1
     height = 620  # laid out for the app; exports use their own size
     pw, ph = panel_px(theme, rows=3, height=min(height, t["height"] or height))
-    fig = make_subplots(
+    fig = subplots(
         rows=3,
         cols=1,
         shared_xaxes=True,
@@ -543,7 +544,7 @@ def query_bars(
     ):
         ok = ~masked & np.isfinite(vals)
         fig.add_trace(
-            go.Bar(
+            vf.bar(
                 x=x[ok],
                 y=vals[ok].astype(np.float32),
                 name=name,
@@ -558,7 +559,7 @@ def query_bars(
         )
         if masked.any() and row < 3:
             fig.add_trace(
-                go.Bar(
+                vf.bar(
                     x=x[masked],
                     y=[-peak] * int(masked.sum()),
                     name=f"masked ({masked_text})",
@@ -578,7 +579,7 @@ def query_bars(
             )
     if masked.any():
         fig.add_trace(
-            go.Scatter(
+            vf.scatter(
                 x=x[masked],
                 y=np.zeros(int(masked.sum())),
                 mode="markers",
@@ -647,7 +648,7 @@ def context_vector_figure(
     total = parts.sum(axis=0)  # (d_v,)
     ticks = display_labels(key_labels, w.size)
     dims = np.arange(V.shape[1])
-    fig = go.Figure()
+    fig = Fig()
     live = [j for j in range(w.size) if np.isfinite(w[j]) and w[j] != 0]  # masked keys add nothing
     # One colour per key while the palette lasts; beyond it the heaviest keys keep theirs and
     # the rest are summed into one grey "other keys" bar (the stack still adds up to the total).
@@ -657,7 +658,7 @@ def context_vector_figure(
         keep = live
     for n_, j in enumerate(keep):
         fig.add_trace(
-            go.Bar(
+            vf.bar(
                 x=dims,
                 y=parts[j].astype(np.float32),
                 name=f"{ticks[j]} (w = {w[j]:.3f})",
@@ -674,7 +675,7 @@ def context_vector_figure(
     if rest:
         other = parts[rest].sum(axis=0)  # (d_v,)
         fig.add_trace(
-            go.Bar(
+            vf.bar(
                 x=dims,
                 y=other.astype(np.float32),
                 name=f"{len(rest)} other keys (Σ w = {w[rest].sum():.3f})",
@@ -691,7 +692,7 @@ def context_vector_figure(
     if not np.isfinite(w).any():
         notes.append(f"no finite weights: {NAN_SOFTMAX}")
     fig.add_trace(
-        go.Scatter(
+        vf.scatter(
             x=dims,
             y=shown.astype(np.float32),
             mode="markers",

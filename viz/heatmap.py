@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import plotly.graph_objects as go
 
+from viz import fig as vf
+from viz.fig import Fig
 from viz.labels import display_labels, escape_text
 from viz.theme import (
     MAGNITUDE_COLORSCALE,
@@ -264,7 +266,7 @@ def _polygon_xy(rects) -> tuple[np.ndarray, np.ndarray]:
 
 
 def add_cell_overlay(
-    fig: go.Figure,
+    fig: Fig,
     grid: Grid,
     cells: np.ndarray,
     *,
@@ -293,7 +295,7 @@ def add_cell_overlay(
         bg = t["mask_bg"] if role == "mask" else "#f2f2f2"
         fg = t["mask_fg"] if role == "mask" else "#000000"
         fig.add_trace(
-            go.Scatter(
+            vf.scatter(
                 x=xs,
                 y=ys,
                 mode="lines",
@@ -313,7 +315,7 @@ def add_cell_overlay(
         )
     else:  # too many separate patches: one grey cell per masked cell instead of hatching
         fig.add_trace(
-            go.Heatmap(
+            vf.heatmap(
                 z=np.where(cells, 1.0, np.nan).astype(np.float32),
                 x=grid.x,
                 y=grid.y,
@@ -332,7 +334,7 @@ def add_cell_overlay(
     ):
         rr, cc = np.nonzero(cells)
         fig.add_trace(
-            go.Scatter(
+            vf.scatter(
                 x=grid.x[cc],
                 y=grid.y[rr],
                 mode="text",
@@ -362,7 +364,7 @@ NAN_NAME = "NaN (not a number)"
 
 
 def add_heatmap(
-    fig: go.Figure,
+    fig: Fig,
     grid: Grid,
     *,
     kind: str,
@@ -379,7 +381,7 @@ def add_heatmap(
     col: int | None = None,
 ) -> None:
     """The value heatmap itself (NaN/masked cells left as gaps for the overlays)."""
-    trace = go.Heatmap(
+    trace = vf.heatmap(
         z=grid.z,
         x=grid.x,
         y=grid.y,
@@ -471,7 +473,7 @@ def title_layout(title: str | None, notes: Sequence[str] = ()) -> dict:
 
 
 def style_matrix_axes(
-    fig: go.Figure,
+    fig: Fig,
     grid: Grid,
     *,
     x_title: str,
@@ -522,7 +524,7 @@ def style_matrix_axes(
 
 
 def _row_sums_axis(
-    fig: go.Figure, grid: Grid, sums: np.ndarray, max_ticks: int = MAX_TICKS
+    fig: Fig, grid: Grid, sums: np.ndarray, max_ticks: int = MAX_TICKS
 ) -> str | None:
     """Row sums as a right-hand y axis ("Σ = 1.000"), or a note when not every row has room."""
     finite = sums[np.isfinite(sums)]
@@ -531,7 +533,7 @@ def _row_sums_axis(
             return f"every row sums to 1 (max |Σ − 1| = {np.abs(finite - 1).max():.1e})"
         return None
     fig.add_trace(
-        go.Scatter(
+        vf.scatter(
             x=[grid.x[0]] * len(grid.y),
             y=grid.y,
             yaxis="y2",
@@ -597,7 +599,7 @@ def heatmap_figure(
     )
     x_budget, y_budget = tick_budget(pw, t["font_size"]), tick_budget(ph, t["font_size"])
     lo, hi, scale = color_range(kind, [grid.z], zmin, zmax)
-    fig = go.Figure()
+    fig = Fig()
     add_heatmap(
         fig,
         grid,
@@ -696,7 +698,7 @@ def matrix_heatmap(
 
 
 def add_panel(
-    fig: go.Figure,
+    fig: Fig,
     grid: Grid,
     *,
     row: int,
@@ -800,7 +802,7 @@ def label_gap(labels: Sequence[str], theme: str, *, cols: int, width: int | None
     return min(0.6 / max(cols - 1, 1), max(0.04, (longest + 16) / plot_w))
 
 
-def set_column_gaps(fig: go.Figure, gaps: Sequence[float]) -> None:
+def set_column_gaps(fig: Fig, gaps: Sequence[float]) -> None:
     """Re-space a one-row make_subplots figure: gaps[i] (a fraction of the plot width) between
     columns i and i + 1, panels equally wide; subplot titles move with their panels."""
     n = len(gaps) + 1
@@ -843,7 +845,7 @@ class ValuePanel:
     value_name: str = "value"
 
 
-def add_value_panels(fig: go.Figure, panels: Sequence[ValuePanel], *, theme: str, cell_values: bool = True) -> list[str]:
+def add_value_panels(fig: Fig, panels: Sequence[ValuePanel], *, theme: str, cell_values: bool = True) -> list[str]:
     """Draw panels side by side in row 1 (tokens × dimension, one "coloraxis"); returns their notes.
 
     The cell budget is shared by all panels (prepare_grid(panels=...)), so the figure as a whole

@@ -12,8 +12,9 @@ from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
+from viz import fig as vf
+from viz.fig import Fig, subplots
 from viz.heatmap import (
     ValuePanel,
     add_value_panels,
@@ -103,7 +104,7 @@ def aligned_outputs_figure(
     lo, hi, scale = color_range("values", [a, b], zmax=symmetric_range(a, b))
     # B's labels differ from A's (its own positions): they sit between panels 1 and 2. The
     # |A − B| panel's rows are A's, so it repeats no labels.
-    fig = make_subplots(
+    fig = subplots(
         rows=1,
         cols=3,
         subplot_titles=(escape_text(name_a), escape_text(f"{name_b} (aligned)"), "|A − B|"),
@@ -144,10 +145,10 @@ def pooled_outputs_figure(
     if a.shape != b.shape:
         raise ValueError(f"pooled outputs differ in length: {a.size} vs {b.size}")
     dims = np.arange(a.size)
-    fig = go.Figure()
+    fig = Fig()
     for vec, name, color in ((a, name_a, QUALITATIVE[0]), (b, name_b, QUALITATIVE[1])):
         fig.add_trace(
-            go.Bar(
+            vf.bar(
                 x=dims,
                 y=vec.astype(np.float32),
                 name=escape_text(name),

@@ -11,8 +11,9 @@ from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
+from viz import fig as vf
+from viz.fig import Fig, subplots
 from viz.heatmap import (
     ValuePanel,
     _nice_step,
@@ -105,7 +106,7 @@ def pe_curves(
     gaps = np.diff(np.sort(marks))
     gap_px = pw * (float(gaps.min()) if gaps.size else span) / span  # between two marked tokens
     dense = gap_px < 6  # small dots without outline, no dotted lines
-    fig = go.Figure()
+    fig = Fig()
     for n, j in enumerate(dims):
         i = j // 2
         period = 2 * math.pi * 10000 ** (2 * i / d)
@@ -114,7 +115,7 @@ def pe_curves(
         name = f"dim {j} {'sin' if j % 2 == 0 else 'cos'}, period {length}"
         color = QUALITATIVE[n % len(QUALITATIVE)]
         fig.add_trace(
-            go.Scatter(
+            vf.scatter(
                 x=pos.astype(np.float32),
                 y=table[:, j].astype(np.float32),
                 mode="lines",
@@ -127,7 +128,7 @@ def pe_curves(
         )
         if marks.size:
             fig.add_trace(
-                go.Scatter(
+                vf.scatter(
                     x=marks,
                     y=np.interp(marks, pos, table[:, j]),
                     mode="markers",
@@ -154,7 +155,7 @@ def pe_curves(
             notes.append("● the sentence's tokens: " + "  ".join(mark_text))
         else:
             fig.add_trace(
-                go.Scatter(
+                vf.scatter(
                     x=marks,
                     y=np.zeros(marks.size),
                     xaxis="x2",
@@ -244,8 +245,8 @@ def pe_dot_curve(
     order = np.argsort(k)
     k, v = k[order], v[order]
     t = theme_spec(theme)
-    fig = go.Figure(
-        go.Scatter(
+    fig = Fig(
+        vf.scatter(
             x=k,
             y=v.astype(np.float32),
             mode="lines+markers" if k.size <= 80 else "lines",
@@ -261,7 +262,7 @@ def pe_dot_curve(
     if bumps:
         kb = np.asarray(bumps)
         fig.add_trace(
-            go.Scatter(
+            vf.scatter(
                 x=kb,
                 y=np.interp(kb, k, v),
                 mode="markers",
@@ -307,7 +308,7 @@ def embedding_pe_figure(
     s = e + p if summed is None else np.asarray(summed, dtype=np.float64)
     mats = [e, p, s]
     lo, hi, scale = color_range("values", mats, zmax=symmetric_range(*mats))
-    fig = make_subplots(
+    fig = subplots(
         rows=1,
         cols=3,
         horizontal_spacing=0.05,

@@ -11,6 +11,8 @@ import re
 
 import plotly.graph_objects as go
 
+from viz.fig import Fig, as_fig
+
 # Every family list starts with a font that has Chinese glyphs, so "你喜欢她" renders.
 FONT_SANS = '"Noto Sans CJK SC", "Noto Sans", "DejaVu Sans", Arial, sans-serif'
 FONT_SERIF = '"Noto Serif CJK SC", "Noto Serif", "DejaVu Serif", "Times New Roman", serif'
@@ -206,7 +208,7 @@ def _role(trace) -> str | None:
     return meta.get("role") if isinstance(meta, dict) else None
 
 
-def apply_theme(fig: go.Figure, name: str = "default") -> go.Figure:
+def apply_theme(fig: Fig | go.Figure, name: str = "default") -> go.Figure:
     """Restyle `fig` in place with theme `name` ("default", "paper", "slide", "dark"); returns it.
 
     Besides fonts and colours it lays the figure out for the theme's size (design_size): tight
@@ -214,6 +216,7 @@ def apply_theme(fig: go.Figure, name: str = "default") -> go.Figure:
     titles and the title wrapped to the width they have.
     """
     t = theme_spec(name)
+    finished, fig = (fig if isinstance(fig, go.Figure) else None), as_fig(fig)
     edge = max(8, round(0.5 * t["font_size"]))  # white space around everything
     fig.update_layout(
         template=t["template"],
@@ -250,10 +253,10 @@ def apply_theme(fig: go.Figure, name: str = "default") -> go.Figure:
                                       traceorder="normal",
                                       font=dict(size=t["font_size"] - 2)))
     # Subplot titles are annotations: give them the theme's font too, wrapped to their panel.
-    for ann in fig.layout.annotations:
+    for ann in fig.layout.annotations or ():
         if ann.name != "notes":
             ann.font = dict(family=t["font_family"], size=t["font_size"],
-                            color=ann.font.color or t["font_color"])
+                            color=(ann.font or {}).get("color") or t["font_color"])
     _wrap_subplot_titles(fig, t, name)
     colorbar = dict(
         thickness=t["colorbar_thickness"],
@@ -263,34 +266,38 @@ def apply_theme(fig: go.Figure, name: str = "default") -> go.Figure:
     )
     for key in fig.layout:
         if key.startswith("coloraxis"):
-            fig.layout[key].colorbar.update(colorbar)
+            fig.layout[key].child("colorbar").update(colorbar)
     _fit_title(fig, t, name)
     for trace in fig.data:
         role = _role(trace)
-        if hasattr(trace, "colorbar") and getattr(trace, "showscale", None) is not False:
-            trace.colorbar.update(colorbar)
+        if trace.type == "heatmap" and trace.showscale is not False:  # the trace types with a colorbar
+            trace.child("colorbar").update(colorbar)
         if role == "line":
-            trace.line.width = t["line_width"]
+            trace.child("line").width = t["line_width"]
         elif role == "mask":
-            trace.fillpattern.bgcolor = t["mask_bg"]
-            trace.fillpattern.fgcolor = t["mask_fg"]
+            trace.child("fillpattern").update(bgcolor=t["mask_bg"], fgcolor=t["mask_fg"])
             trace.fillcolor = t["mask_bg"]
         elif role == "mask_cells":  # heatmap fallback for masks with very many runs
             trace.colorscale = [[0, t["mask_bg"]], [1, t["mask_bg"]]]
         elif role == "mask_text":
-            trace.textfont.color = t["mask_text"]
-            trace.textfont.family = t["font_family"]
-            trace.textfont.size = max(9, t["font_size"] - 3)
+            trace.child("textfont").update(color=t["mask_text"], family=t["font_family"],
+                                           size=max(9, t["font_size"] - 3))
         if trace.type == "heatmap" and trace.texttemplate:
-            trace.textfont.size = max(9, t["font_size"] - 3)
-            trace.textfont.family = t["font_family"]
-    return fig
+            trace.child("textfont").update(size=max(9, t["font_size"] - 3), family=t["font_family"])
+    if finished is not None:  # a finished go.Figure is restyled in place, as plotly's update_* would
+        out = fig.to_dict()
+        with finished.batch_update():
+            finished.layout = out["layout"]
+            finished.data = []
+            finished.add_traces(out["data"])
+        return finished
+    return fig.to_go()
 
 
 PLOT_FRACTION = 0.75  # of the figure's width the plot area gets (the rest: labels, colour bar)
 
 
-def subplot_titles(fig: go.Figure) -> list:
+def subplot_titles(fig: Fig) -> list:
     """The subplot/column titles make_subplots wrote: horizontal annotations centred over a
     panel (their x is the centre of an x axis domain), each with that domain's width."""
     centres = {}
@@ -299,7 +306,7 @@ def subplot_titles(fig: go.Figure) -> list:
             d0, d1 = fig.layout[key].domain
             centres[round((d0 + d1) / 2, 6)] = d1 - d0
     out = []
-    for ann in fig.layout.annotations:
+    for ann in fig.layout.annotations or ():
         if ann.name == "notes" or ann.xref != "paper" or ann.yref != "paper":
             continue
         if ann.textangle not in (None, 0) or ann.x is None:
@@ -310,7 +317,7 @@ def subplot_titles(fig: go.Figure) -> list:
     return out
 
 
-def _wrap_subplot_titles(fig: go.Figure, t: dict, name: str) -> None:
+def _wrap_subplot_titles(fig: Fig, t: dict, name: str) -> None:
     """Wrap each subplot title to its panel's width, so neighbours never run into each other."""
     width, _ = design_size(name, fig)
     for ann, domain in subplot_titles(fig):
@@ -322,7 +329,7 @@ def _lines(text: str | None) -> int:
     return len(re.findall(r"<br(\s+[^>]*)?>", text or "")) + 1
 
 
-def _top_axis_height(fig: go.Figure, t: dict) -> int:
+def _top_axis_height(fig: Fig, t: dict) -> int:
     """Room for tick labels of an x axis on top (they may be turned 90° when crowded)."""
     height = 0
     for key in fig.layout:
@@ -336,7 +343,7 @@ def _top_axis_height(fig: go.Figure, t: dict) -> int:
     return height
 
 
-def _left_of_plot(fig: go.Figure, t: dict) -> float:
+def _left_of_plot(fig: Fig, t: dict) -> float:
     """Estimated px left of the plot area: the widest y tick label, ticks, the y axis title."""
     left = 0.0
     for key in fig.layout:
@@ -344,20 +351,20 @@ def _left_of_plot(fig: go.Figure, t: dict) -> float:
         if not key.startswith("yaxis") or ax.side == "right" or ax.overlaying:
             continue
         if ax.domain and ax.anchor and ax.anchor != "x":  # only the first column's axes
-            xa = fig.layout["xaxis" + ax.anchor[1:]]
+            xa = fig.layout.child("xaxis" + ax.anchor[1:])
             if xa.domain and xa.domain[0] > 0.01:
                 continue
         px = 0.0
         if ax.showticklabels is not False:
             labels = [str(v) for v in ax.ticktext] if ax.ticktext else ["−0.00"]
             px += max(text_width(s, t["font_size"]) for s in labels) + 10
-        if ax.title.text:
+        if (ax.title or {}).get("text"):
             px += 1.5 * t["font_size"]
         left = max(left, px)
     return left
 
 
-def _fit_title(fig: go.Figure, t: dict, name: str) -> None:
+def _fit_title(fig: Fig, t: dict, name: str) -> None:
     """Title at the top, wrapped to the width; note lines in a "notes" annotation above the plot.
 
     The title and the notes start where the plot starts (x = 0 on the paper) and are wrapped to
@@ -365,8 +372,8 @@ def _fit_title(fig: go.Figure, t: dict, name: str) -> None:
     by its first line), so the pad gives that back; notes live in an annotation (anchored by its
     whole height). The top margin is counted from the lines here.
     """
-    first, *rest = (fig.layout.title.text or "").split("<br>")
-    old = [a for a in fig.layout.annotations if a.name == "notes"]
+    first, *rest = ((fig.layout.title or {}).get("text") or "").split("<br>")
+    old = [a for a in fig.layout.annotations or () if a.name == "notes"]
     lines = [unwrap(x) for x in (old[0].text.split("<br>") if old else [])] + rest
     note_size = max(10, round(0.8 * t["font_size"]))
     width, _ = design_size(name, fig)
@@ -378,7 +385,7 @@ def _fit_title(fig: go.Figure, t: dict, name: str) -> None:
     # make_subplots puts subplot titles at the top edge of the plot area: notes go above them.
     top = [
         a
-        for a in fig.layout.annotations
+        for a in fig.layout.annotations or ()
         if a.name != "notes"
         and a.yref == "paper"
         and a.y is not None
@@ -387,7 +394,7 @@ def _fit_title(fig: go.Figure, t: dict, name: str) -> None:
     ]
     lift = 0
     if top:
-        size = max((a.font.size or t["font_size"]) for a in top)
+        size = max(((a.font or {}).get("size") or t["font_size"]) for a in top)
         lift = int((0.3 + 1.3 * max(_lines(a.text) for a in top)) * size)
     lift += _top_axis_height(fig, t)
     if old:

@@ -7,7 +7,9 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from viz import fig as vf
 from viz.attention import weights_heatmap
+from viz.fig import Fig
 from viz.heatmap import title_layout
 from viz.theme import QUALITATIVE, apply_theme
 
@@ -75,8 +77,8 @@ def loss_curve(
     x = np.arange(y.size) if steps is None else np.asarray(steps, dtype=np.float64).ravel()
     if x.size != y.size:
         raise ValueError(f"{x.size} steps for {y.size} losses")
-    fig = go.Figure(
-        go.Scatter(
+    fig = Fig(
+        vf.scatter(
             x=x,
             y=y.astype(np.float32),
             mode="lines",
@@ -95,7 +97,7 @@ def loss_curve(
         if vx.size != vy.size:
             raise ValueError(f"{vx.size} validation steps for {vy.size} losses")
         fig.add_trace(
-            go.Scatter(
+            vf.scatter(
                 x=vx,
                 y=vy.astype(np.float32),
                 mode="lines+markers",

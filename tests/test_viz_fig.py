@@ -1,0 +1,126 @@
+"""viz.fig: figures built as plain dicts must be exactly what plotly's validated objects make."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import pickle
+
+import numpy as np
+import plotly.graph_objects as go
+import plotly.io as pio
+import pytest
+from plotly.subplots import make_subplots
+
+from lab.compute import load_model, model_fields, run
+from lab.spec import FigureSpec
+from lab.views import Models, build_view
+from viz import fig as vf
+
+VIEWS = ("tokens", "positional", "attention", "heads", "query", "order")
+
+
+def _json(fig) -> dict:
+    return json.loads(pio.to_json(fig, validate=False))
+
+
+@pytest.fixture(scope="module")
+def small_models():
+    spec = FigureSpec(d_model=16, n_heads=2, n_layers=1, d_ff=32, sentence_a="你喜欢她", sentence_b="她喜欢你")
+    loaded = load_model(model_fields(spec))
+    traced = run(loaded, spec.sentence_a, spec.sentence_b, spec.mask)
+    return spec, Models(lambda fields: loaded, lambda s: traced)
+
+
+@pytest.mark.parametrize("theme", ["default", "paper", "dark"])
+@pytest.mark.parametrize("view", VIEWS)
+def test_every_view_figure_is_what_plotly_validation_makes(small_models, view, theme):
+    """Each figure's dict passes plotly's full validation unchanged: no misspelt property, no
+    colour-scale or template name left for plotly.js (which knows neither), no string title."""
+    spec, models = small_models
+    spec = dataclasses.replace(spec, theme=theme)
+    result = build_view(view, spec, models)
+    figures = [p.figure for p in result.panels if p.figure is not None]
+    assert figures or view == "tokens"
+    for fig in figures:
+        fast = fig.to_plotly_json()
+        validated = go.Figure(fast)  # raises on any invalid property
+        assert _json(validated) == _json(fast)
+        layout = fast["layout"]
+        assert isinstance(layout["template"], dict)
+        assert isinstance(layout.get("title", {}), dict)
+        for trace in fast["data"]:
+            assert not isinstance(trace.get("colorscale"), str)
+
+
+def test_magic_underscores_follow_plotly():
+    ours = vf.Fig().update_layout(paper_bgcolor="#010203", title_font_size=20, xaxis_title_text="key",
+                                  plot_bgcolor="#040506").to_dict()["layout"]
+    theirs = go.Figure().update_layout(paper_bgcolor="#010203", title_font_size=20, xaxis_title_text="key",
+                                       plot_bgcolor="#040506").layout.to_plotly_json()
+    theirs.pop("template")
+    assert ours == theirs
+
+
+def test_update_merges_nested_dicts_replaces_lists_and_none_unsets():
+    f = vf.Fig()
+    f.update_layout(title=dict(text="a", x=0), annotations=[dict(text="1")])
+    f.update_layout(title=dict(x=0.5), annotations=[dict(text="2")], margin_t=5)
+    f.update_layout(margin=dict(t=None, b=3))
+    g = go.Figure()
+    g.update_layout(title=dict(text="a", x=0), annotations=[dict(text="1")])
+    g.update_layout(title=dict(x=0.5), annotations=[dict(text="2")], margin_t=5)
+    g.update_layout(margin=dict(t=None, b=3))
+    theirs = _json(g)["layout"]
+    theirs.pop("template", None)
+    assert _json(f.to_dict())["layout"] == theirs
+
+
+def test_subplots_axes_rows_and_cols_match_make_subplots():
+    kw = dict(rows=2, cols=3, subplot_titles=("a", "b", "c", "d", "e", "f"), horizontal_spacing=0.05)
+    f = vf.subplots(**kw)
+    g = make_subplots(**kw)
+    for fig in (f, g):
+        fig.add_trace(vf.heatmap(z=[[1.0]]) if fig is f else go.Heatmap(z=[[1.0]]), row=2, col=3)
+        fig.update_xaxes(title_text="only here", row=2, col=3)
+        fig.update_yaxes(range=[0, 1], row=1)
+        fig.update_xaxes(showgrid=False)
+    ours, theirs = _json(f.to_dict()), _json(g)
+    assert ours["data"] == theirs["data"]
+    theirs["layout"].pop("template")
+    ours["layout"].pop("template", None)
+    assert ours["layout"] == theirs["layout"]
+    with pytest.raises(ValueError, match="outside"):
+        f.add_trace(vf.scatter(x=[1]), row=3, col=1)
+    with pytest.raises(ValueError, match="single plot"):
+        f.add_vline(x=1)
+
+
+def test_vline_as_plotly_draws_it():
+    ours = vf.Fig().add_vline(x=0.5, line=dict(color="red", dash="dot")).to_dict()["layout"]["shapes"]
+    theirs = go.Figure().add_vline(x=0.5, line=dict(color="red", dash="dot")).layout.to_plotly_json()["shapes"]
+    assert _json({"s": ours}) == _json({"s": theirs})
+
+
+def test_template_and_colorscale_names_resolved_as_plotly_does():
+    d = vf.Fig(vf.heatmap(z=[[0.0, 1.0]], colorscale="RdBu_r"), layout=dict(template="plotly_white")).to_dict()
+    g = go.Figure(go.Heatmap(z=[[0.0, 1.0]], colorscale="RdBu_r"), layout=dict(template="plotly_white"))
+    assert _json(d)["data"][0]["colorscale"] == _json(g)["data"][0]["colorscale"]
+    assert _json(d)["layout"]["template"]["layout"] == _json(g)["layout"]["template"]["layout"]
+    assert _json(d)["layout"]["template"]["data"]["heatmap"] == _json(g)["layout"]["template"]["data"]["heatmap"]
+
+
+def test_lazy_figure_serves_the_dict_and_builds_the_tree_on_use():
+    z = np.arange(6, dtype=np.float32).reshape(2, 3)
+    fig = vf.Fig(vf.heatmap(z=z), layout=dict(title=dict(text="t"))).to_go()
+    assert isinstance(fig, go.Figure)
+    assert "_fast_dict" in fig.__dict__  # nothing built yet
+    assert _json(fig) == _json(go.Figure(fig.to_dict(), layout_template=None))
+    assert "_fast_dict" in fig.__dict__  # serialising did not build it either
+    clone = pickle.loads(pickle.dumps(fig))
+    assert np.array_equal(np.asarray(fig.data[0].z), z)  # reading builds the real tree
+    assert fig.layout.title.text == "t"
+    assert "_fast_dict" not in fig.__dict__
+    fig.update_layout(title_text="u")
+    assert fig.to_dict()["layout"]["title"]["text"] == "u"
+    assert clone.layout.title.text == "t"

@@ -1,0 +1,329 @@
+"""Figures as plain dicts: the part of the go.Figure API our builders use, ~100x cheaper.
+
+plotly.graph_objects validates and re-wraps every property on every `update_layout`,
+`update_xaxes` and `add_trace` (a heatmap figure took ~50 ms, nearly all of it there). The
+builders in viz/ describe figures with the same calls on a `Fig` instead, which only merges
+plain dicts (`Node`), and hand back a real `go.Figure` at the end (`Fig.to_go`), built with
+`_validate=False` from the finished dict. What plotly's validation would have added is done here
+once and cached: template names become the template's dict and colour-scale names become their
+colour lists, exactly as plotly writes them (tests/test_viz_fig.py checks every view's figures
+against a fully validated go.Figure of the same dict).
+
+Semantics follow plotly's: keyword "magic underscores" (`title_text=` = `title=dict(text=)`),
+nested dicts merge and everything else (lists, arrays, strings) replaces, `None` unsets,
+`update_xaxes(row=, col=)` picks one subplot's axis, and no row/col means every x axis.
+"""
+
+from __future__ import annotations
+
+import copy
+from functools import cache
+
+import plotly.graph_objects as go
+import plotly.io as pio
+from _plotly_utils.utils import convert_to_base64
+
+# Leaves whose dict values are data, not properties: their keys are never split at "_".
+_OPAQUE = frozenset({"meta", "customdata"})
+# Every plotly property name with an underscore in it (all other underscores are path separators).
+_UNDERSCORED = frozenset({"paper_bgcolor", "plot_bgcolor", "error_x", "error_y", "error_z", "copy_ystyle",
+                          "copy_zstyle"})
+_TRACE_TYPES_KEPT = ("heatmap", "scatter", "bar")  # template trace defaults our figures can use
+
+
+class Node(dict):
+    """A plotly property dict with attribute access: `n.title.text`; unset leaves read as None."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return self.get(name)
+
+    def __setattr__(self, name: str, value) -> None:
+        if value is None:
+            self.pop(name, None)
+        else:
+            self[name] = _node(value)
+
+    def child(self, name: str) -> Node:
+        """The sub-dict `name`, created empty when unset (like plotly's compound properties)."""
+        got = self.get(name)
+        if not isinstance(got, Node):
+            got = self[name] = Node()
+        return got
+
+    def update(self, other: dict | None = None, **kwargs) -> Node:  # type: ignore[override]
+        """Deep merge, plotly style (magic underscores, dicts merge, None unsets); returns self."""
+        for src in (other or {}), kwargs:
+            for key, value in src.items():
+                _merge(self, key, value)
+        return self
+
+
+def _node(value, opaque: bool = False):
+    """Dicts (and dicts inside lists) as Nodes, keys split at "_" into nested dicts."""
+    if isinstance(value, dict) and not isinstance(value, Node):
+        if opaque:
+            return dict(value)
+        out = Node()
+        for k, v in value.items():
+            _merge(out, k, v)
+        return out
+    if isinstance(value, (list, tuple)) and value and isinstance(value[0], dict):
+        return [_node(v, opaque) for v in value]
+    return value
+
+
+def _split(key: str) -> tuple[str, str]:
+    """("title", "font_size") from "title_font_size"; plotly's own underscored names stay whole."""
+    if key in _OPAQUE or key in _UNDERSCORED:
+        return key, ""
+    if "_" not in key:
+        return key, ""
+    for name in _UNDERSCORED:
+        if key.startswith(name + "_"):
+            return name, key[len(name) + 1:]
+    head, _, rest = key.partition("_")
+    return head, rest
+
+
+def _merge(target: Node, key: str, value) -> None:
+    """target[key] = value with plotly's update rules; "a_b_c" writes target.a.b.c."""
+    head, rest = _split(key)
+    if rest and head not in _OPAQUE:
+        sub = target.get(head)
+        if not isinstance(sub, Node):
+            sub = target[head] = Node()
+        _merge(sub, rest, value)
+        return
+    if value is None:
+        target.pop(key, None)
+        return
+    if key in _OPAQUE:
+        target[key] = _node(value, opaque=True)
+        return
+    old = target.get(key)
+    if isinstance(value, dict) and isinstance(old, Node):
+        for k, v in value.items():
+            _merge(old, k, v)
+    else:
+        target[key] = _node(value)
+
+
+def trace(type_: str, **props) -> Node:
+    """A trace dict: trace("heatmap", z=..., colorbar_title_text=...)."""
+    out = Node(type=type_)
+    for key, value in props.items():
+        _merge(out, key, value)
+    return out
+
+
+def heatmap(**props) -> Node:
+    return trace("heatmap", **props)
+
+
+def scatter(**props) -> Node:
+    return trace("scatter", **props)
+
+
+def bar(**props) -> Node:
+    return trace("bar", **props)
+
+
+def _axis_suffix(index: int) -> str:
+    return "" if index == 1 else str(index)
+
+
+class Fig:
+    """A figure under construction: `.data` (list of Node), `.layout` (Node); go.Figure-like calls."""
+
+    def __init__(self, data=None, layout: dict | None = None, *, grid: tuple[int, int] | None = None):
+        if isinstance(data, dict):  # a trace
+            data = [data]
+        self.data: list[Node] = [_node(t) if not isinstance(t, Node) else t for t in (data or [])]
+        self.layout: Node = _node(layout or {}) if not isinstance(layout, Node) else layout
+        self._grid = grid  # (rows, cols) of a subplot grid, axes numbered row-major
+
+    # -- subplots ---------------------------------------------------------------------------
+    def _index(self, row: int | None, col: int | None) -> int:
+        if row is None and col is None:
+            return 1
+        rows, cols = self._grid or (1, 1)
+        r, c = row or 1, col or 1
+        if not (1 <= r <= rows and 1 <= c <= cols):
+            raise ValueError(f"row {r}, col {c} is outside the {rows}x{cols} subplot grid")
+        return (r - 1) * cols + c
+
+    def _axes(self, letter: str, row: int | None, col: int | None) -> list[Node]:
+        if row is not None or col is not None:
+            if self._grid is None:
+                raise ValueError("row/col need a figure made by subplots()")
+            rows, cols = self._grid
+            wanted = [
+                self._index(r, c)
+                for r in ([row] if row is not None else range(1, rows + 1))
+                for c in ([col] if col is not None else range(1, cols + 1))
+            ]
+            return [self.layout.child(f"{letter}axis{_axis_suffix(i)}") for i in wanted]
+        keys = [k for k in self.layout if k.startswith(f"{letter}axis") and (k[5:] == "" or k[5:].isdigit())]
+        if not keys:
+            keys = [f"{letter}axis"]
+        return [self.layout.child(k) for k in keys]
+
+    # -- the go.Figure calls ----------------------------------------------------------------
+    def add_trace(self, trace_: dict, row: int | None = None, col: int | None = None) -> Fig:
+        t = trace_ if isinstance(trace_, Node) else _node(dict(trace_))
+        if row is not None or col is not None:
+            i = self._index(row, col)
+            t["xaxis"], t["yaxis"] = f"x{_axis_suffix(i)}", f"y{_axis_suffix(i)}"
+        self.data.append(t)
+        return self
+
+    def update_layout(self, patch: dict | None = None, **kwargs) -> Fig:
+        self.layout.update(patch, **kwargs)
+        return self
+
+    def update_xaxes(self, patch: dict | None = None, row: int | None = None, col: int | None = None,
+                     **kwargs) -> Fig:
+        for ax in self._axes("x", row, col):
+            ax.update(patch, **kwargs)
+        return self
+
+    def update_yaxes(self, patch: dict | None = None, row: int | None = None, col: int | None = None,
+                     **kwargs) -> Fig:
+        for ax in self._axes("y", row, col):
+            ax.update(patch, **kwargs)
+        return self
+
+    def add_annotation(self, patch: dict | None = None, **kwargs) -> Fig:
+        ann = Node().update(patch, **kwargs)
+        self.layout.setdefault("annotations", []).append(ann)
+        return self
+
+    def add_shape(self, patch: dict | None = None, **kwargs) -> Fig:
+        shape = Node().update(patch, **kwargs)
+        self.layout.setdefault("shapes", []).append(shape)
+        return self
+
+    def add_vline(self, x: float, **kwargs) -> Fig:
+        """A vertical line across the plot at x (as plotly's add_vline writes it; single plots only)."""
+        if self._grid is not None:
+            raise ValueError("add_vline draws on a single plot, not a subplot grid")
+        return self.add_shape(dict(type="line", x0=x, x1=x, xref="x", y0=0, y1=1, yref="y domain"), **kwargs)
+
+    # -- the result -------------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        layout = dict(self.layout)
+        template = layout.get("template")
+        if isinstance(template, str):
+            layout["template"] = template_dict(template)
+        for key, value in layout.items():
+            if key.startswith("coloraxis") and isinstance(value, dict) and isinstance(value.get("colorscale"), str):
+                layout[key] = Node(value, colorscale=colorscale(value["colorscale"]))
+        data = []
+        for t in self.data:
+            if isinstance(t.get("colorscale"), str):
+                t = Node(t, colorscale=colorscale(t["colorscale"]))
+            data.append(t)
+        return {"data": data, "layout": layout}
+
+    def to_go(self) -> go.Figure:
+        """The finished figure: a go.Figure (not validated again: see the module docstring)."""
+        return Figure(self.to_dict())
+
+
+class Figure(go.Figure):
+    """A go.Figure whose plotly object tree is built only when something reads it.
+
+    Building go.Figure's tree costs ~1 ms per figure even unvalidated, and the app never reads
+    it: st.plotly_chart and viz.export call to_dict / to_plotly_json / to_json, which are served
+    from the dict. Any other use (fig.layout, fig.data, update_*, ...) builds the tree first,
+    so the object behaves as the go.Figure it is.
+    """
+
+    def __init__(self, fig_dict: dict):  # noqa: D107 - plotly's own __init__ runs on first use
+        object.__setattr__(self, "_fast_dict", fig_dict)
+
+    def _built(self) -> bool:
+        pending = self.__dict__.pop("_fast_dict", None)
+        if pending is None:
+            return False
+        go.Figure.__init__(self, pending, _validate=False)
+        return True
+
+    def __getattr__(self, name: str):
+        # Reached only when normal lookup fails, e.g. `layout` before the tree exists.
+        if name != "_fast_dict" and self._built():
+            return getattr(self, name)
+        raise AttributeError(name)
+
+    def to_dict(self) -> dict:
+        pending = self.__dict__.get("_fast_dict")
+        if pending is None:
+            return super().to_dict()
+        res = {"data": copy.deepcopy(pending["data"]), "layout": copy.deepcopy(pending["layout"])}
+        convert_to_base64(res)  # numpy arrays as typed arrays, as go.Figure.to_dict sends them
+        return res
+
+    def to_plotly_json(self) -> dict:
+        return self.to_dict()
+
+    def __reduce__(self):
+        return Figure, (self.to_dict(),)
+
+
+def subplots(rows: int = 1, cols: int = 1, **kwargs) -> Fig:
+    """make_subplots(rows, cols, **kwargs)'s layout (axis domains, anchors, subplot titles)."""
+    key = repr((rows, cols, sorted(kwargs.items())))
+    return Fig(layout=_node(copy.deepcopy(_subplot_layout(key, rows, cols, kwargs))), grid=(rows, cols))
+
+
+_SUBPLOT_CACHE: dict[str, dict] = {}
+
+
+def _subplot_layout(key: str, rows: int, cols: int, kwargs: dict) -> dict:
+    got = _SUBPLOT_CACHE.get(key)
+    if got is None:
+        from plotly.subplots import make_subplots
+
+        got = make_subplots(rows=rows, cols=cols, **kwargs).layout.to_plotly_json()
+        got.pop("template", None)
+        if len(_SUBPLOT_CACHE) > 512:
+            _SUBPLOT_CACHE.clear()
+        _SUBPLOT_CACHE[key] = got
+    return got
+
+
+@cache
+def _template(name: str) -> dict:
+    full = pio.templates[name].to_plotly_json()
+    data = full.get("data", {})
+    return {"data": {k: data[k] for k in _TRACE_TYPES_KEPT if k in data}, "layout": full.get("layout", {})}
+
+
+def template_dict(name: str) -> dict:
+    """plotly's template `name` as the dict plotly writes into a figure: its layout defaults and
+    the trace defaults of the trace types viz draws (heatmap, scatter, bar). A copy."""
+    return copy.deepcopy(_template(name))
+
+
+@cache
+def _colorscale(name: str) -> tuple:
+    from _plotly_utils.basevalidators import ColorscaleValidator
+
+    return tuple(tuple(stop) for stop in ColorscaleValidator("colorscale", "heatmap").validate_coerce(name))
+
+
+def colorscale(name: str) -> list:
+    """A named colour scale ("Viridis", "RdBu_r") as its [[fraction, colour], ...] list."""
+    return [list(stop) for stop in _colorscale(name)]
+
+
+def as_fig(fig) -> Fig:
+    """A Fig from a Fig, a go.Figure or a figure dict (to restyle a finished figure)."""
+    if isinstance(fig, Fig):
+        return fig
+    d = fig.to_plotly_json() if isinstance(fig, go.Figure) else fig
+    return Fig(data=[_node(dict(t)) for t in d.get("data", [])], layout=d.get("layout", {}))
