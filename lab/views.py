@@ -23,14 +23,38 @@ from model.examples import JOURNEY_TEXT, journey_example
 from model.positional import offset_dot_products, sinusoidal_at, sinusoidal_encoding
 
 
-@dataclass(eq=False)
 class Panel:
-    key: str  # unique within a view: widget keys and file names
-    title: str
-    figure: go.Figure | None = None
-    table: pd.DataFrame | None = None  # the numbers behind the figure (CSV), or the table itself
-    caption: str = ""  # plain text (never rendered as HTML)
-    highlight: list[bool] | None = None  # for tables: rows to highlight
+    """One figure and/or table of a view.
+
+    table: the numbers behind the figure (CSV), or the table itself; a DataFrame, or a function
+    that makes it, called the first time `table` is read: most tables are only wanted on a
+    click (show the numbers, download CSV), so a view need not pay for them up front.
+    """
+
+    __slots__ = ("key", "title", "figure", "_table", "caption", "highlight")
+
+    def __init__(self, key: str, title: str, figure: go.Figure | None = None,
+                 table: pd.DataFrame | Callable[[], pd.DataFrame] | None = None, caption: str = "",
+                 highlight: list[bool] | None = None):
+        self.key = key  # unique within a view: widget keys and file names
+        self.title = title
+        self.figure = figure
+        self._table = table
+        self.caption = caption  # plain text (never rendered as HTML)
+        self.highlight = highlight  # for tables: rows to highlight
+
+    @property
+    def has_table(self) -> bool:
+        return self._table is not None
+
+    @property
+    def table(self) -> pd.DataFrame | None:
+        if callable(self._table):
+            self._table = self._table()
+        return self._table
+
+    def __repr__(self) -> str:
+        return f"Panel({self.key!r}, {self.title!r})"
 
 
 @dataclass(eq=False)
@@ -119,26 +143,27 @@ def positional_view(spec: FigureSpec, models: Models) -> ViewResult:
     span = max(n, 50)
     table = _np(sinusoidal_encoding(span, d))
     out.panels.append(Panel("pe-matrix", f"Sinusoidal PE, positions 0–{span - 1} × {d} dimensions",
-                            viz.pe_heatmap(table, theme=th), viz.matrix_frame(table)))
+                            viz.pe_heatmap(table, theme=th), lambda: viz.matrix_frame(table)))
     fine = torch.arange(0, span - 1 + 1e-9, 0.1, dtype=torch.float64)
     dims = sorted({0, 1, 2, 3, d // 2, d - 2} & set(range(d)))
     out.panels.append(Panel(
         "pe-curves", "PE(pos, 2i) = sin(pos/10000^(2i/d)), PE(pos, 2i+1) = cos(…): the sentence's positions marked",
         viz.pe_curves(fine.numpy(), _np(sinusoidal_at(fine, d)), dims=dims, marked_positions=list(range(n)),
                       marked_labels=list(sentence.encoding.pieces), theme=th),
-        viz.matrix_frame(table[:, dims], col_labels=[f"dim {j}" for j in dims]),
+        lambda: viz.matrix_frame(table[:, dims], col_labels=[f"dim {j}" for j in dims]),
     ))
     own = table[:n]
     gram = own @ own.T
     out.panels.append(Panel("pe-dot-matrix", "PE(i)·PE(j) for the sentence's positions: constant along diagonals",
                             viz.pe_dot_matrix(gram, labels=list(sentence.encoding.pieces), theme=th),
-                            viz.matrix_frame(gram, list(sentence.encoding.pieces), list(sentence.encoding.pieces))))
+                            lambda: viz.matrix_frame(gram, list(sentence.encoding.pieces),
+                                                     list(sentence.encoding.pieces))))
     offsets = torch.arange(-span + 1, span, dtype=torch.float64)
     values = _np(offset_dot_products(offsets, d))
     out.panels.append(Panel(
         "pe-dot-curve", "PE(i)·PE(i+k) = Σᵢ cos(ωᵢ k): symmetric in k, decays overall but not monotonically",
         viz.pe_dot_curve(offsets.numpy(), values, theme=th),
-        pd.DataFrame({"offset": offsets.numpy().astype(int), "dot": values}),
+        lambda: pd.DataFrame({"offset": offsets.numpy().astype(int), "dot": values}),
     ))
     emb = run_.trace.encoder.embeddings
     tokens, pe, summed = _np(emb.tokens[row, :n]), _np(emb.positional[:n]), _np(emb.summed[row, :n])
@@ -146,7 +171,7 @@ def positional_view(spec: FigureSpec, models: Models) -> ViewResult:
     out.panels.append(Panel(
         "embedding-pe", f"Token embedding (×√d_model), the positional encoding added ({kind}) and their sum",
         viz.embedding_pe_figure(tokens, pe, labels=list(sentence.encoding.pieces), summed=summed, theme=th),
-        viz.matrix_frame(summed, list(sentence.encoding.pieces)),
+        lambda: viz.matrix_frame(summed, list(sentence.encoding.pieces)),
     ))
     if kind == "none":
         out.notices.append("This model adds NO positional encoding (the middle panel is all zeros); "
@@ -194,10 +219,12 @@ def attention_view(spec: FigureSpec, models: Models) -> ViewResult:
     for key, fig in figs.items():
         title, matrix, r, c = titles[key]
         if key == "qkv":
-            table = pd.concat({"Q": viz.matrix_frame(a["q"], rows), "K": viz.matrix_frame(a["k"], cols),
-                               "V": viz.matrix_frame(a["v"], cols)})
+            def table():
+                return pd.concat({"Q": viz.matrix_frame(a["q"], rows), "K": viz.matrix_frame(a["k"], cols),
+                                  "V": viz.matrix_frame(a["v"], cols)})
         else:
-            table = viz.matrix_frame(matrix, r, c)
+            def table(matrix=matrix, r=r, c=c):
+                return viz.matrix_frame(matrix, r, c)
         out.panels.append(Panel(f"attention-{key}", title, fig, table))
     if spec.mask == "none" and any("[PAD]" in p for p in rows + cols):
         out.notices.append("Mask 'none': the [PAD] tokens added to line up A and B are attended to like words.")
@@ -221,20 +248,20 @@ def heads_view(spec: FigureSpec, models: Models) -> ViewResult:
         "heads-grid", f"All heads of layer {layer} ({spec.block})",
         viz.heads_grid(weights[layer, heads], row_labels=rows, col_labels=cols, mask=mask,
                        head_names=[f"head {h}" for h in heads], theme=spec.theme),
-        pd.concat({f"head {h}": viz.matrix_frame(weights[layer, h], rows, cols) for h in heads}),
+        lambda: pd.concat({f"head {h}": viz.matrix_frame(weights[layer, h], rows, cols) for h in heads}),
     ))
     out.panels.append(Panel(
         "layers-heads", f"Every layer × every head ({spec.block})",
         viz.layers_heads_grid(weights, row_labels=rows, col_labels=cols, mask=mask, theme=spec.theme),
-        pd.concat({f"layer {ly} head {h}": viz.matrix_frame(weights[ly, h], rows, cols)
-                   for ly in range(weights.shape[0]) for h in range(weights.shape[1])}),
+        lambda: pd.concat({f"layer {ly} head {h}": viz.matrix_frame(weights[ly, h], rows, cols)
+                           for ly in range(weights.shape[0]) for h in range(weights.shape[1])}),
     ))
     entropy = viz.mean_attention_entropy(weights)
     out.panels.append(Panel(
         "entropy", "Mean attention entropy (bits) per layer and head: low = focused, high = spread out",
         viz.entropy_overview(entropy, n_keys=len(cols), theme=spec.theme),
-        viz.matrix_frame(entropy, [f"layer {ly}" for ly in range(entropy.shape[0])],
-                         [f"head {h}" for h in range(entropy.shape[1])]),
+        lambda: viz.matrix_frame(entropy, [f"layer {ly}" for ly in range(entropy.shape[0])],
+                                 [f"head {h}" for h in range(entropy.shape[1])]),
     ))
     return out
 
@@ -273,8 +300,9 @@ def query_view(spec: FigureSpec, models: Models) -> ViewResult:
     qlabel = f"{q}:{rows[q]}"
     out = ViewResult(notices=list(run_.notices))
     allowed = a["allowed"][q]
-    table = pd.DataFrame({"key": cols, "score": a["scores"][q], "scaled": a["scaled"][q],
-                          "may attend": allowed, "weight": a["weights"][q]})
+    def table():
+        return pd.DataFrame({"key": cols, "score": a["scores"][q], "scaled": a["scaled"][q],
+                             "may attend": allowed, "weight": a["weights"][q]})
     out.panels.append(Panel(
         "query-bars", f"Query {qlabel}: scores, scaled scores and softmax weights over every key",
         viz.query_bars(a["scores"][q], a["scaled"][q], a["weights"][q], key_labels=cols, query_label=rows[q],
@@ -284,7 +312,7 @@ def query_view(spec: FigureSpec, models: Models) -> ViewResult:
         "query-context", f"Context vector of {qlabel} = Σⱼ weightⱼ · vⱼ ({spec.block}, layer {layer}, head {head})",
         viz.context_vector_figure(a["weights"][q], a["v"], key_labels=cols, query_label=rows[q],
                                   context=a["context"][q], theme=spec.theme),
-        viz.matrix_frame(np.vstack([a["v"], a["context"][q]]), cols + ["context"]),
+        lambda: viz.matrix_frame(np.vstack([a["v"], a["context"][q]]), cols + ["context"]),
     ))
     if run_.sentences[row].text.strip() == JOURNEY_TEXT:
         out.panels.extend(_journey_panels(spec))
