@@ -218,7 +218,7 @@ class Fig:
         layout = dict(self.layout)
         template = layout.get("template")
         if isinstance(template, str):
-            layout["template"] = template_dict(template)
+            layout["template"] = _template(template)  # shared and never mutated: readers copy
         for key, value in layout.items():
             if key.startswith("coloraxis") and isinstance(value, dict) and isinstance(value.get("colorscale"), str):
                 layout[key] = Node(value, colorscale=colorscale(value["colorscale"]))
