@@ -18,7 +18,7 @@ import torch
 import viz
 from lab.compute import Loaded, Run, model_fields, read_source, run
 from lab.spec import FigureSpec
-from model.analysis import all_head_weights, head_arrays, order_report, record
+from model.analysis import OrderReport, all_head_weights, head_arrays, order_report, record
 from model.examples import JOURNEY_TEXT, journey_example
 from model.positional import offset_dot_products, sinusoidal_at, sinusoidal_encoding
 
@@ -67,9 +67,11 @@ class ViewResult:
 class Models:
     """How views get models and runs; the app passes Streamlit-cached functions, the CLI plain ones."""
 
-    def __init__(self, load: Callable[[tuple], Loaded], trace: Callable[[FigureSpec], Run | None] | None = None):
+    def __init__(self, load: Callable[[tuple], Loaded], trace: Callable[[FigureSpec], Run | None] | None = None,
+                 order: Callable[[FigureSpec], OrderData] | None = None):
         self.load = load
         self._trace = trace
+        self._order = order
 
     def model(self, spec: FigureSpec) -> Loaded:
         return self.load(model_fields(spec))
@@ -78,6 +80,12 @@ class Models:
         if self._trace is not None:
             return self._trace(spec)
         return run(self.model(spec), spec.sentence_a, spec.sentence_b, spec.mask)
+
+    def order(self, spec: FigureSpec) -> OrderData:
+        """The order view's model work (order_data); the app passes a cached function."""
+        if self._order is not None:
+            return self._order(spec)
+        return order_data(spec, self)
 
 
 def _np(t: torch.Tensor) -> np.ndarray:
@@ -339,24 +347,49 @@ def _verdict(report, pe_name: str) -> str:
             f"{report.pooled_max_abs_diff:.3g}): the model sees word order.")
 
 
-def order_view(spec: FigureSpec, models: Models) -> ViewResult:
-    if not spec.sentence_a.strip() or not spec.sentence_b.strip():
-        return ViewResult(hint="Type two sentences — e.g. 你喜欢她 and 她喜欢你 — to compare their order.")
+@dataclass(eq=False)
+class OrderData:
+    """What the order view computes with the models: with and without PE, A and B encoded alone."""
+
+    compared: list[tuple[str, str, OrderReport, list[str], list[str]]]  # (name, slug, report, pieces A, B)
+    causal: OrderReport | None  # the no-PE model again, with a look-ahead mask
+    notices: list[str]
+    translations: pd.DataFrame | None  # trained models only
+
+
+def order_data(spec: FigureSpec, models: Models) -> OrderData:
+    """Encode A and B alone with and without PE (and without PE, causally) and compare them."""
     with_pe, without = _pe_pair(spec, models)
-    out = ViewResult()
-    rows = []
-    compared = []
+    compared, notices = [], []
     for name, loaded in (("with sinusoidal PE", with_pe), ("without PE", without)):
-        notices: list[str] = []
-        (source_a, ea, _), (source_b, eb, _) = (read_source(loaded, k, t, notices) for k, t in
+        own: list[str] = []
+        (source_a, ea, _), (source_b, eb, _) = (read_source(loaded, k, t, own) for k, t in
                                                 (("a", spec.sentence_a), ("b", spec.sentence_b)))
-        out.notices.extend(n for n in notices if n not in out.notices)
+        notices.extend(n for n in own if n not in notices)
         ids_a, ids_b = list(ea.ids), list(eb.ids)
         sources = (source_a, source_b)
         rep = order_report(loaded.model, ids_a, ids_b)
         if loaded is without:
             nope_ids = (ids_a, ids_b)  # the no-PE model's own tokens, for the causal check below
         compared.append((name, "pe" if loaded is with_pe else "nope", rep, list(ea.pieces), list(eb.pieces)))
+    causal = order_report(without.model, *nope_ids, causal=True)
+    translations = None
+    if with_pe.trained:
+        translations = pd.DataFrame({
+            "sentence": [spec.sentence_a, spec.sentence_b],
+            "with PE (zh-en)": [with_pe.demo.translate(t) for t in sources],
+            "without PE (zh-en-nope)": [without.demo.translate(t) for t in sources],
+        })
+    return OrderData(compared, causal if causal.perm is not None else None, notices, translations)
+
+
+def order_view(spec: FigureSpec, models: Models) -> ViewResult:
+    if not spec.sentence_a.strip() or not spec.sentence_b.strip():
+        return ViewResult(hint="Type two sentences — e.g. 你喜欢她 and 她喜欢你 — to compare their order.")
+    data = models.order(spec)
+    out = ViewResult(notices=list(data.notices))
+    rows = []
+    compared = data.compared
     # one colour range for both difference maps, so "with" and "without" compare side by side
     reference = max(float(np.abs(rep.outputs_a).max()) for _, _, rep, _, _ in compared)
     for name, slug, rep, pieces_a, pieces_b in compared:
@@ -371,20 +404,21 @@ def order_view(spec: FigureSpec, models: Models) -> ViewResult:
                 f"aligned-{slug}", f"Token outputs {name}: A, B reordered to A's order, |A − B|",
                 viz.aligned_outputs_figure(rep.outputs_a, rep.outputs_b[inv], labels_a=pieces_a, labels_b=pieces_b,
                                            positions_b=inv.tolist(), theme=spec.theme),
-                viz.matrix_frame(rep.diff, [f"{i}:{p}" for i, p in enumerate(pieces_b)]),
+                lambda rep=rep, pieces_b=pieces_b: viz.matrix_frame(
+                    rep.diff, [f"{i}:{p}" for i, p in enumerate(pieces_b)]),
             ))
             out.panels.append(Panel(
                 f"diff-{slug}", f"|f(B) − P f(A)| {name} (rows in B's order)",
                 viz.order_difference_heatmap(rep.diff, row_labels=pieces_b, reference=reference, theme=spec.theme),
-                viz.matrix_frame(rep.diff, pieces_b),
+                lambda rep=rep, pieces_b=pieces_b: viz.matrix_frame(rep.diff, pieces_b),
             ))
         out.panels.append(Panel(
             f"pooled-{slug}", f"Mean-pooled outputs {name}",
             viz.pooled_outputs_figure(rep.pooled_a, rep.pooled_b, theme=spec.theme),
-            pd.DataFrame({"A": rep.pooled_a, "B": rep.pooled_b}),
+            lambda rep=rep: pd.DataFrame({"A": rep.pooled_a, "B": rep.pooled_b}),
         ))
-    causal = order_report(without.model, *nope_ids, causal=True)
-    if causal.perm is not None:
+    causal = data.causal
+    if causal is not None:
         rows.append({"model": "without PE, look-ahead mask", "B is a reordering of A": True,
                      "max |f(B) − P f(A)|": causal.max_abs_diff,
                      "max |mean f(A) − mean f(B)|": causal.pooled_max_abs_diff,
@@ -397,13 +431,9 @@ def order_view(spec: FigureSpec, models: Models) -> ViewResult:
                     "(e.g. they differ only where the mask hides it).")
         out.panels.append(Panel("verdict-causal", "A causal stack without PE still sees order", caption=text))
     out.panels.insert(0, Panel("order-numbers", "The numbers", table=pd.DataFrame(rows)))
-    if with_pe.trained:
-        trans = pd.DataFrame({
-            "sentence": [spec.sentence_a, spec.sentence_b],
-            "with PE (zh-en)": [with_pe.demo.translate(t) for t in sources],
-            "without PE (zh-en-nope)": [without.demo.translate(t) for t in sources],
-        })
-        out.panels.insert(1, Panel("translations", "Translations with and without positional encoding", table=trans))
+    if data.translations is not None:
+        out.panels.insert(1, Panel("translations", "Translations with and without positional encoding",
+                                   table=data.translations))
     return out
 
 
