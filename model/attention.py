@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from model.masks import check_mask, fully_masked_rows
+from model.masks import NO_MASK, KernelMask, check_mask, fully_masked_rows, kernel_mask
 
 
 def attention_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
@@ -174,25 +174,55 @@ class MultiHeadAttention(nn.Module):
                 "must share the batch size, and key and value their length"
             )
         B, Tq, Tk = query.size(0), query.size(1), key.size(1)
+        if not return_trace:
+            if value is not key:  # K and V from different inputs: no shared projection
+                return self.attend(query, key, kernel_mask(mask, (B, self.n_heads, Tq, Tk), query.dtype), value)
+            return self.attend(query, key, kernel_mask(mask, (B, self.n_heads, Tq, Tk), query.dtype))
         mask = check_mask(mask, (B, self.n_heads, Tq, Tk))
 
         q = self.split_heads(self.w_q(query))  # (B, H, Tq, d_k)
         k = self.split_heads(self.w_k(key))  # (B, H, Tk, d_k)
         v = self.split_heads(self.w_v(value))  # (B, H, Tk, d_k)
-        p = self.dropout if self.training else 0.0
-
-        if not return_trace:
-            context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
-            empty = fully_masked_rows(mask)
-            if empty is not None and bool(empty.any()):  # the fused kernel may give NaN there; ours is 0
-                context = context.masked_fill(empty, 0.0)
-            return self.w_o(self.merge_heads(context))
-
         context, weights = scaled_dot_product_attention(q, k, v, mask)
-        if p:
-            context = F.dropout(weights, p) @ v  # (B, H, Tq, d_k)
+        if self.training and self.dropout:
+            context = F.dropout(weights, self.dropout) @ v  # (B, H, Tq, d_k)
         out = self.w_o(self.merge_heads(context))  # (B, Tq, d_model)
         return out, AttentionRecord(q=q, k=k, v=v, mask=mask)
+
+    def attend(
+        self, query: torch.Tensor, key: torch.Tensor, mask: KernelMask = NO_MASK, value: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """The untraced path, without checks (the caller validated shapes and made the KernelMask).
+
+        query (B, Tq, d_model), key = value (B, Tk, d_model) -> out (B, Tq, d_model). Same maths as
+        the traced path; Q, K and V come from one matmul against [W^Q; W^K; W^V] stacked on dim 0
+        (self-attention) or Q from W^Q and K, V from one matmul against [W^K; W^V] (cross-attention),
+        and torch's fused F.scaled_dot_product_attention computes eq. 1 without materialising it.
+        """
+        B, Tq, Tk, H, d_k = query.size(0), query.size(1), key.size(1), self.n_heads, self.d_k
+        if value is not None:  # distinct key and value inputs: three separate projections
+            q = self.split_heads(self.w_q(query))  # (B, H, Tq, d_k)
+            k = self.split_heads(self.w_k(key))  # (B, H, Tk, d_k)
+            v = self.split_heads(self.w_v(value))  # (B, H, Tk, d_k)
+        elif key is query:  # self-attention: [Q K V] = X [W^Q; W^K; W^V]^T in one matmul
+            qkv = F.linear(query, *self.stacked(self.w_q, self.w_k, self.w_v))  # (B, T, 3 d_model)
+            q, k, v = qkv.view(B, Tq, 3, H, d_k).permute(2, 0, 3, 1, 4)  # 3 x (B, H, T, d_k)
+        else:  # cross-attention: Q from the decoder, [K V] = memory [W^K; W^V]^T in one matmul
+            q = self.split_heads(self.w_q(query))  # (B, H, Tq, d_k)
+            kv = F.linear(key, *self.stacked(self.w_k, self.w_v))  # (B, Tk, 2 d_model)
+            k, v = kv.view(B, Tk, 2, H, d_k).permute(2, 0, 3, 1, 4)  # 2 x (B, H, Tk, d_k)
+        p = self.dropout if self.training else 0.0
+        context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask.bias, dropout_p=p)  # (B, H, Tq, d_k)
+        if mask.empty is not None:  # the fused kernel may give NaN on a row with no key; ours is 0
+            context = context.masked_fill(mask.empty, 0.0)
+        return self.w_o(self.merge_heads(context))  # (B, Tq, d_model)
+
+    @staticmethod
+    def stacked(*linears: nn.Linear) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The linears' weights (and biases) stacked on dim 0, as in nn.MultiheadAttention's in_proj."""
+        weight = torch.cat([lin.weight for lin in linears])  # (n * d_model, d_model)
+        bias = None if linears[0].bias is None else torch.cat([lin.bias for lin in linears])  # (n * d_model,)
+        return weight, bias
 
 
 class SelfAttention(nn.Module):

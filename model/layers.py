@@ -10,6 +10,7 @@ from torch import nn
 
 from model.attention import AttentionRecord, MultiHeadAttention
 from model.config import TransformerConfig
+from model.masks import KernelMask, kernel_mask
 
 
 class LayerNorm(nn.Module):
@@ -41,7 +42,10 @@ class FeedForward(nn.Module):
         self.activation = {"relu": F.relu, "gelu": F.gelu}[activation]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.linear2(self.dropout(self.activation(self.linear1(x))))
+        h = self.activation(self.linear1(x))  # (B, T, d_ff)
+        if self.training:  # nn.Dropout is the identity in eval: skip the call
+            h = self.dropout(h)
+        return self.linear2(h)  # (B, T, d_model)
 
 
 class Residual(nn.Module):
@@ -61,9 +65,9 @@ class Residual(nn.Module):
         """sublayer(h) returns (output, extra); returns (new x, extra)."""
         if self.pre:
             out, extra = sublayer(self.norm(x))
-            return x + self.dropout(out), extra
+            return x + (self.dropout(out) if self.training else out), extra
         out, extra = sublayer(x)
-        return self.norm(x + self.dropout(out)), extra
+        return self.norm(x + (self.dropout(out) if self.training else out)), extra
 
 
 @dataclass(eq=False)
@@ -79,14 +83,17 @@ class DecoderLayerTrace:
     output: torch.Tensor  # (B, T, d_model)
 
 
-def _attend(attn: MultiHeadAttention, trace: bool, kv: torch.Tensor | None, mask: torch.Tensor | None):
-    """Wrap an attention module as a sub-layer returning (out, record-or-None)."""
+def _attend(attn: MultiHeadAttention, trace: bool, kv: torch.Tensor | None, mask):
+    """Wrap an attention module as a sub-layer returning (out, record-or-None).
+
+    Traced: mask is the boolean mask (checked by the module). Untraced: a KernelMask, already checked.
+    """
 
     def run(h: torch.Tensor):
         key = h if kv is None else kv
         if trace:
             return attn(h, key, key, mask=mask, return_trace=True)
-        return attn(h, key, key, mask=mask, return_trace=False), None
+        return attn.attend(h, key, mask), None
 
     return run
 
@@ -102,7 +109,11 @@ class EncoderLayer(nn.Module):
         self.sublayer1 = Residual(c.d_model, c.dropout, c.norm, c.layer_norm_eps)
         self.sublayer2 = Residual(c.d_model, c.dropout, c.norm, c.layer_norm_eps)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, return_trace: bool = False):
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | KernelMask | None = None, return_trace: bool = False):
+        """x (B, T, d_model) -> (B, T, d_model) [, EncoderLayerTrace]; mask broadcasts to (B, H, T, T)."""
+        if not return_trace:
+            B, T, _ = x.shape
+            mask = kernel_mask(mask, (B, self.self_attn.n_heads, T, T), x.dtype)  # checked once
         x, rec = self.sublayer1(x, _attend(self.self_attn, return_trace, None, mask))
         x, _ = self.sublayer2(x, lambda h: (self.ffn(h), None))
         return (x, EncoderLayerTrace(rec, x)) if return_trace else x
@@ -129,6 +140,11 @@ class DecoderLayer(nn.Module):
         tgt_mask: torch.Tensor | None = None,
         return_trace: bool = False,
     ):
+        """x (B, Tt, d_model), memory (B, Ts, d_model) -> (B, Tt, d_model) [, DecoderLayerTrace]."""
+        if not return_trace:
+            (B, Tt, _), Ts, H = x.shape, memory.size(1), self.self_attn.n_heads
+            src_mask = kernel_mask(src_mask, (B, H, Tt, Ts), x.dtype)  # each mask checked once
+            tgt_mask = kernel_mask(tgt_mask, (B, H, Tt, Tt), x.dtype)
         x, self_rec = self.sublayer1(x, _attend(self.self_attn, return_trace, None, tgt_mask))
         x, cross_rec = self.sublayer2(x, _attend(self.cross_attn, return_trace, memory, src_mask))
         x, _ = self.sublayer3(x, lambda h: (self.ffn(h), None))

@@ -6,6 +6,8 @@ torch.nn.MultiheadAttention, never inside this package.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
 
@@ -58,3 +60,38 @@ def fully_masked_rows(mask: torch.Tensor | None) -> torch.Tensor | None:
     if mask is None:
         return None
     return ~mask.any(dim=-1, keepdim=True)
+
+
+@dataclass(frozen=True)
+class KernelMask:
+    """A mask checked ONCE (at a stack's boundary), in the form the fused kernel takes.
+
+    bias is the additive form of "masked scores are -inf" (eq. 1): 0 where a query may attend,
+    -inf where it may not, added to Q K^T / sqrt(d_k) inside F.scaled_dot_product_attention.
+    It is None when every key may be attended (e.g. a padding mask of a sentence with no padding),
+    so the kernel skips the addition. empty marks rows with no allowed key (set to 0 after the
+    kernel, which may give NaN there); None when there is no such row.
+    """
+
+    bias: torch.Tensor | None  # float, broadcasts to (B, H, Tq, Tk); None = attend everywhere
+    empty: torch.Tensor | None  # bool (…, Tq, 1); None = every row has a key to attend
+
+
+NO_MASK = KernelMask(None, None)
+
+
+def kernel_mask(
+    mask: torch.Tensor | KernelMask | None, shape: tuple[int, int, int, int], dtype: torch.dtype
+) -> KernelMask:
+    """Validate a boolean mask for scores of shape (B, H, Tq, Tk) and convert it once for all layers.
+
+    A KernelMask passes through unchanged (it was checked where it was made).
+    """
+    if isinstance(mask, KernelMask):
+        return mask
+    mask = check_mask(mask, shape)
+    if mask is None or bool(mask.all()):
+        return NO_MASK
+    empty = fully_masked_rows(mask)
+    bias = torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill_(~mask, float("-inf"))
+    return KernelMask(bias, empty if bool(empty.any()) else None)

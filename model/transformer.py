@@ -10,7 +10,7 @@ from torch import nn
 
 from model.config import TransformerConfig
 from model.layers import DecoderLayer, DecoderLayerTrace, EncoderLayer, LayerNorm
-from model.masks import causal_mask, combine_masks, padding_mask
+from model.masks import causal_mask, combine_masks, kernel_mask, padding_mask
 from model.positional import build_positional
 
 
@@ -94,15 +94,27 @@ class Embeddings(nn.Module):
         return (out, EmbeddingTrace(tokens, pe, summed)) if return_trace else out
 
 
+def check_stack_input(name: str, t: torch.Tensor, d_model: int, batch: int | None = None) -> None:
+    """A stack's input must be (B, T, d_model) (with the decoder's batch size, for the memory)."""
+    if t.dim() != 3 or t.size(-1) != d_model or (batch is not None and t.size(0) != batch):
+        want = "(batch, length, d_model)" if batch is None else f"(batch={batch}, length, d_model)"
+        raise ValueError(f"{name} must have shape {want} with d_model={d_model}, got {tuple(t.shape)}")
+
+
 class Encoder(nn.Module):
     """A stack of N encoder layers (plus a final LayerNorm when pre-norm, as is standard)."""
 
     def __init__(self, config: TransformerConfig) -> None:
         super().__init__()
+        self.d_model, self.n_heads = config.d_model, config.n_heads
         self.layers = nn.ModuleList(EncoderLayer(config) for _ in range(config.n_layers))
         self.norm = LayerNorm(config.d_model, config.layer_norm_eps) if config.norm == "pre" else None
 
     def forward(self, x, mask=None, return_trace: bool = False, trace: StackTrace | None = None):
+        """x (B, T, d_model) -> (B, T, d_model); mask (bool, True = may attend) broadcasts to (B, H, T, T)."""
+        check_stack_input("x", x, self.d_model)
+        if not return_trace:  # the mask is checked and converted here, once for every layer
+            mask = kernel_mask(mask, (x.size(0), self.n_heads, x.size(1), x.size(1)), x.dtype)
         for layer in self.layers:
             if return_trace:
                 x, rec = layer(x, mask, return_trace=True)
@@ -117,10 +129,18 @@ class Decoder(nn.Module):
 
     def __init__(self, config: TransformerConfig) -> None:
         super().__init__()
+        self.d_model, self.n_heads = config.d_model, config.n_heads
         self.layers = nn.ModuleList(DecoderLayer(config) for _ in range(config.decoder_layers))
         self.norm = LayerNorm(config.d_model, config.layer_norm_eps) if config.norm == "pre" else None
 
     def forward(self, x, memory, src_mask=None, tgt_mask=None, return_trace=False, trace=None):
+        """x (B, Tt, d_model), memory (B, Ts, d_model) -> (B, Tt, d_model); masks as in Transformer."""
+        check_stack_input("x", x, self.d_model)
+        check_stack_input("memory", memory, self.d_model, batch=x.size(0))
+        if not return_trace:  # each mask is checked and converted here, once for every layer
+            (B, Tt, _), Ts = x.shape, memory.size(1)
+            src_mask = kernel_mask(src_mask, (B, self.n_heads, Tt, Ts), x.dtype)
+            tgt_mask = kernel_mask(tgt_mask, (B, self.n_heads, Tt, Tt), x.dtype)
         for layer in self.layers:
             if return_trace:
                 x, rec = layer(x, memory, src_mask, tgt_mask, return_trace=True)
