@@ -2,7 +2,8 @@
 
 Models are st.cache_resource: one object shared by every session, so nothing here (or in lab/) may
 mutate them. Runs are st.cache_data keyed on (model fields, sentence A, sentence B, mask) only:
-changing the layer, head, query, view or theme reuses the forward pass.
+changing the layer, head, query, view or theme reuses the forward pass. The order view's own passes
+(A and B alone, with and without PE) are cached the same way.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import streamlit as st
 from lab import compute
 from lab.compute import Loaded, Run, model_fields
 from lab.spec import FigureSpec
-from lab.views import Models
+from lab.views import Models, OrderData, order_data
 
 TRAINED = ("zh-en", "zh-en-nope")  # with sinusoidal PE, without PE
 
@@ -36,8 +37,19 @@ def run_for(spec: FigureSpec) -> Run | None:
     return trace(model_fields(spec), spec.sentence_a, spec.sentence_b, spec.mask)
 
 
+@st.cache_data(show_spinner="Comparing the orders…", max_entries=64)
+def order(key: tuple, sentence_a: str, sentence_b: str, _spec: FigureSpec) -> OrderData:
+    """The order view's forward passes (lab.views.order_data), keyed like a run; _spec (not hashed)
+    only carries the same model fields and sentences."""
+    return order_data(_spec, Models(load))
+
+
+def order_for(spec: FigureSpec) -> OrderData:
+    return order(model_fields(spec), spec.sentence_a, spec.sentence_b, spec)
+
+
 def models() -> Models:
-    return Models(load, run_for)
+    return Models(load, run_for, order_for)
 
 
 def models_dir() -> Path | None:
