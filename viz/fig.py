@@ -55,11 +55,41 @@ class Node(dict):
         return got
 
     def update(self, other: dict | None = None, **kwargs) -> Node:  # type: ignore[override]
-        """Deep merge, plotly style (magic underscores, dicts merge, None unsets); returns self."""
+        """Deep merge, plotly style (magic underscores, dicts merge, None unsets); returns self.
+
+        A Node `other` is already split into paths (e.g. a theme's cached patch): it is merged
+        without re-parsing, and copied, so one patch can style many figures.
+        """
+        if isinstance(other, Node):
+            _merge_tree(self, other)
+            other = None
         for src in (other or {}), kwargs:
             for key, value in src.items():
                 _merge(self, key, value)
         return self
+
+
+def node(value: dict) -> Node:
+    """A dict as a Node tree (keys split at magic underscores): parse a patch once, apply it often."""
+    return _node(value)
+
+
+def _copy(tree: Node) -> Node:
+    return Node({k: _copy(v) if isinstance(v, Node) else v for k, v in tree.items()})
+
+
+def _merge_tree(target: Node, tree: Node) -> None:
+    for key, value in tree.items():
+        if isinstance(value, Node):
+            old = target.get(key)
+            if isinstance(old, Node):
+                _merge_tree(old, value)
+            else:
+                target[key] = _copy(value)
+        elif isinstance(value, list):
+            target[key] = [_copy(v) if isinstance(v, Node) else v for v in value]
+        else:
+            target[key] = value
 
 
 def _node(value, opaque: bool = False):
@@ -91,25 +121,30 @@ def _split(key: str) -> tuple[str, str]:
 
 def _merge(target: Node, key: str, value) -> None:
     """target[key] = value with plotly's update rules; "a_b_c" writes target.a.b.c."""
-    head, rest = _split(key)
-    if rest and head not in _OPAQUE:
-        sub = target.get(head)
-        if not isinstance(sub, Node):
-            sub = target[head] = Node()
-        _merge(sub, rest, value)
-        return
+    if "_" in key:
+        head, rest = _split(key)
+        if rest:
+            sub = target.get(head)
+            if not isinstance(sub, Node):
+                sub = target[head] = Node()
+            _merge(sub, rest, value)
+            return
     if value is None:
         target.pop(key, None)
-        return
-    if key in _OPAQUE:
-        target[key] = _node(value, opaque=True)
-        return
-    old = target.get(key)
-    if isinstance(value, dict) and isinstance(old, Node):
-        for k, v in value.items():
-            _merge(old, k, v)
+    elif isinstance(value, dict):
+        if key in _OPAQUE:
+            target[key] = dict(value)
+            return
+        old = target.get(key)
+        if isinstance(old, Node):
+            for k, v in value.items():
+                _merge(old, k, v)
+        else:
+            target[key] = _node(value)
+    elif isinstance(value, (list, tuple)) and value and isinstance(value[0], dict):
+        target[key] = [_node(v, key in _OPAQUE) for v in value]
     else:
-        target[key] = _node(value)
+        target[key] = value
 
 
 def trace(type_: str, **props) -> Node:

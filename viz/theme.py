@@ -8,10 +8,11 @@ they never change the data a figure shows.
 from __future__ import annotations
 
 import re
+from functools import cache, lru_cache
 
 import plotly.graph_objects as go
 
-from viz.fig import Fig, as_fig
+from viz.fig import Fig, Node, as_fig, node
 
 # Every family list starts with a font that has Chinese glyphs, so "你喜欢她" renders.
 FONT_SANS = '"Noto Sans CJK SC", "Noto Sans", "DejaVu Sans", Arial, sans-serif'
@@ -153,6 +154,12 @@ def text_width(text: str, size: float) -> float:
 
     Tags (<br>, <sub>) count as nothing and HTML entities as one character.
     """
+    return _ems(text) * size
+
+
+@lru_cache(maxsize=1 << 16)
+def _ems(text: str) -> float:
+    """text_width in em (cached: the same labels are measured by every figure of a view)."""
     plain = re.sub(r"&[^;\s]+;", "x", re.sub(r"<[^<>]*>", "", text))
     width = 0.0
     for ch in plain:
@@ -164,7 +171,7 @@ def text_width(text: str, size: float) -> float:
             width += 0.75
         else:
             width += 0.58
-    return width * size
+    return width
 
 
 def _tokens(line: str) -> list[str]:
@@ -193,6 +200,7 @@ def wrap_text(text: str, width_px: float, size: float) -> list[str]:
     return lines
 
 
+@lru_cache(maxsize=4096)
 def soft_wrap(text: str, width_px: float, size: float) -> str:
     """`text` with its earlier soft breaks removed and new ones where it must wrap."""
     return SOFT_BREAK.join(wrap_text(unwrap(text), width_px, size))
@@ -208,17 +216,12 @@ def _role(trace) -> str | None:
     return meta.get("role") if isinstance(meta, dict) else None
 
 
-def apply_theme(fig: Fig | go.Figure, name: str = "default") -> go.Figure:
-    """Restyle `fig` in place with theme `name` ("default", "paper", "slide", "dark"); returns it.
-
-    Besides fonts and colours it lays the figure out for the theme's size (design_size): tight
-    margins that grow to fit the labels (automargin), axis titles at the text size, subplot
-    titles and the title wrapped to the width they have.
-    """
+@cache
+def _patches(name: str) -> tuple[Node, Node, Node | None, Node]:
+    """Theme `name` as patches parsed once: (layout, every axis, legend below or None, colour bars)."""
     t = theme_spec(name)
-    finished, fig = (fig if isinstance(fig, go.Figure) else None), as_fig(fig)
     edge = max(8, round(0.5 * t["font_size"]))  # white space around everything
-    fig.update_layout(
+    layout = dict(
         template=t["template"],
         font=dict(family=t["font_family"], size=t["font_size"], color=t["font_color"]),
         title_font=dict(family=t["font_family"], size=t["title_size"], color=t["font_color"]),
@@ -242,28 +245,45 @@ def apply_theme(fig: Fig | go.Figure, name: str = "default") -> go.Figure:
     )
     if not t["grid"]:
         axis.update(showgrid=False, zeroline=False)
-    fig.update_xaxes(**axis)
-    fig.update_yaxes(**axis)
-    for key in fig.layout:  # an axis without labels (inner small multiples) needs no tick marks
-        if key.startswith(("xaxis", "yaxis")) and fig.layout[key].showticklabels is False:
-            fig.layout[key].ticks = ""
+    legend_below = None
     if t.get("legend_below"):
-        fig.update_layout(legend=dict(orientation="h", x=0.01, xanchor="left", xref="container",
-                                      y=0, yanchor="bottom", yref="container",
-                                      traceorder="normal",
-                                      font=dict(size=t["font_size"] - 2)))
-    # Subplot titles are annotations: give them the theme's font too, wrapped to their panel.
-    for ann in fig.layout.annotations or ():
-        if ann.name != "notes":
-            ann.font = dict(family=t["font_family"], size=t["font_size"],
-                            color=(ann.font or {}).get("color") or t["font_color"])
-    _wrap_subplot_titles(fig, t, name)
+        legend_below = dict(legend=dict(orientation="h", x=0.01, xanchor="left", xref="container",
+                                        y=0, yanchor="bottom", yref="container",
+                                        traceorder="normal",
+                                        font=dict(size=t["font_size"] - 2)))
     colorbar = dict(
         thickness=t["colorbar_thickness"],
         outlinewidth=0,
         tickfont=dict(family=t["font_family"], size=t["font_size"] - 1, color=t["font_color"]),
         title=dict(font=dict(family=t["font_family"], size=t["font_size"], color=t["font_color"])),
     )
+    return node(layout), node(axis), (node(legend_below) if legend_below else None), node(colorbar)
+
+
+def apply_theme(fig: Fig | go.Figure, name: str = "default") -> go.Figure:
+    """Restyle `fig` in place with theme `name` ("default", "paper", "slide", "dark"); returns it.
+
+    Besides fonts and colours it lays the figure out for the theme's size (design_size): tight
+    margins that grow to fit the labels (automargin), axis titles at the text size, subplot
+    titles and the title wrapped to the width they have.
+    """
+    t = theme_spec(name)
+    finished, fig = (fig if isinstance(fig, go.Figure) else None), as_fig(fig)
+    layout, axis, legend_below, colorbar = _patches(name)
+    fig.update_layout(layout)
+    fig.update_xaxes(axis)
+    fig.update_yaxes(axis)
+    for key in fig.layout:  # an axis without labels (inner small multiples) needs no tick marks
+        if key.startswith(("xaxis", "yaxis")) and fig.layout[key].showticklabels is False:
+            fig.layout[key].ticks = ""
+    if legend_below is not None:
+        fig.update_layout(legend_below)
+    # Subplot titles are annotations: give them the theme's font too, wrapped to their panel.
+    for ann in fig.layout.annotations or ():
+        if ann.name != "notes":
+            ann.font = dict(family=t["font_family"], size=t["font_size"],
+                            color=(ann.font or {}).get("color") or t["font_color"])
+    _wrap_subplot_titles(fig, t, name)
     for key in fig.layout:
         if key.startswith("coloraxis"):
             fig.layout[key].child("colorbar").update(colorbar)
