@@ -74,8 +74,13 @@ def node(value: dict) -> Node:
     return _node(value)
 
 
-def _copy(tree: Node) -> Node:
-    return Node({k: _copy(v) if isinstance(v, Node) else v for k, v in tree.items()})
+def _copy(tree):
+    """A copy of a Node tree (and of lists of Nodes in it); other leaves are shared."""
+    if isinstance(tree, Node):
+        return Node({k: _copy(v) for k, v in tree.items()})
+    if isinstance(tree, list) and tree and isinstance(tree[0], Node):
+        return [_copy(v) for v in tree]
+    return tree
 
 
 def _merge_tree(target: Node, tree: Node) -> None:
@@ -312,19 +317,20 @@ class Figure(go.Figure):
 def subplots(rows: int = 1, cols: int = 1, **kwargs) -> Fig:
     """make_subplots(rows, cols, **kwargs)'s layout (axis domains, anchors, subplot titles)."""
     key = repr((rows, cols, sorted(kwargs.items())))
-    return Fig(layout=_node(copy.deepcopy(_subplot_layout(key, rows, cols, kwargs))), grid=(rows, cols))
+    return Fig(layout=_copy(_subplot_layout(key, rows, cols, kwargs)), grid=(rows, cols))
 
 
-_SUBPLOT_CACHE: dict[str, dict] = {}
+_SUBPLOT_CACHE: dict[str, Node] = {}
 
 
-def _subplot_layout(key: str, rows: int, cols: int, kwargs: dict) -> dict:
+def _subplot_layout(key: str, rows: int, cols: int, kwargs: dict) -> Node:
     got = _SUBPLOT_CACHE.get(key)
     if got is None:
         from plotly.subplots import make_subplots
 
         got = make_subplots(rows=rows, cols=cols, **kwargs).layout.to_plotly_json()
         got.pop("template", None)
+        got = _node(copy.deepcopy(got))
         if len(_SUBPLOT_CACHE) > 512:
             _SUBPLOT_CACHE.clear()
         _SUBPLOT_CACHE[key] = got
