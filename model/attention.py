@@ -137,6 +137,7 @@ class MultiHeadAttention(nn.Module):
         self.w_k = nn.Linear(d_model, d_model, bias=bias)
         self.w_v = nn.Linear(d_model, d_model, bias=bias)
         self.w_o = nn.Linear(d_model, d_model, bias=bias)  # W^O
+        self._stacked: dict[int, tuple] = {}  # inference cache of stacked() (not a parameter)
 
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:
         """(B, T, d_model) -> (B, H, T, d_k): head i owns columns i*d_k .. (i+1)*d_k - 1."""
@@ -217,12 +218,29 @@ class MultiHeadAttention(nn.Module):
             context = context.masked_fill(mask.empty, 0.0)
         return self.w_o(self.merge_heads(context))  # (B, Tq, d_model)
 
-    @staticmethod
-    def stacked(*linears: nn.Linear) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """The linears' weights (and biases) stacked on dim 0, as in nn.MultiheadAttention's in_proj."""
-        weight = torch.cat([lin.weight for lin in linears])  # (n * d_model, d_model)
-        bias = None if linears[0].bias is None else torch.cat([lin.bias for lin in linears])  # (n * d_model,)
-        return weight, bias
+    def stacked(self, *linears: nn.Linear) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The linears' weights (and biases) stacked on dim 0, as nn.MultiheadAttention's in_proj_weight.
+
+        With autograd on, torch.cat builds them every call so gradients reach each W. Without it
+        (inference), the stacked copy is kept and rebuilt only when a parameter changed: a tensor's
+        _version counts its in-place changes (copy_, load_state_dict, optimizer steps) and its
+        data_ptr() changes when it is replaced or moved (.to()).
+        """
+        params = [p for lin in linears for p in (lin.weight, lin.bias) if p is not None]
+        if torch.is_grad_enabled() and any(p.requires_grad for p in params):
+            return stack_linears(linears)
+        key = [(p.data_ptr(), p._version) for p in params]
+        cached = self._stacked.get(len(linears))  # 3: [W^Q; W^K; W^V], 2: [W^K; W^V]
+        if cached is None or cached[0] != key:
+            cached = self._stacked[len(linears)] = (key, stack_linears(linears))
+        return cached[1]
+
+
+def stack_linears(linears) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """n linears d_model -> d_model as one d_model -> n * d_model: weights and biases on dim 0."""
+    weight = torch.cat([lin.weight for lin in linears])  # (n * d_model, d_model)
+    bias = None if linears[0].bias is None else torch.cat([lin.bias for lin in linears])  # (n * d_model,)
+    return weight, bias
 
 
 class SelfAttention(nn.Module):

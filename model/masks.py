@@ -43,15 +43,14 @@ def check_mask(mask: torch.Tensor | None, shape: tuple[int, int, int, int]) -> t
         raise ValueError(f"mask must be boolean (True = may attend), got dtype {mask.dtype}")
     if mask.dim() > 4:
         raise ValueError(f"mask has {mask.dim()} dimensions; at most 4 (B, H, Tq, Tk) are allowed")
-    try:
-        broadcast = torch.broadcast_shapes(tuple(mask.shape), shape)
-    except RuntimeError:
-        raise ValueError(
-            f"mask of shape {tuple(mask.shape)} does not broadcast to (B, H, Tq, Tk) = {shape}; "
-            "build it with padding_mask(ids, pad_id) or causal_mask(T)"
-        ) from None
-    if broadcast != torch.Size(shape):
-        raise ValueError(f"mask of shape {tuple(mask.shape)} would enlarge scores of shape {shape}")
+    for m, s in zip(reversed(mask.shape), reversed(shape), strict=False):  # from the last dim on
+        if m != s and m != 1:
+            if s == 1:
+                raise ValueError(f"mask of shape {tuple(mask.shape)} would enlarge scores of shape {shape}")
+            raise ValueError(
+                f"mask of shape {tuple(mask.shape)} does not broadcast to (B, H, Tq, Tk) = {shape}; "
+                "build it with padding_mask(ids, pad_id) or causal_mask(T)"
+            )
     return mask
 
 
