@@ -163,3 +163,44 @@ def test_self_attention_is_the_one_head_case_of_sdpa():
     )
     torch.testing.assert_close(ctx, ref, atol=1e-6, rtol=0)
     assert rec.n_heads == 1 and sa.W_query.bias is not None
+
+
+def test_untraced_path_follows_every_change_of_the_weights():
+    # inference keeps [W^Q; W^K; W^V] (and [W^K; W^V]) stacked once; any change must rebuild them
+    ours, _ = make_pair(8)
+    q, kv = torch.randn(B, TQ, D), torch.randn(B, TK, D)
+
+    def agree():
+        with torch.no_grad():
+            for args in ((q,), (q, kv, kv)):  # self-attention, cross-attention
+                traced, _ = ours(*args, return_trace=True)  # separate W^Q, W^K, W^V: never cached
+                torch.testing.assert_close(ours(*args, return_trace=False), traced, atol=1e-5, rtol=0)
+
+    agree()
+    for lin in (ours.w_q, ours.w_k, ours.w_v):
+        for p in (lin.weight, lin.bias):
+            with torch.no_grad():
+                p.add_(torch.randn_like(p))  # in place: same tensor, same storage
+            agree()
+    other = MultiHeadAttention(D, H)
+    ours.load_state_dict(other.state_dict())
+    agree()
+    ours.double()  # replaces every parameter's storage
+    q, kv = q.double(), kv.double()
+    agree()
+
+
+def test_untraced_path_trains_every_projection_like_the_traced_one():
+    ours, _ = make_pair(9)
+    q, kv = torch.randn(B, TQ, D), torch.randn(B, TK, D)
+    mask = padding_mask(torch.tensor([[1] * TK, [1] * 4 + [0] * (TK - 4), [1] * TK]), 0)
+    for args in ((q,), (q, kv, kv)):
+        grads = []
+        for trace in (False, True):
+            ours.zero_grad()
+            out = ours(*args, mask=mask if len(args) > 1 else None, return_trace=trace)
+            (out[0] if trace else out).square().sum().backward()
+            grads.append({n: p.grad.clone() for n, p in ours.named_parameters()})
+        for name, g in grads[1].items():
+            assert g.abs().sum() > 0, name
+            torch.testing.assert_close(grads[0][name], g, atol=1e-4, rtol=1e-4)

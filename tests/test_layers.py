@@ -132,3 +132,25 @@ def test_too_long_and_empty_inputs_are_refused_not_truncated():
         model.encode(torch.ones(1, 0, dtype=torch.long))
     with pytest.raises(ValueError, match="token ids"):
         model.encode(torch.full((1, 3), 999))
+
+
+def test_stacks_check_each_mask_once_and_zero_rows_with_no_key():
+    torch.manual_seed(3)
+    model = Transformer(cfg()).eval()
+    src, tgt = torch.randint(1, 40, (2, 5)), torch.randint(1, 37, (2, 4))
+    src[1] = 0  # an all-padding source: its queries, and every cross-attention query, see no key
+    src_mask, tgt_mask = model.src_mask(src), model.tgt_mask(tgt)
+    with torch.no_grad():
+        got = model(src, tgt, src_mask, tgt_mask)
+        want, _ = model(src, tgt, src_mask, tgt_mask, return_trace=True)
+    assert not torch.isnan(got).any()
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=0)
+    xs, xt = model.src_embed(src), model.tgt_embed(tgt)
+    with pytest.raises(ValueError, match="boolean"):
+        model.encoder(xs, src_mask.float())
+    with pytest.raises(ValueError, match="does not broadcast"):
+        model.decoder(xt, model.encoder(xs), src_mask[..., :3], tgt_mask)
+    with pytest.raises(ValueError, match="would enlarge"):
+        model.encoder(xs[:1], src_mask)  # a mask for 2 sentences, scores for 1
+    with pytest.raises(ValueError, match="memory must have shape"):
+        model.decoder(xt, xs[:, :, :5])
