@@ -231,7 +231,10 @@ class MultiHeadAttention(nn.Module):
         params = [p for lin in linears for p in (lin.weight, lin.bias) if p is not None]
         if torch.is_grad_enabled() and any(p.requires_grad for p in params):
             return stack_linears(linears)
-        key = [(p.data_ptr(), p._version) for p in params]
+        try:
+            key = [(p.data_ptr(), p._version) for p in params]
+        except RuntimeError:  # parameters made under torch.inference_mode() keep no version counter
+            return stack_linears(linears)
         cached = self._stacked.get(len(linears))  # 3: [W^Q; W^K; W^V], 2: [W^K; W^V]
         if cached is None or cached[0] != key:
             cached = self._stacked[len(linears)] = (key, stack_linears(linears))

@@ -28,8 +28,8 @@ class LayerNorm(nn.Module):
         self.bias = nn.Parameter(torch.zeros(d_model))  # shift (beta)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """x (..., d_model) -> same shape. Two passes (mean, then the mean of squared deviations):
-        as exact as torch.var_mean and several times faster than it on CPU for T >= 128."""
+        """x (..., d_model) -> same shape. Two passes (the mean, then the mean squared deviation):
+        the same statistics as torch.var_mean, which is several times slower on CPU for T >= 128."""
         centred = x - x.mean(dim=-1, keepdim=True)  # x - mean
         var = (centred * centred).mean(dim=-1, keepdim=True)  # biased: divide by n
         # eps as a 0-d tensor: adding a Python float converts it to a tensor on every call

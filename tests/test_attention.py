@@ -188,6 +188,9 @@ def test_untraced_path_follows_every_change_of_the_weights():
     ours.double()  # replaces every parameter's storage
     q, kv = q.double(), kv.double()
     agree()
+    with torch.inference_mode():  # parameters made here have no version counter: no cache
+        ours = MultiHeadAttention(D, H).double().eval()
+        agree()
 
 
 def test_untraced_path_trains_every_projection_like_the_traced_one():
