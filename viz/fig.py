@@ -19,9 +19,10 @@ from __future__ import annotations
 import copy
 from functools import cache
 
+import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
-from _plotly_utils.utils import convert_to_base64
+from _plotly_utils.utils import to_typed_array_spec
 
 # Leaves whose dict values are data, not properties: their keys are never split at "_".
 _OPAQUE = frozenset({"meta", "customdata"})
@@ -274,6 +275,32 @@ class Fig:
         return Figure(self.to_dict())
 
 
+def _fresh(obj):
+    """A copy of a JSON-like tree: new dicts and lists, shared str/number leaves."""
+    if isinstance(obj, dict):
+        return {k: _fresh(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_fresh(v) for v in obj]
+    return obj
+
+
+_NOT_TYPED = frozenset({"geojson", "layer", "layers", "range"})  # plotly's convert_to_base64 skips these keys
+
+
+def _sendable(obj, key: str | None = None):
+    """_fresh, with numpy arrays as plotly.js typed arrays ({"dtype", "bdata"}): one pass doing what
+    plotly's convert_to_base64 does to a deep copy (it also walks every number of every list)."""
+    if isinstance(obj, dict):
+        return {k: _sendable(v, k) for k, v in obj.items()}
+    if isinstance(obj, np.ndarray):
+        return obj if key in _NOT_TYPED else to_typed_array_spec(obj)
+    if isinstance(obj, (list, tuple)):
+        if obj and isinstance(obj[0], (dict, list, tuple, np.ndarray)):
+            return [_sendable(v) for v in obj]
+        return list(obj)  # numbers and strings (plotly data arrays are homogeneous)
+    return obj
+
+
 class Figure(go.Figure):
     """A go.Figure whose plotly object tree is built only when something reads it.
 
@@ -287,6 +314,7 @@ class Figure(go.Figure):
         object.__setattr__(self, "_fast_dict", fig_dict)
 
     def _built(self) -> bool:
+        self.__dict__.pop("_fast_sent", None)
         pending = self.__dict__.pop("_fast_dict", None)
         if pending is None:
             return False
@@ -303,9 +331,15 @@ class Figure(go.Figure):
         pending = self.__dict__.get("_fast_dict")
         if pending is None:
             return super().to_dict()
-        res = {"data": copy.deepcopy(pending["data"]), "layout": copy.deepcopy(pending["layout"])}
-        convert_to_base64(res)  # numpy arrays as typed arrays, as go.Figure.to_dict sends them
-        return res
+        sent = self.__dict__.get("_fast_sent")
+        if sent is None:  # numpy arrays as typed arrays, as go.Figure.to_dict sends them; once
+            layout = {k: v for k, v in pending["layout"].items() if k != "template"}
+            sent = {"data": _sendable(pending["data"]), "layout": _sendable(layout)}
+            object.__setattr__(self, "_fast_sent", sent)
+        out = _fresh(sent)  # a new dict each call, as plotly's (str/number leaves are shared)
+        if "template" in pending["layout"]:
+            out["layout"]["template"] = pending["layout"]["template"]  # shared, read-only (see _template)
+        return out
 
     def to_plotly_json(self) -> dict:
         return self.to_dict()
