@@ -5,6 +5,11 @@
 This file wires widgets to lab/ (numbers) and viz/ (figures); the parts live in ui/. Every widget
 is keyed; one FigureSpec is built from them and passed to lab.views.build_view, so what the app
 draws is what `python -m viz.export SPEC.json` draws.
+
+The page has two parts. The sidebar (sentences, model, figure settings) runs with the whole script.
+The main area (view picker, block/layer/head controls, figures, tables, downloads, share link) is one
+st.fragment, `main_area`: changing the view, layer or head reruns only the fragment, so neither the
+sidebar nor anything above the view picker is redrawn, and the forward pass comes from the cache.
 """
 
 from __future__ import annotations
@@ -17,12 +22,12 @@ import streamlit as st
 st.set_page_config(page_title="Attention Lab", page_icon="🔍", layout="wide")
 
 from lab.compute import model_fields  # noqa: E402  (set_page_config must come first)
-from lab.spec import VIEWS, FigureSpec  # noqa: E402
+from lab.spec import VIEWS, FigureSpec, SpecError  # noqa: E402
 from lab.views import build_view  # noqa: E402
-from ui import cache  # noqa: E402
+from ui import cache, look  # noqa: E402
 from ui.panels import render_result, ui_export  # noqa: E402
 from ui.sidebar import sidebar  # noqa: E402
-from ui.state import init_state, open_head, share_query  # noqa: E402
+from ui.state import init_state, open_head, share_query, spec_from_state  # noqa: E402
 from ui.text import md  # noqa: E402
 from ui.train import train_panel  # noqa: E402
 from ui.translate import cross_heads, decoding_steps  # noqa: E402
@@ -59,13 +64,18 @@ INTRO = ("Type two sentences and follow them through a Transformer: tokens → p
 
 
 def on_view_change(trained_ok: bool) -> None:
-    """Order and translate are about trained models: use them when they exist."""
+    """Order and translate are about trained models: use them when they exist.
+
+    Switching the model changes sidebar widgets, which a fragment rerun would not redraw: then the
+    whole app reruns (st.rerun() in a callback); any other view change reruns only the fragment.
+    """
     ss = st.session_state
     if trained_ok and ss.get("view") in ("order", "translate") and ss.get("model") == "random":
         ss["model"] = "zh-en"
         if ss.get("positional") == "learned":
             ss["positional"] = "sinusoidal"
         ss["_switched_model"] = True
+        st.rerun()
 
 
 def model_line(spec: FigureSpec) -> None:
@@ -126,7 +136,6 @@ def head_buttons(spec: FigureSpec, models) -> None:
 def share(spec: FigureSpec) -> None:
     """Keep the address bar a share link of this view; show it and the spec JSON."""
     query = share_query(spec)
-    run = cache.run_for(spec) if spec.sentence_a.strip() or spec.sentence_b.strip() else None
     if st.query_params.to_dict() != query:
         st.query_params.from_dict(query)
     base = (st.context.url or "").split("?")[0]
@@ -139,36 +148,65 @@ def share(spec: FigureSpec) -> None:
         st.caption("Save this spec as SPEC.json and run `python -m viz.export SPEC.json` to write the figures "
                    "as SVG, PDF or PNG.")
         st.code(spec.to_json(), language="json")
-        st.download_button("SPEC.json", data=spec.to_json().encode("utf-8"), file_name="SPEC.json",
-                           mime="application/json", key="spec-json", on_click="ignore",
-                           icon=":material/download:")
-        if run is not None and hasattr(ui_export, "trace_download"):
-            st.caption("Every array of this forward pass (q, k, v, scores, weights, outputs of every layer and "
-                       "head), with the tokens, the spec and the model config:")
-            ui_export.trace_download(run, spec, "trace", config=cache.load(model_fields(spec)).model.config)
+        with st.container(horizontal=True, gap="small"):
+            st.download_button("SPEC.json", data=spec.to_json().encode("utf-8"), file_name="SPEC.json",
+                               mime="application/json", key="spec-json", on_click="ignore",
+                               icon=":material/download:")
+            if (spec.sentence_a.strip() or spec.sentence_b.strip()) and hasattr(ui_export, "trace_download"):
+                trace = st.popover("Trace of this forward pass", icon=":material/download:", key="trace-menu",
+                                   on_change="rerun")
+                with trace:  # drawn only while open: it needs the whole forward pass
+                    if trace.open:
+                        st.caption("Every array of this forward pass (q, k, v, scores, weights, outputs of every "
+                                   "layer and head), with the tokens, the spec and the model config:")
+                        ui_export.trace_download(cache.run_for(spec), spec, "trace",
+                                                 config=cache.load(model_fields(spec)).model.config)
 
 
-def main() -> None:
-    init_state()
-    st.title("Attention Lab")
-    st.markdown(INTRO)
-    link_error = st.session_state.get("_link_error")
-    if link_error:
-        st.error(md(f"This link cannot be opened ({link_error}); showing the default settings instead."))
-    problem = cache.trained_problem()
+def spec_error(exc: SpecError) -> None:
+    st.error(md(f"These settings cannot be drawn. {exc.field}: {str(exc).split(': ', 1)[-1]}"),
+             icon=":material/block:")
+
+
+@st.fragment(key="main")
+def main_area(trained_ok: bool) -> None:
+    """Everything that depends on the view, layer or head: a change here reruns only this function.
+
+    Reads the sidebar's settings from st.session_state (they are current: any sidebar change
+    reruns the whole script, this fragment included). Never writes to the sidebar. A fragment rerun
+    does not pass through main()'s guard, so this one has its own: never a traceback on the page.
+    """
+    try:
+        _main_area(trained_ok)
+    except Exception as exc:
+        log.exception("Attention Lab failed drawing the main area")
+        st.error(md(f"Something went wrong drawing this view ({type(exc).__name__}: {str(exc)[:300]}). "
+                    "Try other settings; the server log has the details."))
+
+
+def _main_area(trained_ok: bool) -> None:
+    ss = st.session_state
+    for key in look.KEYS:  # keep the values of controls this view does not draw (see init_state)
+        ss[key] = ss[key]
     st.segmented_control("View", list(VIEWS), key="view", format_func=VIEW_LABELS.get, required=True,
-                         on_change=on_view_change, args=(problem is None,), label_visibility="collapsed")
-    view = st.session_state["view"]
-    bar = sidebar(view, problem)
-    for note in bar.notes:
-        st.warning(md(note))
-    if bar.error is not None:
-        st.error(md(f"These settings cannot be drawn. {bar.error.field}: {str(bar.error).split(': ', 1)[-1]}"),
-                 icon=":material/block:")
+                         on_change=on_view_change, args=(trained_ok,), label_visibility="collapsed")
+    view = ss["view"]
+    try:
+        base = spec_from_state()
+    except SpecError as exc:  # impossible model settings: say which, draw nothing
+        spec_error(exc)
         return
-    spec = bar.spec
+    notes: list[str] = []
+    look.look_controls(view, base, notes)
+    for note in notes:
+        st.warning(md(note))
+    try:
+        spec = spec_from_state()
+    except SpecError as exc:
+        spec_error(exc)
+        return
     st.caption(md(VIEW_INTROS[view]))
-    if st.session_state.pop("_switched_model", False):
+    if ss.pop("_switched_model", False):
         st.info("Switched to the trained zh-en model (with and without positional encoding): this view is about "
                 "what training learns. Choose 'random' under Model to go back.", icon=":material/swap_horiz:")
     try:
@@ -179,6 +217,19 @@ def main() -> None:
         st.error(md(f"This view could not be drawn ({type(exc).__name__}: {str(exc)[:300]}). The spec below "
                     "reproduces it; the server log has the details."), icon=":material/error:")
     share(spec)
+
+
+def main() -> None:
+    init_state()
+    st.title("Attention Lab")
+    st.markdown(INTRO)
+    link_error = st.session_state.get("_link_error")
+    if link_error:
+        st.error(md(f"This link cannot be opened ({link_error}); showing the default settings instead."))
+    problem = cache.trained_problem()
+    for note in sidebar(problem):
+        st.warning(md(note))
+    main_area(problem is None)
 
 
 try:

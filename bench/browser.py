@@ -1,9 +1,12 @@
-"""The app in headless Chromium: page load -> every chart drawn; a new sentence -> charts redrawn.
+"""The app in headless Chromium: page load, a new sentence, only the head, only the layer -> charts drawn.
 
 Figure "browser" of `python -m bench --app`. One `streamlit run app.py` (bench/appserver.py) on a
 free loopback port, one Chromium (Playwright, /usr/bin/chromium); each repeat opens a fresh browser
 context on a share link of the attention view, waits until every chart is drawn, then types a new
-sentence A (Enter commits it) and waits until the charts show it.
+sentence A (Enter commits it) and waits until the charts show it; then picks only another head, and
+then only another layer, in their select boxes, and waits until the charts show that head / layer.
+The view, layer and head controls live in an st.fragment (app.py main_area), so those two changes
+rerun only the fragment: their time over the sentence's (paired per repeat) has the target <= 0.2.
 
 "Drawn" means: no element is stale (Streamlit marks old output data-stale while a rerun runs), the
 status widget shows no running script, and every chart of the view carries the tick labels the view
@@ -36,6 +39,7 @@ CHROMIUM_ARGS = [
 VIEWPORT = {"width": 1400, "height": 900}
 REDRAW_TARGET = "<= 500"  # ms, a new sentence at REDRAW_TARGET_TOKENS with the default model
 REDRAW_TARGET_TOKENS = 32
+SWITCH_TARGET = "<= 0.2"  # only the head / layer vs a new sentence, at every size
 APP_THEME = "default"  # the app's own default theme (ui/state.py DEFAULTS)
 
 # Is the page idle and does every expected chart show the expected tick labels, and the probed
@@ -114,6 +118,11 @@ LABELS_DRAWN_JS = """
 INPUT_A = ".st-key-sentence_a input"
 
 
+def select_control(key: str) -> str:
+    """The clickable box of the keyed st.selectbox `key` (a combobox input)."""
+    return f".st-key-{key} [role='combobox']"
+
+
 def chart_key(view: str, panel_key: str) -> str:
     """The Streamlit key ui/panels.py gives a panel's chart."""
     return f"chart-{view}-{panel_key}"
@@ -178,36 +187,70 @@ def wait_drawn(page, expect: dict, timeout_s: float, polling="raf") -> None:
 @dataclasses.dataclass
 class BrowserTiming:
     load_s: list[float]
-    redraw_s: list[float]
+    redraw_s: list[float]  # a new sentence: the whole script reruns, with the forward pass
+    head_s: list[float] = dataclasses.field(default_factory=list)  # only the head: the fragment reruns
+    layer_s: list[float] = dataclasses.field(default_factory=list)  # only the layer
+
+
+def pick(page, key: str, label: str, expect: dict, timeout_s: float) -> float:
+    """Open the select box `key`, pick the option `label`; seconds from the pick to the charts drawn."""
+    page.locator(select_control(key)).click()
+    option = page.get_by_role("option", name=label, exact=True)
+    option.wait_for(timeout=timeout_s * 1e3)
+    start = time.perf_counter()
+    option.click()
+    wait_drawn(page, expect, timeout_s)
+    return time.perf_counter() - start
+
+
+def switch_specs(spec: FigureSpec) -> tuple[FigureSpec, FigureSpec | None]:
+    """(only the next head, then also the next layer; None with one layer) after `spec`."""
+    head = dataclasses.replace(spec, head=(spec.head + 1) % spec.n_heads)
+    layer = dataclasses.replace(head, layer=(spec.layer + 1) % spec.n_layers) if spec.n_layers > 1 else None
+    return head, layer
 
 
 def time_page(browser, server: Server, base: FigureSpec, tokens: int, repeats: int,
-              timeout_s: float = 120.0) -> BrowserTiming:
-    """`repeats` fresh contexts: load a share link and wait for every chart; then a new sentence."""
+              timeout_s: float = 120.0, switches: bool = True) -> BrowserTiming:
+    """`repeats` fresh contexts: load a share link and wait for every chart; then a new sentence; then
+    (switches) only the head, then only the layer."""
     n = source_tokens(tokens)
-    load, redraw = [], []
+    timing = BrowserTiming([], [])
     for r in range(repeats):
         first = app_spec(base, sentence(n, salt=2 * r))
         second = app_spec(base, sentence(n, salt=2 * r + 1))
         expect_first, expect_second = expected_for(first), expected_for(second)
         if expect_first == expect_second:
             raise ValueError(f"two sentences of {n} tokens that the charts cannot tell apart")
+        head, layer = switch_specs(second) if switches else (None, None)
+        expect_head = expected_for(head) if head else None
+        expect_layer = expected_for(layer) if layer else None
+        if head and expect_head == expect_second or layer and expect_layer == expect_head:
+            raise ValueError(f"two heads or layers at {n} tokens that the charts cannot tell apart")
         context = browser.new_context(viewport=VIEWPORT)
         try:
             page = context.new_page()
             start = time.perf_counter()
             page.goto(app_url(server.url, first), wait_until="commit")
             wait_drawn(page, expect_first, timeout_s)
-            load.append(time.perf_counter() - start)
+            timing.load_s.append(time.perf_counter() - start)
             box = page.locator(INPUT_A)
             box.fill(second.sentence_a)
             start = time.perf_counter()
             box.press("Enter")
             wait_drawn(page, expect_second, timeout_s)
-            redraw.append(time.perf_counter() - start)
+            timing.redraw_s.append(time.perf_counter() - start)
+            if head:
+                timing.head_s.append(pick(page, "head", f"head {head.head}", expect_head, timeout_s))
+            if layer:
+                timing.layer_s.append(pick(page, "layer", f"layer {layer.layer}", expect_layer, timeout_s))
         finally:
             context.close()
-    return BrowserTiming(load, redraw)
+    return timing
+
+
+def paired_ratio(numerators: list[float], denominators: list[float]) -> float:
+    return statistics.median(a / b for a, b in zip(numerators, denominators, strict=False))
 
 
 def browser_records(ctx: Context, specs: dict[str, FigureSpec], repeats: int,
@@ -231,6 +274,13 @@ def browser_records(ctx: Context, specs: dict[str, FigureSpec], repeats: int,
                         Record(f"{name}.browser_redraw_ms", T, statistics.median(t.redraw_s) * 1e3, "ms",
                                target),
                     ]
+                    for what, times in (("head", t.head_s), ("layer", t.layer_s)):
+                        if times:
+                            records += [
+                                Record(f"{name}.browser_{what}_ms", T, statistics.median(times) * 1e3, "ms"),
+                                Record(f"{name}.browser_{what}_ratio", T, paired_ratio(times, t.redraw_s), "x",
+                                       SWITCH_TARGET),
+                            ]
             records.append(Record("browser.server_rss_MiB", None, server.rss(), "MiB"))
         finally:
             browser.close()
@@ -239,10 +289,12 @@ def browser_records(ctx: Context, specs: dict[str, FigureSpec], repeats: int,
 
 @figure(
     "browser",
-    "A4. Headless Chromium: page load -> every chart drawn; new sentence -> charts redrawn",
+    "A4. Headless Chromium: page load, new sentence, only the head, only the layer -> every chart drawn",
     "streamlit run app.py on 127.0.0.1, Playwright + /usr/bin/chromium; attention view of a share "
     "link; a fresh browser context per repeat; 'drawn' = no stale element, no running script, and every "
-    "chart's tick labels equal those lab.views.build_view gives for the new sentence. Median of repeats.",
+    "chart's tick labels (and the weights chart's first values) equal those lab.views.build_view gives for "
+    "the new setting. head/layer: from picking the option (a fragment rerun) to drawn; ratio = that time / "
+    "the new sentence's (a full-script rerun with the forward pass), paired per repeat. Median of repeats.",
 )
 def app_browser(ctx: Context) -> list[Record]:
     if not Path(CHROMIUM).exists():

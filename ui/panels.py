@@ -1,4 +1,8 @@
-"""Drawing a lab.views.ViewResult: each Panel as a subheader, its figure, its caption and its numbers."""
+"""Drawing a lab.views.ViewResult: each Panel as a subheader, its figure, its caption and its numbers.
+
+Page work per rerun is kept to what is visible: the numbers behind a figure and its downloads are
+rendered only while their expander / popover is open (Streamlit's lazy containers, on_change="rerun").
+"""
 
 from __future__ import annotations
 
@@ -74,6 +78,9 @@ def _table(panel: Panel, key: str, *, numbers: bool) -> None:
 
 
 def render_panel(panel: Panel, view: str, spec: FigureSpec) -> None:
+    """Title, figure, caption; a panel that is only a table shows it. The numbers behind a figure and
+    the downloads are drawn only when asked for (a lazy expander and a lazy popover): a rerun sends
+    one chart and two closed widgets per figure, not a table and four download buttons."""
     key = f"{view}-{panel.key}"
     st.subheader(md(panel.title), anchor=False)
     if panel.figure is not None:
@@ -84,21 +91,32 @@ def render_panel(panel: Panel, view: str, spec: FigureSpec) -> None:
             st.info(md(panel.caption))
         else:
             st.caption(md(panel.caption))
-    if panel.table is not None:
-        if panel.figure is None:
+    if panel.figure is None:
+        if panel.table is not None:
             _table(panel, key, numbers=False)
-        else:
-            with st.expander("The numbers behind this figure"):
+            csv_button(panel.table, key)
+        return
+    if panel.table is not None:
+        numbers = st.expander("The numbers behind this figure", key=f"numbers-{key}", on_change="rerun")
+        with numbers:
+            if numbers.open:
                 _table(panel, key, numbers=True)
-    if panel.figure is not None or panel.table is not None:
-        with st.container(horizontal=True, gap="small", key=f"downloads-{key}"):
-            if panel.table is not None:
-                table = panel.table
-                st.download_button("CSV", data=lambda: csv_bytes(table), file_name=f"{key}.csv", mime="text/csv",
-                                   key=f"csv-{key}", on_click="ignore", icon=":material/download:",
-                                   help="The numbers of this panel as CSV (UTF-8)")
-            if panel.figure is not None:
+    downloads = st.popover("Download", icon=":material/download:", key=f"downloads-{key}", on_change="rerun",
+                           help="This figure as SVG, PDF or PNG" + (", its numbers as CSV" if panel.table is not None
+                                                                   else ""))
+    with downloads:
+        if downloads.open:
+            with st.container(horizontal=True, gap="small"):
+                if panel.table is not None:
+                    csv_button(panel.table, key)
                 export_buttons(panel.figure, f"export-{key}", spec)
+
+
+def csv_button(table: pd.DataFrame, key: str) -> None:
+    """The panel's numbers as CSV, built only when clicked."""
+    st.download_button("CSV", data=lambda: csv_bytes(table), file_name=f"{key}.csv", mime="text/csv",
+                       key=f"csv-{key}", on_click="ignore", icon=":material/download:",
+                       help="The numbers of this panel as CSV (UTF-8)")
 
 
 def render_result(result: ViewResult, view: str, spec: FigureSpec,

@@ -1,0 +1,186 @@
+"""The main area is one st.fragment (app.py main_area): view, layer and head changes rerun only it.
+
+AppTest.run() always reruns the whole script, so `fragment_runs` makes its runs what the server does
+when a widget inside the fragment changes: a rerun of that fragment only (RerunData with the
+fragment's id queued, as the browser's rerun request carries it). Everything else here is what a
+browser session sees: the elements the fragment sends, session_state and the URL's query parameters.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import uuid
+from urllib.parse import parse_qsl, urlsplit
+
+import pytest
+from conftest import SMALL, figures, needs_trained, title
+
+from lab.spec import FigureSpec
+from viz.export import find_browser
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+@pytest.fixture
+def calls(monkeypatch) -> dict[str, int]:
+    """How often the forward pass (lab.compute.run) and the sidebar (ui.sidebar.sidebar) ran."""
+    import lab.compute
+    import ui.sidebar
+
+    counts = {"forward": 0, "sidebar": 0}
+
+    def counting(name, real):
+        def wrapper(*args, **kwargs):
+            counts[name] += 1
+            return real(*args, **kwargs)
+        return wrapper
+
+    monkeypatch.setattr(lab.compute, "run", counting("forward", lab.compute.run))
+    monkeypatch.setattr(ui.sidebar, "sidebar", counting("sidebar", ui.sidebar.sidebar))
+    return counts
+
+
+class FragmentRuns:
+    """fragment_runs(at): from now on at.run() reruns only the fragment "main", as the server does;
+    fragment_runs.off(): whole-script runs again (a new session's first run must be one)."""
+
+    def __init__(self, monkeypatch):
+        from streamlit.testing.v1 import local_script_runner
+
+        self.module, self.real, self.monkeypatch = local_script_runner, local_script_runner.RerunData, monkeypatch
+
+    def __call__(self, at):
+        ids = at._fragment_storage.resolve_target("main")  # the fragment the app registered as "main"
+        assert ids, "app.py registered no fragment with key 'main'"
+        self.monkeypatch.setattr(self.module, "RerunData", functools.partial(
+            self.real, fragment_id_queue=list(ids), is_fragment_scoped_rerun=True))
+        return at
+
+    def off(self) -> None:
+        self.monkeypatch.setattr(self.module, "RerunData", self.real)
+
+
+@pytest.fixture
+def fragment_runs(monkeypatch) -> FragmentRuns:
+    return FragmentRuns(monkeypatch)
+
+
+def clean(at) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def titles(at) -> list[str]:
+    """Panel headings as shown (the app backslash-escapes punctuation), then figure titles."""
+    return [re.sub(r"\\(.)", r"\1", str(h.value)) for h in at.subheader] + [title(f) for f in figures(at)]
+
+
+def unique_sentence() -> str:
+    return f"frag {uuid.uuid4().hex[:8]}"  # a sentence no earlier test has run: the forward is not cached
+
+
+def test_layer_head_and_view_changes_rerun_neither_the_forward_pass_nor_the_sidebar(make_app, calls, fragment_runs):
+    at = make_app(view="attention", sentence_a=unique_sentence(), **SMALL)
+    clean(at)
+    assert calls == {"forward": 1, "sidebar": 1}
+    fragment_runs(at)
+    at.selectbox(key="layer").set_value(1).run()
+    clean(at)
+    at.selectbox(key="head").set_value(1).run()
+    clean(at)
+    assert any("layer 1" in t and "head 1" in t for t in titles(at)), titles(at)  # the new head is drawn...
+    at.segmented_control(key="view").set_value("heads").run()
+    clean(at)
+    assert figures(at) and any("layer 1" in t for t in titles(at))
+    at.segmented_control(key="view").set_value("query").run()
+    at.selectbox(key="query").set_value(2).run()
+    clean(at)
+    assert calls == {"forward": 1, "sidebar": 1}  # ...from the same forward pass, and no sidebar run
+    assert not at.sidebar  # a fragment run sends only the fragment's elements
+
+
+def test_a_fragment_run_keeps_the_share_link_current(make_app, fragment_runs):
+    at = fragment_runs(make_app(view="attention", **SMALL))
+    at.selectbox(key="block").set_value("cross").run()
+    at.selectbox(key="layer").set_value(1).run()
+    at.selectbox(key="head").set_value(1).run()
+    clean(at)
+    link = dict(at.query_params)
+    assert (link["views"], link["block"], link["layer"], link["head"]) == ("attention", "cross", "1", "1")
+    # the link as the page shows it opens the same view in a new session
+    shown = dict(parse_qsl(urlsplit(at.code[0].value).query))
+    assert shown == link
+    fragment_runs.off()
+    other = make_app(link=shown)
+    clean(other)
+    ss = other.session_state
+    assert (ss["view"], ss["block"], ss["layer"], ss["head"]) == ("attention", "cross", 1, 1)
+    assert any("cross, layer 1, head 1" in t for t in titles(other)), titles(other)
+
+
+def test_a_share_link_opens_view_block_layer_head_and_sentence(make_app):
+    query = {"views": "query", "block": "decoder self", "layer": "1", "head": "1", "sentence": "b", "query": "2",
+             "sentence_a": "我爱我家", "sentence_b": "I like her", **{k: str(v) for k, v in SMALL.items()}}
+    at = make_app(link=query)
+    clean(at)
+    ss = at.session_state
+    assert (ss["view"], ss["block"], ss["layer"], ss["head"], ss["sentence"], ss["query"]) == \
+        ("query", "decoder self", 1, 1, "b", 2)
+    assert at.selectbox(key="head").value == 1 and at.selectbox(key="layer").value == 1  # the controls show it
+    assert FigureSpec.from_json(at.code[1].value) == FigureSpec.from_query(query)
+
+
+def test_open_head_buttons_switch_view_and_head_in_a_fragment_run(make_app, calls, fragment_runs):
+    at = make_app(view="heads", layer=1, sentence_a=unique_sentence(), **SMALL)
+    clean(at)
+    fragment_runs(at)
+    at.button(key="open-head-1").click().run()
+    clean(at)
+    ss = at.session_state
+    assert (ss["view"], ss["layer"], ss["head"]) == ("attention", 1, 1)
+    assert at.segmented_control(key="view").value == "attention"  # the picker follows
+    assert at.selectbox(key="head").value == 1
+    assert any("layer 1, head 1" in t for t in titles(at)), titles(at)
+    assert at.query_params["views"] == "attention" and at.query_params["head"] == "1"
+    assert calls == {"forward": 1, "sidebar": 1}
+
+
+def test_controls_a_view_does_not_draw_keep_their_values_through_fragment_runs(make_app, fragment_runs):
+    at = fragment_runs(make_app(view="attention", **SMALL))
+    at.selectbox(key="head").set_value(1).run()
+    at.segmented_control(key="view").set_value("heads").run()  # no head control in this view
+    at.multiselect(key="heads").set_value([0]).run()
+    at.segmented_control(key="view").set_value("positional").run()  # no heads control either
+    at.segmented_control(key="view").set_value("attention").run()
+    clean(at)
+    assert at.session_state["head"] == 1 and at.selectbox(key="head").value == 1
+    at.segmented_control(key="view").set_value("heads").run()
+    assert at.session_state["heads"] == [0]
+
+
+def test_numbers_and_downloads_are_drawn_only_when_opened(make_app):
+    at = make_app(view="attention", **SMALL)
+    clean(at)
+    assert not at.dataframe  # closed: nothing built
+    assert [b.proto.label for b in at.get("download_button")] == ["SPEC.json"]  # the share box's own
+    at.session_state["numbers-attention-attention-weights"] = True  # the user opens one expander
+    at.session_state["downloads-attention-attention-weights"] = True  # and one download menu
+    at.run()
+    clean(at)
+    (table,) = at.dataframe
+    assert table.value.shape[0] == table.value.shape[1] == len("你喜欢她")  # the weights, one row per query
+    labels = [b.proto.label for b in at.get("download_button")]
+    assert labels[0] == "CSV" and labels[-1] == "SPEC.json"
+    if find_browser():  # SVG/PDF/PNG need Chromium on the server (otherwise a caption says how to get it)
+        assert labels[1:4] == ["SVG", "PDF", "PNG 300 dpi"]
+
+
+@needs_trained
+def test_a_view_that_switches_the_model_reruns_the_sidebar_too(make_app, calls, fragment_runs):
+    at = fragment_runs(make_app(view="attention", **SMALL))
+    at.segmented_control(key="view").set_value("order").run()
+    clean(at)
+    assert at.session_state["model"] == "zh-en"
+    assert at.selectbox(key="model").value == "zh-en"  # the sidebar was drawn again, with the new model
+    assert calls["sidebar"] == 2

@@ -1,0 +1,97 @@
+"""What to look at: block, layer, head, heads, sentence and query token, in a row above the figures.
+
+These controls live in the main area, inside the same st.fragment as the view picker and the
+figures (app.py main_area), so changing them reruns only that fragment: the sidebar (sentences,
+model, figure settings) is not rerun, and the forward pass comes from ui/cache.py.
+Widget keys are FigureSpec's field names, as everywhere (ui/state.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import streamlit as st
+
+from lab.compute import Run, model_fields
+from lab.spec import BLOCKS, FigureSpec
+from ui import cache
+from ui.state import keep_choice
+from viz import visible_whitespace
+
+BLOCK_HELP = ("encoder self: the source attends to itself. decoder self: the decoder input ([BOS] + tokens) "
+              "attends to itself, with the look-ahead mask in 'paper' mode. cross: each decoder token "
+              "attends to the encoder's output.")
+
+# which controls each view uses
+USES = {
+    "block": {"attention", "heads", "query"},
+    "layer": {"attention", "heads", "query", "translate"},
+    "head": {"attention", "query", "translate"},
+    "heads": {"heads"},
+    "sentence": {"positional", "attention", "heads", "query", "translate"},
+    "query": {"query"},
+}
+KEYS = tuple(USES)  # session_state keys of these controls (kept while a view does not draw them)
+# Fixed widths keep the row compact and stable: the controls do not jump when labels change.
+WIDTHS = {"block": 170, "layer": 120, "head": 120, "heads": 300, "query": 240}
+
+
+def uses(view: str) -> set[str]:
+    return {k for k, views in USES.items() if view in views}
+
+
+def layers_heads(spec: FigureSpec, view: str) -> tuple[int, int]:
+    """(layers of the block the view shows, heads) of the model the spec names."""
+    if spec.model == "random":
+        return spec.n_layers, spec.n_heads
+    config = cache.load(model_fields(spec)).model.config
+    decoder = view == "translate" or spec.block != "encoder self"
+    return (config.decoder_layers if decoder else config.n_layers), config.n_heads
+
+
+def query_labels(run: Run | None, spec: FigureSpec) -> list[str]:
+    """"i: token" for every query position of the block shown (decoder blocks: [BOS] + tokens)."""
+    if run is None:
+        return ["0"]
+    row = run.row(spec.sentence)
+    row = 0 if row is None else row
+    pieces = run.src_pieces(row) if spec.block == "encoder self" else run.tgt_pieces(row)
+    return [f"{i}: {visible_whitespace(p)}" for i, p in enumerate(pieces)]
+
+
+def look_controls(view: str, base: FigureSpec | None, notes: list[str]) -> None:
+    """The controls `view` uses, in one horizontal row; values out of range become the first option."""
+    used = uses(view)
+    if not used:
+        return
+    ss = st.session_state
+    with st.container(horizontal=True, gap="small", vertical_alignment="bottom", key="look"):
+        if "block" in used:
+            st.selectbox("Attention block", list(BLOCKS), key="block", help=BLOCK_HELP, width=WIDTHS["block"])
+            if base is not None:
+                base = dataclasses.replace(base, block=ss["block"])
+        if base is not None:
+            n_layers, n_heads = layers_heads(base, view)
+        else:
+            n_layers, n_heads = int(ss["n_layers"]), max(1, int(ss["n_heads"]))
+        if "layer" in used:
+            keep_choice("layer", list(range(n_layers)), notes)
+            st.selectbox("Layer", list(range(n_layers)), key="layer", format_func=lambda i: f"layer {i}",
+                         width=WIDTHS["layer"])
+        if "head" in used:
+            keep_choice("head", list(range(n_heads)), notes)
+            st.selectbox("Head", list(range(n_heads)), key="head", format_func=lambda i: f"head {i}",
+                         width=WIDTHS["head"])
+        if "heads" in used:
+            ss["heads"] = [h for h in ss["heads"] if 0 <= h < n_heads]
+            st.multiselect("Heads in the grid", list(range(n_heads)), key="heads", format_func=lambda i: f"head {i}",
+                           placeholder="all heads", width=WIDTHS["heads"],
+                           help="Pick heads for a figure with fewer panels; empty = all.")
+        if "sentence" in used:
+            st.radio("Sentence", ["a", "b"], key="sentence", horizontal=True, format_func=str.upper,
+                     help="Which sentence the attention figures show.")
+        if "query" in used and base is not None:
+            labels = query_labels(cache.run_for(base), base)
+            keep_choice("query", list(range(len(labels))))
+            st.selectbox("Query token", list(range(len(labels))), key="query", format_func=lambda i: labels[i],
+                         width=WIDTHS["query"], help="The token whose attention the bars show.")
