@@ -8,7 +8,14 @@ from __future__ import annotations
 import pytest
 from conftest import CHROMIUM, SCREENSHOTS, trained_available
 
-from scripts.screenshots import VIEW_LABELS, full_screenshot, open_view, type_sentence, wait_idle
+from scripts.screenshots import (
+    VIEW_LABELS,
+    full_screenshot,
+    open_view,
+    type_sentence,
+    wait_for_setting,
+    wait_idle,
+)
 
 pytestmark = [
     pytest.mark.browser,
@@ -94,3 +101,68 @@ def test_impossible_settings_show_a_sentence_not_a_traceback(page, streamlit_url
     error = page.locator('[data-testid="stAlertContentError"]')
     assert error.count() == 1 and "n_heads" in error.inner_text()
     full_screenshot(page, str(SCREENSHOTS / "browser-impossible.png"))
+
+
+# Counts elements Streamlit marks stale (re-running) from now on, in the sidebar and in the main area.
+STALE_COUNTER = """() => { window.__stale = {sidebar: 0, main: 0};
+  new MutationObserver((records) => { for (const r of records) {
+    if (r.target.getAttribute('data-stale') !== 'true') continue;
+    window.__stale[r.target.closest('[data-testid="stSidebar"]') ? 'sidebar' : 'main']++; } })
+  .observe(document.body, {subtree: true, attributes: true, attributeFilter: ['data-stale']}); }"""
+
+
+def pick(page, key: str, label: str) -> None:
+    page.locator(f".st-key-{key} [role='combobox']").click()
+    page.get_by_role("option", name=label, exact=True).click()
+
+
+def headings(page) -> str:
+    return " ".join(page.locator('[data-testid="stMain"] h3').all_inner_texts())
+
+
+def test_layer_head_and_view_changes_rerun_only_the_main_area(page):
+    open_view(page, "3 · Attention step by step")
+    page.evaluate(STALE_COUNTER)
+    pick(page, "layer", "layer 1")
+    wait_for_setting(page, "layer", "1")
+    pick(page, "head", "head 1")
+    wait_for_setting(page, "head", "1")
+    assert "layer 1, head 1" in headings(page)
+    open_view(page, "4 · Heads")
+    stale = page.evaluate("() => window.__stale")
+    assert stale["sidebar"] == 0 and stale["main"] > 0, stale  # the fragment reran, the sidebar did not
+    page.locator(".st-key-open-head-2").get_by_role("button", name="head 2").click()  # open head 2 step by step
+    wait_for_setting(page, "views", "attention")
+    wait_for_setting(page, "head", "2")
+    assert "layer 1, head 2" in headings(page)
+    assert page.locator(".st-key-head [role='combobox']").input_value() == "head 2"
+    assert page.evaluate("() => window.__stale")["sidebar"] == 0
+    type_sentence(page, "sentence_a", "我爱我家")  # a new sentence reruns everything: the counter sees it
+    assert page.evaluate("() => window.__stale")["sidebar"] > 0
+    assert page.locator(ERRORS).count() == 0
+
+
+def test_a_share_link_opens_the_same_view_layer_and_head(page, streamlit_url):
+    page.goto(f"{streamlit_url}/?views=attention&layer=1&head=3&block=cross")
+    wait_idle(page)
+    assert drawn_charts(page) > 0
+    assert "cross, layer 1, head 3" in headings(page)
+    for key, shown in (("block", "cross"), ("layer", "layer 1"), ("head", "head 3")):
+        assert page.locator(f".st-key-{key} [role='combobox']").input_value() == shown
+
+
+def test_numbers_and_downloads_of_a_figure_open_on_demand(page):
+    open_view(page, "3 · Attention step by step")
+    weights = "attention-attention-weights"
+    assert page.locator(f".st-key-csv-{weights}").count() == 0  # nothing built until asked for
+    page.locator(f".st-key-downloads-{weights} button").first.click()
+    csv = page.locator(f".st-key-csv-{weights} button").first
+    csv.wait_for()
+    with page.expect_download() as download:
+        csv.click()
+    text = open(download.value.path(), encoding="utf-8-sig").read()
+    assert text.splitlines()[0].split(",")[1:] == ["0:你", "1:喜", "2:欢", "3:她"]
+    page.keyboard.press("Escape")
+    page.locator(f".st-key-numbers-{weights} summary").first.click()
+    page.locator(f".st-key-numbers-{weights} [data-testid='stDataFrame']").wait_for()
+    assert page.locator(ERRORS).count() == 0

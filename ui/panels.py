@@ -96,20 +96,20 @@ def render_panel(panel: Panel, view: str, spec: FigureSpec) -> None:
             _table(panel, key, numbers=False)
             csv_button(panel.table, key)
         return
-    if panel.table is not None:
-        numbers = st.expander("The numbers behind this figure", key=f"numbers-{key}", on_change="rerun")
-        with numbers:
-            if numbers.open:
-                _table(panel, key, numbers=True)
-    downloads = st.popover("Download", icon=":material/download:", key=f"downloads-{key}", on_change="rerun",
-                           help="This figure as SVG, PDF or PNG" + (", its numbers as CSV" if panel.table is not None
-                                                                   else ""))
-    with downloads:
-        if downloads.open:
-            with st.container(horizontal=True, gap="small"):
+    with st.container(horizontal=True, gap="small", vertical_alignment="top", key=f"more-{key}"):
+        downloads = st.popover("Download", icon=":material/download:", key=f"downloads-{key}", on_change="rerun",
+                               help="This figure as SVG, PDF or PNG"
+                                    + (", its numbers as CSV" if panel.table is not None else ""))
+        with downloads:
+            if downloads.open:
                 if panel.table is not None:
                     csv_button(panel.table, key)
                 export_buttons(panel.figure, f"export-{key}", spec)
+        if panel.table is not None:
+            numbers = st.expander("The numbers behind this figure", key=f"numbers-{key}", on_change="rerun")
+            with numbers:
+                if numbers.open:
+                    _table(panel, key, numbers=True)
 
 
 def csv_button(table: pd.DataFrame, key: str) -> None:
