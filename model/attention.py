@@ -31,13 +31,65 @@ def masked_scores(scaled: torch.Tensor, mask: torch.Tensor | None) -> torch.Tens
     return scaled if mask is None else scaled.masked_fill(~mask, float("-inf"))
 
 
-def softmax_weights(masked: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-    """softmax over keys (eq. 1); rows with no allowed key get weight 0 instead of NaN."""
-    weights = torch.softmax(masked, dim=-1)
-    empty = fully_masked_rows(mask)
-    if empty is not None and bool(empty.any()):
-        weights = weights.masked_fill(empty, 0.0)
-    return weights
+_MASK_CELLS: tuple = ()  # (mask, mask._version, blocked, empty) of the last few masks, newest first
+MASK_CELLS_KEPT = 4  # a forward pass uses two masks (source and target)
+
+
+def mask_cells(mask: torch.Tensor | None) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """(blocked, empty): ~mask (True = set to -inf) and the (…, Tq, 1) rows with no key; None when none.
+
+    Every block of a stack gets the same mask tensor, so the inversion and the all() / any()
+    passes are made once per mask, not once per block. An entry is reused only for the very same
+    tensor at the same _version (which counts its in-place edits); a tensor made under
+    torch.inference_mode() has no _version and is converted on every call.
+    """
+    global _MASK_CELLS
+    if mask is None:
+        return None, None
+    try:
+        version = mask._version
+    except RuntimeError:  # an inference tensor: no version counter, so no safe cache key
+        return _blocked_and_empty(mask)
+    entries = _MASK_CELLS  # read once: another thread may replace the tuple meanwhile
+    for cached, cached_version, blocked, empty in entries:
+        if cached is mask and cached_version == version:
+            return blocked, empty
+    blocked, empty = _blocked_and_empty(mask)
+    _MASK_CELLS = ((mask, version, blocked, empty),) + entries[: MASK_CELLS_KEPT - 1]
+    return blocked, empty
+
+
+def _blocked_and_empty(mask: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    if bool(mask.all()):  # nothing masked (no padding): skip the T^2 passes
+        return None, None
+    empty = fully_masked_rows(mask)  # (…, Tq, 1)
+    return ~mask, (empty if bool(empty.any()) else None)
+
+
+def attention_weights(q: torch.Tensor, k: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """softmax(Q K^T / sqrt(d_k), masked cells at -inf) over keys (eq. 1): (B, H, Tq, Tk).
+
+    The forward pass and AttentionRecord.weights both call this, so the record's weights are the
+    numbers the forward used. Every step is explicit, on ONE (B, H, Tq, Tk) buffer:
+    - 1/sqrt(d_k) scales Q (Tq x d_k numbers) instead of the Tq x Tk scores: (Q / sqrt(d_k)) K^T
+      equals Q K^T / sqrt(d_k) up to float rounding, bit for bit when sqrt(d_k) is a power of two;
+    - masked_fill and softmax work in place when no gradient is needed (softmax's out= has no
+      autograd, and its backward needs its output intact).
+    A row with no allowed key gets all-zero weights instead of the softmax's NaN.
+    """
+    blocked, empty = mask_cells(mask)
+    q_scaled = q / math.sqrt(q.size(-1))  # eq. 1's 1/sqrt(d_k), applied to Q: (B, H, Tq, d_k)
+    scores = q_scaled @ k.transpose(-2, -1)  # Q K^T / sqrt(d_k): (B, H, Tq, d_k) @ (B, H, d_k, Tk) -> (B, H, Tq, Tk)
+    if blocked is not None:
+        scores.masked_fill_(blocked, float("-inf"))  # masked cells -> -inf, so their weight is 0
+    if scores.requires_grad:
+        if empty is None:
+            return torch.softmax(scores, dim=-1)  # softmax over keys (eq. 1)
+        # an all -inf row's NaN softmax would give NaN gradients even once its weights are zeroed
+        finite = scores.masked_fill(empty, 0.0)
+        return torch.softmax(finite, dim=-1).masked_fill(empty, 0.0)
+    weights = torch.softmax(scores, dim=-1, out=scores)  # softmax over keys (eq. 1), in place
+    return weights if empty is None else weights.masked_fill_(empty, 0.0)
 
 
 def scaled_dot_product_attention(
@@ -45,26 +97,22 @@ def scaled_dot_product_attention(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The slow path that materialises the attention matrix: returns (context, weights).
 
-    Same operations as AttentionRecord's derived properties (so the record shows exactly these
-    numbers), done in place on the one (B, H, Tq, Tk) buffer to keep the traced path lean.
+    context = softmax(Q K^T / sqrt(d_k)) V (eq. 1) with the weights from attention_weights, the
+    same function AttentionRecord.weights calls.
     """
-    scores = attention_scores(q, k)  # (B, H, Tq, Tk)
-    scores.div_(math.sqrt(q.size(-1)))  # eq. 1's 1/sqrt(d_k)
-    if mask is not None and bool(mask.all()):  # nothing masked (no padding): skip two T^2 passes
-        mask = None
-    if mask is not None:
-        scores.masked_fill_(~mask, float("-inf"))
-    weights = softmax_weights(scores, mask)
-    return weights @ v, weights  # (B, H, Tq, d_k), (B, H, Tq, Tk)
+    weights = attention_weights(q, k, mask)  # (B, H, Tq, Tk)
+    return weights @ v, weights  # (B, H, Tq, Tk) @ (B, H, Tk, d_k) -> (B, H, Tq, d_k)
 
 
 @dataclass(eq=False)
 class AttentionRecord:
     """Everything one attention block computed, per head.
 
-    Only q, k, v and the mask are stored (O(T * d_model) memory, no T^2 tensors); the scores,
-    their scaled and masked forms, the softmax weights and the context are derived on demand
-    with the very same functions the forward pass used, so they are the numbers it computed.
+    Only q, k, v and the mask are stored (O(T * d_model) memory, no T^2 tensors); everything else
+    is derived on demand. weights and context come from attention_weights, the forward pass's
+    own function, so they are the numbers it computed. scores, scaled and masked show eq. 1 step
+    by step (Q K^T, then / sqrt(d_k), then -inf where masked); the forward scaled Q before the
+    product, the same numbers up to float rounding (bit for bit when sqrt(d_k) is a power of two).
     """
 
     q: torch.Tensor  # (B, H, Tq, d_k) queries, Q W^Q split into heads
@@ -105,8 +153,10 @@ class AttentionRecord:
 
     @property
     def weights(self) -> torch.Tensor:
-        """softmax(masked scores) over keys, (B, H, Tq, Tk); each row sums to 1 (0 if fully masked)."""
-        return softmax_weights(self.masked, self.mask)
+        """softmax(masked scores) over keys, (B, H, Tq, Tk); each row sums to 1 (0 if fully masked).
+
+        Computed by attention_weights, the forward pass's own function: the numbers it used."""
+        return attention_weights(self.q, self.k, self.mask)
 
     @property
     def context(self) -> torch.Tensor:
