@@ -304,6 +304,7 @@ def apply_theme(fig: Fig | go.Figure, name: str = "default") -> go.Figure:
                                            size=max(9, t["font_size"] - 3))
         if trace.type == "heatmap" and trace.texttemplate:
             trace.child("textfont").update(size=max(9, t["font_size"] - 3), family=t["font_family"])
+    _set_margins(fig, t, name)
     if finished is not None:  # a finished go.Figure is restyled in place, as plotly's update_* would
         out = fig.to_dict()
         with finished.batch_update():
@@ -382,6 +383,105 @@ def _left_of_plot(fig: Fig, t: dict) -> float:
             px += 1.5 * t["font_size"]
         left = max(left, px)
     return left
+
+
+def _tick_labels(ax: Node, values: tuple[float, ...] = ()) -> list[str]:
+    """The tick labels an axis shows: its ticktext, else Plotly's numbers (guessed from its range)."""
+    if ax.ticktext:
+        return [str(v) for v in ax.ticktext]
+    ends = [v for v in (ax.range or values) if isinstance(v, (int, float))]
+    return [f"{v:.2g}".replace("-", "−") for v in ends] + ["−0.00"]
+
+
+def _colorbar_px(bar: dict | None, lo, hi, t: dict) -> float:
+    """Width of a colour bar at the right edge: bar, tick labels, its title (written sideways), pads."""
+    bar = bar or {}
+    f = t["font_size"]
+    ends = [v for v in (lo, hi) if isinstance(v, (int, float))]
+    labels = [f"{v:.2g}".replace("-", "−") for v in ends] or ["−0.00"]
+    if ends and max(ends) - min(ends) < 10:  # ticks at fractions: "0.25", "−0.25"
+        labels.append("−0.25" if min(ends) < 0 else "0.25")
+    ticks = max(text_width(s, f - 1) for s in labels)
+    title = (bar.get("title") or {}).get("text")
+    return (bar.get("thickness") or 30) + ticks + (1.3 * f + 4 if title else 0) + 34
+
+
+def _legend_px(fig: Fig, t: dict, name: str) -> tuple[float, float]:
+    """(right, below) px a legend takes: beside the plot (vertical, Plotly's default) or under it
+    (horizontal, rows of entries as wide as the figure)."""
+    layout = fig.layout
+    if layout.showlegend is False:
+        return 0.0, 0.0
+    # Plotly lists scatter and bar traces unless told not to, other types only when told to.
+    shown = [tr for tr in fig.data
+             if (tr.showlegend if tr.showlegend is not None else tr.type in ("scatter", "bar"))]
+    names = [str(tr.name or f"trace {i}") for i, tr in enumerate(shown)]
+    if not names or (len(fig.data) < 2 and layout.showlegend is not True):
+        return 0.0, 0.0  # Plotly draws no legend for a single trace
+    legend = layout.legend or Node()
+    size = ((legend.font or {}).get("size")) or t["font_size"]
+    items = [text_width(str(n), size) + (60 if legend.orientation == "h" else 50) for n in names]
+    title = ((legend.title or {}).get("text")) or ""
+    if legend.orientation == "h":
+        width = design_size(name, fig)[0] - 2 * max(8, round(0.5 * t["font_size"]))
+        rows, used = 1, 0.0
+        for w in items:
+            if used and used + w > width:
+                rows, used = rows + 1, 0.0
+            used += w
+        return 0.0, rows * (1.3 * size + 6) + 10 + (1.3 * size if title else 0)
+    return max(items + [text_width(title, size) + 10]) + 18, 0.0
+
+
+def _right_of_plot(fig: Fig, t: dict, name: str) -> float:
+    """Estimated px right of the plot area: colour bars (one per colour axis or heatmap) and the
+    tick labels of right-hand y axes (row sums)."""
+    bars = [_colorbar_px(v.get("colorbar"), v.get("cmin"), v.get("cmax"), t)
+            for k, v in fig.layout.items() if k.startswith("coloraxis") and v.get("showscale") is not False]
+    bars += [_colorbar_px(tr.colorbar, tr.zmin, tr.zmax, t) for tr in fig.data
+             if tr.type == "heatmap" and not tr.coloraxis and tr.showscale is not False]
+    axes = [max(text_width(s, t["font_size"]) for s in _tick_labels(ax)) + 12
+            for key, ax in fig.layout.items() if key.startswith("yaxis") and isinstance(ax, Node)
+            and ax.side == "right" and ax.showticklabels is not False]
+    return max(bars, default=0.0) + max(axes, default=0.0) + _legend_px(fig, t, name)[0]
+
+
+def _below_plot(fig: Fig, t: dict, name: str) -> float:
+    """Estimated px under the plot area: x tick labels of the bottom row (turned 90° when they do
+    not fit side by side, as Plotly turns them) and the x axis title."""
+    f = t["font_size"]
+    width = design_size(name, fig)[0] * PLOT_FRACTION
+    below = 0.0
+    for key, ax in fig.layout.items():
+        if not key.startswith("xaxis") or not isinstance(ax, Node) or ax.side == "top" or ax.overlaying:
+            continue
+        ya = fig.layout.get("yaxis" + (ax.anchor or "y")[1:])
+        if isinstance(ya, Node) and ya.domain and ya.domain[0] > 0.01:  # not the bottom row
+            continue
+        px = 0.0
+        if ax.showticklabels is not False:
+            labels = _tick_labels(ax)
+            widest = max(text_width(s, f) for s in labels)
+            d0, d1 = ax.domain or (0.0, 1.0)
+            fits = len(labels) * (widest + 8) <= (d1 - d0) * width or ax.tickangle == 0 or not ax.ticktext
+            px += (1.3 * f if fits else widest + 4) + 14
+        if (ax.title or {}).get("text"):
+            px += 1.5 * f + 6
+        below = max(below, px)
+    return below + _legend_px(fig, t, name)[1]
+
+
+def _set_margins(fig: Fig, t: dict, name: str) -> None:
+    """Margins that already hold the tick labels, axis titles and colour bars.
+
+    The axes keep automargin as a safety net, but Plotly then only has to grow a margin when an
+    estimate here falls short: every margin it grows costs the browser a second full layout pass
+    (about half of a figure's drawing time).
+    """
+    edge = max(8, round(0.5 * t["font_size"]))
+    m = fig.layout.child("margin")
+    m.update(l=round(edge + _left_of_plot(fig, t) + 6), r=round(edge + _right_of_plot(fig, t, name)),
+             b=round(edge + _below_plot(fig, t, name)))
 
 
 def _fit_title(fig: Fig, t: dict, name: str) -> None:

@@ -1,0 +1,76 @@
+"""Every view's figures drawn by plotly.js in Chromium: the margins viz sets already hold the labels.
+
+viz.theme sets each margin from the labels, titles, colour bars and legends it has to hold; the
+axes keep automargin only as a safety net. When an estimate falls short, Plotly grows the margin
+and lays the whole figure out a second time (about half of its drawing time in the browser).
+This draws the figures with the plotly.js that ships in the plotly package (nothing downloaded)
+and checks that Plotly kept every margin as set: no second layout pass, and no label cut off.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import plotly
+import pytest
+from conftest import CHROMIUM
+
+from lab.compute import load_model, model_fields, run
+from lab.spec import FigureSpec
+from lab.views import Models, build_view
+from viz.theme import design_size
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} is missing (scripts/test.sh installs it)"),
+]
+
+PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+VIEWS = ("positional", "attention", "heads", "query", "order")
+DRAW = """async (f) => {
+    const d = document.getElementById('d');
+    Plotly.purge(d);
+    await Plotly.newPlot(d, f.data, f.layout, {});
+    const s = d._fullLayout._size;
+    return [s.l, s.r, s.t, s.b];
+}"""
+
+
+@pytest.fixture(scope="module")
+def plot_page(browser):
+    page = browser.new_page()
+    page.set_content("<html><body><div id='d'></div></body></html>")
+    page.add_script_tag(path=str(PLOTLY_JS))
+    yield page
+    page.close()
+
+
+@pytest.fixture(scope="module")
+def models():
+    spec = FigureSpec(sentence_a="你喜欢她吗", sentence_b="她喜欢你吗")
+    loaded = load_model(model_fields(spec))
+    traced = run(loaded, spec.sentence_a, spec.sentence_b, spec.mask)
+    return spec, Models(lambda key: load_model(key), lambda s: traced)
+
+
+@pytest.mark.parametrize("theme", ["default", "paper", "slide"])
+def test_plotly_keeps_every_margin_viz_sets(plot_page, models, theme):
+    spec, m = models
+    spec = dataclasses.replace(spec, theme=theme)
+    checked = 0
+    for view in VIEWS:
+        for panel in build_view(view, spec, m).panels:
+            if panel.figure is None:
+                continue
+            fig = json.loads(panel.figure.to_json())
+            width, height = design_size(theme, panel.figure)
+            fig["layout"].setdefault("width", width)
+            fig["layout"].setdefault("height", height)
+            margin = fig["layout"]["margin"]
+            want = [margin["l"], margin["r"], margin["t"], margin["b"]]
+            got = plot_page.evaluate(DRAW, fig)
+            assert [round(g) for g in got] == [round(w) for w in want], (view, panel.key, want, got)
+            checked += 1
+    assert checked >= 15
