@@ -184,3 +184,60 @@ def test_a_view_that_switches_the_model_reruns_the_sidebar_too(make_app, calls, 
     assert at.session_state["model"] == "zh-en"
     assert at.selectbox(key="model").value == "zh-en"  # the sidebar was drawn again, with the new model
     assert calls["sidebar"] == 2
+
+
+def test_every_session_and_rerun_reads_the_same_run_object_never_a_copy(make_app, calls, fragment_runs, monkeypatch):
+    """ui/cache.py keeps runs as st.cache_resource: a rerun (fragment or whole script) and another
+    session with the same sentences get the very object the forward pass made (no pickled copy);
+    another sentence gets another run."""
+    import lab.views
+
+    seen = []
+    real = lab.views.build_view
+
+    def recording(view, spec, models):
+        seen.append(models.run(spec))
+        return real(view, spec, models)
+
+    monkeypatch.setattr(lab.views, "build_view", recording)
+    sentence = unique_sentence()
+    first = make_app(view="attention", sentence_a=sentence, **SMALL)
+    clean(first)
+    run = seen[-1]
+    assert run is not None and calls["forward"] == 1
+    weights = run.trace.encoder.layers[0].self_attn.q.data_ptr()  # the tensors' storage, not a copy of it
+    fragment_runs(first)
+    first.selectbox(key="head").set_value(1).run()
+    clean(first)
+    fragment_runs.off()
+    first.selectbox(key="layer").set_value(1).run()  # a whole-script rerun
+    clean(first)
+    other = make_app(view="query", sentence_a=sentence, **SMALL)  # another session, same sentences
+    clean(other)
+    assert len(seen) == 4 and all(r is run for r in seen)
+    assert run.trace.encoder.layers[0].self_attn.q.data_ptr() == weights
+    assert calls["forward"] == 1
+    other.session_state["sentence_a"] = sentence + " 2"
+    other.run()
+    clean(other)
+    assert seen[-1] is not run and seen[-1].sentences[0].text == sentence + " 2"
+    assert calls["forward"] == 2
+    assert run.sentences[0].text == sentence  # the first run is untouched
+
+
+def test_closed_numbers_do_not_build_their_tables(make_app, monkeypatch):
+    """lab.views.Panel builds a table when it is first read: a rerun with every numbers expander and
+    download menu closed reads none."""
+    import lab.views
+
+    read = []
+    real = lab.views.Panel.table
+
+    monkeypatch.setattr(lab.views.Panel, "table", property(lambda self: read.append(self.key) or real.fget(self)))
+    at = make_app(view="attention", **SMALL)
+    clean(at)
+    assert figures(at) and read == []
+    at.session_state["numbers-attention-attention-weights"] = True
+    at.run()
+    clean(at)
+    assert set(read) == {"attention-weights"}

@@ -1,9 +1,13 @@
 """Cached models and runs.
 
-Models are st.cache_resource: one object shared by every session, so nothing here (or in lab/) may
-mutate them. Runs are st.cache_data keyed on (model fields, sentence A, sentence B, mask) only:
-changing the layer, head, query, view or theme reuses the forward pass. The order view's own passes
-(A and B alone, with and without PE) are cached the same way.
+Everything here is st.cache_resource: one object per key for the whole server, shared by every
+session and every rerun, never copied, so nothing here, in lab/, viz/ or ui/ may mutate a model, a
+Run (its tensors, sentences, notices) or an OrderData. Models are keyed on their fields. Runs are
+keyed on (model fields, sentence A, sentence B, mask) only: changing the layer, head, query, view or
+theme reuses the forward pass, and a rerun reads it back without unpickling a copy (st.cache_data
+would pickle every run on store and unpickle it on every read: most of a fragment rerun at
+classroom sizes). The order view's own passes (A and B alone, with and without PE) are cached the
+same way. Runs and order passes are bounded (max_entries) and dropped an hour after they were made.
 """
 
 from __future__ import annotations
@@ -27,9 +31,13 @@ def load(key: tuple) -> Loaded:
     return compute.load_model(key)
 
 
-@st.cache_data(show_spinner="Running the model…", max_entries=64)
+RUNS_KEPT = 64  # runs (and order passes) kept: a class of 30, each with its own sentences, and then some
+RUN_TTL = "1h"  # a lesson's runs are released after it
+
+
+@st.cache_resource(show_spinner="Running the model…", max_entries=RUNS_KEPT, ttl=RUN_TTL)
 def trace(key: tuple, sentence_a: str, sentence_b: str, mask: str) -> Run | None:
-    """One traced forward pass over A and B; each session gets its own copy."""
+    """One traced forward pass over A and B; every session and rerun gets this same object (read-only)."""
     return compute.run(load(key), sentence_a, sentence_b, mask)
 
 
@@ -37,7 +45,7 @@ def run_for(spec: FigureSpec) -> Run | None:
     return trace(model_fields(spec), spec.sentence_a, spec.sentence_b, spec.mask)
 
 
-@st.cache_data(show_spinner="Comparing the orders…", max_entries=64)
+@st.cache_resource(show_spinner="Comparing the orders…", max_entries=RUNS_KEPT, ttl=RUN_TTL)
 def order(key: tuple, sentence_a: str, sentence_b: str, _spec: FigureSpec) -> OrderData:
     """The order view's forward passes (lab.views.order_data), keyed like a run; _spec (not hashed)
     only carries the same model fields and sentences."""

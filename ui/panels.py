@@ -87,34 +87,34 @@ def render_panel(panel: Panel, view: str, spec: FigureSpec) -> None:
         st.plotly_chart(panel.figure, config=viz.figure_config(key), key=f"chart-{key}", theme=None,
                         width="stretch")
     if panel.caption:
-        if panel.figure is None and panel.table is None:
+        if panel.figure is None and not panel.has_table:
             st.info(md(panel.caption))
         else:
             st.caption(md(panel.caption))
     if panel.figure is None:
-        if panel.table is not None:
+        if panel.has_table:
             _table(panel, key, numbers=False)
-            csv_button(panel.table, key)
+            csv_button(panel, key)
         return
     with st.container(horizontal=True, gap="small", vertical_alignment="top", key=f"more-{key}"):
         downloads = st.popover("Download", icon=":material/download:", key=f"downloads-{key}", on_change="rerun",
                                help="This figure as SVG, PDF or PNG"
-                                    + (", its numbers as CSV" if panel.table is not None else ""))
+                                    + (", its numbers as CSV" if panel.has_table else ""))
         with downloads:
             if downloads.open:
-                if panel.table is not None:
-                    csv_button(panel.table, key)
+                if panel.has_table:
+                    csv_button(panel, key)
                 export_buttons(panel.figure, f"export-{key}", spec)
-        if panel.table is not None:
+        if panel.has_table:  # (reading panel.table would build it: lab.views.Panel makes tables on demand)
             numbers = st.expander("The numbers behind this figure", key=f"numbers-{key}", on_change="rerun")
             with numbers:
                 if numbers.open:
                     _table(panel, key, numbers=True)
 
 
-def csv_button(table: pd.DataFrame, key: str) -> None:
-    """The panel's numbers as CSV, built only when clicked."""
-    st.download_button("CSV", data=lambda: csv_bytes(table), file_name=f"{key}.csv", mime="text/csv",
+def csv_button(panel: Panel, key: str) -> None:
+    """The panel's numbers as CSV, built (table included) only when clicked."""
+    st.download_button("CSV", data=lambda: csv_bytes(panel.table), file_name=f"{key}.csv", mime="text/csv",
                        key=f"csv-{key}", on_click="ignore", icon=":material/download:",
                        help="The numbers of this panel as CSV (UTF-8)")
 
