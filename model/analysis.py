@@ -77,14 +77,16 @@ def head_arrays(rec: AttentionRecord, batch: int = 0, head: int = 0) -> dict[str
     if not 0 <= head < rec.n_heads:
         raise ValueError(f"head {head} does not exist: this block has {rec.n_heads} heads")
 
+    one = rec.select(batch, head)  # derive the steps for this head only
+
     def pick(t: torch.Tensor) -> np.ndarray:
-        return t[batch, head].detach().to("cpu", torch.float64).numpy()
+        return t[0, 0].detach().to("cpu", torch.float64).numpy()
 
     return {
-        "q": pick(rec.q), "k": pick(rec.k), "v": pick(rec.v),
-        "scores": pick(rec.scores), "scaled": pick(rec.scaled),
-        "allowed": rec.allowed[batch, head].cpu().numpy(),
-        "masked": pick(rec.masked), "weights": pick(rec.weights), "context": pick(rec.context),
+        "q": pick(one.q), "k": pick(one.k), "v": pick(one.v),
+        "scores": pick(one.scores), "scaled": pick(one.scaled),
+        "allowed": one.allowed[0, 0].cpu().numpy(),
+        "masked": pick(one.masked), "weights": pick(one.weights), "context": pick(one.context),
     }
 
 

@@ -1,0 +1,34 @@
+"""AttentionRecord.select: one (batch row, head) derives exactly the full record's numbers."""
+
+import numpy as np
+import pytest
+import torch
+
+from model.analysis import head_arrays
+from model.attention import AttentionRecord
+from model.masks import causal_mask, combine_masks, padding_mask
+
+
+@pytest.mark.parametrize("kind", ["none", "padding", "padding+causal", "2d"])
+def test_select_matches_the_full_record_for_every_row_and_head(kind):
+    torch.manual_seed(0)
+    B, H, T, d_k = 2, 3, 5, 4
+    q, k, v = (torch.randn(B, H, T, d_k) for _ in range(3))
+    ids = torch.tensor([[5, 6, 7, 0, 0], [5, 6, 7, 8, 9]])  # row 0 padded
+    mask = {
+        "none": None,
+        "padding": padding_mask(ids, 0),
+        "padding+causal": combine_masks(padding_mask(ids, 0), causal_mask(T, ids.device)),
+        "2d": causal_mask(T, ids.device).reshape(T, T),
+    }[kind]
+    full = AttentionRecord(q, k, v, mask)
+    for b in range(B):
+        for h in range(H):
+            one = full.select(b, h)
+            assert one.q.shape == (1, 1, T, d_k)
+            for name in ("scores", "scaled", "masked", "weights", "context", "allowed"):
+                got, want = getattr(one, name)[0, 0], getattr(full, name)[b, h]
+                assert torch.equal(got, want), (kind, b, h, name)
+            arrays = head_arrays(full, b, h)
+            assert np.array_equal(arrays["weights"], full.weights[b, h].double().numpy())
+            assert np.array_equal(arrays["allowed"], full.allowed[b, h].numpy())
