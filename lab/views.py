@@ -246,7 +246,7 @@ def heads_view(spec: FigureSpec, models: Models) -> ViewResult:
         return ViewResult(hint="Type a sentence to see its heads.")
     layer, _, row = where
     rows, cols = labels
-    weights = all_head_weights(run_.trace, spec.block, row)  # (L, H, Tq, Tk)
+    weights = all_head_weights(run_.trace, spec.block, row, torch.float32)  # (L, H, Tq, Tk)
     allowed = rec.allowed[row, 0].cpu().numpy()
     mask = None if allowed.all() else allowed
     heads = list(spec.heads) or list(range(weights.shape[1]))

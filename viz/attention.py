@@ -444,11 +444,12 @@ def mean_attention_entropy(weights: np.ndarray) -> np.ndarray:
 
     weights (..., T_q, T_k) -> (...). 0·log 0 counts as 0; NaN rows (fully masked) are skipped.
     """
-    p = np.asarray(weights, dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        terms = np.where(p > 0, -p * np.log2(np.where(p > 0, p, 1.0)), 0.0)
-    h = terms.sum(axis=-1)  # (..., T_q)
-    h = np.where(np.isnan(p).any(axis=-1), np.nan, h)
+    p = np.asarray(weights)
+    if p.dtype not in (np.float32, np.float64):
+        p = p.astype(np.float64)
+    log_p = np.zeros_like(p)
+    np.log2(p, out=log_p, where=p > 0)  # 0 where p = 0 (0·log 0 = 0); NaN stays out of the log
+    h = -np.einsum("...k,...k->...", p, log_p)  # (..., T_q); a NaN row gives NaN
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all rows NaN -> NaN
         return np.nanmean(h, axis=-1)
