@@ -14,10 +14,12 @@ pass runs) and then only the layer or the head, twice:
 - as the fragment rerun the server really does for it (app.py main_area, key "main"): the rerun
   request names the fragment, as the browser's does, so the sidebar is not run at all.
 
-Issue #6 asks that a layer/head change cost <= 0.2 of a sentence change; the browser figure
-(bench/browser.py) holds that target, timing what a user waits for (network and drawing included).
-Here the ratios are informational: with a small model a sentence change adds only the forward pass
-and the sidebar to everything the fragment does, so the server-side ratio stays well above 0.2.
+Issue #6 asks that a layer/head change cost <= 0.2 of a sentence change. The fragment rerun's ratio
+(wall time) carries that target here, as the server-side reading of "that rerun"; the browser figure
+(bench/browser.py) carries it too, timing what a user waits for (network and drawing included). With
+the small default model a sentence change adds only the forward pass (a few ms) and the sidebar to
+everything the fragment does, so there the ratio stays well above 0.2; with the base model the
+forward pass dominates a sentence change and the ratio falls below 0.2 from 32 tokens on.
 """
 
 from __future__ import annotations
@@ -159,6 +161,9 @@ def _ratio(part: list[float], whole: list[float]) -> float:
     return statistics.median(p / w for p, w in zip(part, whole, strict=True))
 
 
+RERUN_TARGET = "<= 0.2"  # a layer/head change (the fragment rerun) vs a sentence change
+
+
 def rerun_records(ctx: Context, specs: dict[str, FigureSpec], rounds: int) -> list[Record]:
     records = []
     for name, base in specs.items():
@@ -176,7 +181,8 @@ def rerun_records(ctx: Context, specs: dict[str, FigureSpec], rounds: int) -> li
                     Record(f"{name}.rerun{suffix}_fragment_layer_head_ms", T,
                            statistics.median(t["fragment" + unit]) * 1e3, "ms"),
                     Record(f"{name}.rerun{suffix}_fragment_layer_head_ratio", T,
-                           _ratio(t["fragment" + unit], t["sentence" + unit]), "x"),
+                           _ratio(t["fragment" + unit], t["sentence" + unit]), "x",
+                           RERUN_TARGET if not unit else None),
                 ]
     return records
 
@@ -191,7 +197,7 @@ def rerun_records(ctx: Context, specs: dict[str, FigureSpec], rounds: int) -> li
     "of the st.fragment 'main' only (cached forward, no sidebar). Time of the script run on the script "
     "thread (not AppTest's thread start, mock runtime and message parsing): wall, and (rerun_cpu_*) the "
     "script thread's CPU time, steadier on a busy machine. Medians; ratios paired per round. "
-    "Informational: the browser figure has the target.",
+    "Target (issue #6): the fragment rerun of a layer/head change <= 0.2 of a sentence change.",
 )
 def app_rerun(ctx: Context) -> list[Record]:
     specs = app_specs(ctx) or {"app": APP_SPECS["app"]}
