@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 import unicodedata
 from collections.abc import Sequence
+from functools import lru_cache
 
 _VISIBLE = {" ": "␣", "\n": "⏎", "\t": "⇥", "\r": "␍", "\u3000": "□"}
 
@@ -54,7 +55,13 @@ def display_labels(pieces: Sequence[object] | None, n: int) -> list[str]:
     """What figures put on a token axis: unique, escaped, whitespace visible; None -> "0".."n-1"."""
     if pieces is None:
         return [str(i) for i in range(n)]
-    pieces = list(pieces)
+    pieces = tuple(str(p) for p in pieces)
     if len(pieces) != n:
         raise ValueError(f"got {len(pieces)} labels for an axis of length {n}")
-    return unique_labels(pieces, escape=True, show_whitespace=True)
+    return list(_display(pieces))
+
+
+@lru_cache(maxsize=256)
+def _display(pieces: tuple[str, ...]) -> tuple[str, ...]:
+    """display_labels, cached: every figure of a view labels the same tokens."""
+    return tuple(unique_labels(pieces, escape=True, show_whitespace=True))

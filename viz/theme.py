@@ -287,7 +287,8 @@ def apply_theme(fig: Fig | go.Figure, name: str = "default") -> go.Figure:
     for key in fig.layout:
         if key.startswith("coloraxis"):
             fig.layout[key].child("colorbar").update(colorbar)
-    _fit_title(fig, t, name)
+    left = _left_of_plot(fig, t)  # the title starts where the plot does; the left margin holds the labels
+    _fit_title(fig, t, name, left)
     for trace in fig.data:
         role = _role(trace)
         if trace.type == "heatmap" and trace.showscale is not False:  # the trace types with a colorbar
@@ -304,7 +305,7 @@ def apply_theme(fig: Fig | go.Figure, name: str = "default") -> go.Figure:
                                            size=max(9, t["font_size"] - 3))
         if trace.type == "heatmap" and trace.texttemplate:
             trace.child("textfont").update(size=max(9, t["font_size"] - 3), family=t["font_family"])
-    _set_margins(fig, t, name)
+    _set_margins(fig, t, name, left)
     if finished is not None:  # a finished go.Figure is restyled in place, as plotly's update_* would
         out = fig.to_dict()
         with finished.batch_update():
@@ -471,7 +472,7 @@ def _below_plot(fig: Fig, t: dict, name: str) -> float:
     return below + _legend_px(fig, t, name)[1]
 
 
-def _set_margins(fig: Fig, t: dict, name: str) -> None:
+def _set_margins(fig: Fig, t: dict, name: str, left: float) -> None:
     """Margins that already hold the tick labels, axis titles and colour bars.
 
     The axes keep automargin as a safety net, but Plotly then only has to grow a margin when an
@@ -480,11 +481,11 @@ def _set_margins(fig: Fig, t: dict, name: str) -> None:
     """
     edge = max(8, round(0.5 * t["font_size"]))
     m = fig.layout.child("margin")
-    m.update(l=round(edge + _left_of_plot(fig, t) + 6), r=round(edge + _right_of_plot(fig, t, name)),
+    m.update(l=round(edge + left + 6), r=round(edge + _right_of_plot(fig, t, name)),
              b=round(edge + _below_plot(fig, t, name)))
 
 
-def _fit_title(fig: Fig, t: dict, name: str) -> None:
+def _fit_title(fig: Fig, t: dict, name: str, left: float | None = None) -> None:
     """Title at the top, wrapped to the width; note lines in a "notes" annotation above the plot.
 
     The title and the notes start where the plot starts (x = 0 on the paper) and are wrapped to
@@ -497,7 +498,8 @@ def _fit_title(fig: Fig, t: dict, name: str) -> None:
     lines = [unwrap(x) for x in (old[0].text.split("<br>") if old else [])] + rest
     note_size = max(10, round(0.8 * t["font_size"]))
     width, _ = design_size(name, fig)
-    room = width - _left_of_plot(fig, t) - max(8, round(0.5 * t["font_size"])) - 4
+    left = _left_of_plot(fig, t) if left is None else left
+    room = width - left - max(8, round(0.5 * t["font_size"])) - 4
     first = soft_wrap(first, room, t["title_size"]) if first else first
     notes = "<br>".join(soft_wrap(x, room, note_size) for x in lines)
     title_lines = _lines(first) if first else 0
