@@ -254,6 +254,23 @@ class Fig:
             raise ValueError("add_vline draws on a single plot, not a subplot grid")
         return self.add_shape(dict(type="line", x0=x, x1=x, xref="x", y0=0, y1=1, yref="y domain"), **kwargs)
 
+    def add_label_axis(self, axis: str, anchor_at, tickvals, ticktext, *, side: str, across: float = 0.0,
+                       **style) -> Fig:
+        """A second axis ("x2" on top, "y2" on the right) that only labels tickvals with ticktext,
+        matching the first one: the sentence's tokens over PE curves, row sums beside a heatmap.
+
+        Plotly draws an axis only if a trace uses it: an invisible trace at anchor_at (at `across`
+        on the other axis) does."""
+        letter = axis[0]
+        other = [across] * len(anchor_at)
+        at = dict(x=anchor_at, y=other) if letter == "x" else dict(x=other, y=anchor_at)
+        self.add_trace(scatter(**at, **{f"{letter}axis": axis}, mode="markers", marker=dict(opacity=0),
+                               hoverinfo="skip", showlegend=False, meta={"role": "anchor"}))
+        self.layout[f"{letter}axis{axis[1:]}"] = _node(dict(
+            overlaying=letter, side=side, matches=letter, tickmode="array", tickvals=tickvals,
+            ticktext=ticktext, showgrid=False, zeroline=False, **style))
+        return self
+
     # -- the result -------------------------------------------------------------------------
     def to_dict(self) -> dict:
         layout = dict(self.layout)
@@ -376,12 +393,6 @@ def _template(name: str) -> dict:
     full = pio.templates[name].to_plotly_json()
     data = full.get("data", {})
     return {"data": {k: data[k] for k in _TRACE_TYPES_KEPT if k in data}, "layout": full.get("layout", {})}
-
-
-def template_dict(name: str) -> dict:
-    """plotly's template `name` as the dict plotly writes into a figure: its layout defaults and
-    the trace defaults of the trace types viz draws (heatmap, scatter, bar). A copy."""
-    return copy.deepcopy(_template(name))
 
 
 @cache

@@ -535,31 +535,10 @@ def _row_sums_axis(
         if finite.size:
             return f"every row sums to 1 (max |Σ − 1| = {np.abs(finite - 1).max():.1e})"
         return None
-    fig.add_trace(
-        vf.scatter(
-            x=[grid.x[0]] * len(grid.y),
-            y=grid.y,
-            yaxis="y2",
-            mode="markers",
-            marker=dict(opacity=0),
-            hoverinfo="skip",
-            showlegend=False,
-            meta={"role": "anchor"},
-        )
-    )
-    fig.update_layout(
-        yaxis2=dict(
-            overlaying="y",
-            side="right",
-            matches="y",
-            tickmode="array",
-            tickvals=[float(v) for v in grid.y],
-            ticktext=[f"Σ = {s:.3f}" if np.isfinite(s) else "Σ = NaN" for s in sums],
-            showgrid=False,
-            zeroline=False,
-            showline=False,
-            ticks="",
-        )
+    fig.add_label_axis(
+        "y2", grid.y, [float(v) for v in grid.y],
+        [f"Σ = {s:.3f}" if np.isfinite(s) else "Σ = NaN" for s in sums],
+        side="right", across=grid.x[0], showline=False, ticks="",
     )
     return None
 

@@ -154,30 +154,7 @@ def pe_curves(
             # A few tokens squeezed into a long axis: name them in a note instead.
             notes.append("● the sentence's tokens: " + "  ".join(mark_text))
         else:
-            fig.add_trace(
-                vf.scatter(
-                    x=marks,
-                    y=np.zeros(marks.size),
-                    xaxis="x2",
-                    mode="markers",
-                    marker=dict(opacity=0),
-                    hoverinfo="skip",
-                    showlegend=False,
-                    meta={"role": "anchor"},
-                )
-            )
-            fig.update_layout(
-                xaxis2=dict(
-                    overlaying="x",
-                    side="top",
-                    matches="x",
-                    tickmode="array",
-                    tickvals=marks[::step].tolist(),
-                    ticktext=mark_text[::step],
-                    showgrid=False,
-                    zeroline=False,
-                )
-            )
+            fig.add_label_axis("x2", marks, marks[::step].tolist(), mark_text[::step], side="top")
     fig.update_layout(
         title=title_layout(title, notes),
         xaxis_title="position (the sentence's tokens marked)" if marks.size else "position",
