@@ -93,16 +93,11 @@ def head_arrays(rec: AttentionRecord, batch: int = 0, head: int = 0) -> dict[str
 def all_head_weights(trace: Trace, block: str, batch: int = 0, dtype: torch.dtype = torch.float64) -> np.ndarray:
     """(layers, heads, Tq, Tk) softmax weights of one block kind, for grids and overviews.
 
-    Each layer's weights for one batch row only (record.select per head would cost the same)."""
+    Each layer's weights for that batch row only (AttentionRecord.select)."""
     stack = trace.encoder if block == "encoder self" else trace.decoder
     out = []
     for i in range(len(stack.layers)):
-        rec = record(trace, block, i)
-        mask = rec.mask
-        if mask is not None:
-            mask = mask.reshape((1,) * (4 - mask.dim()) + tuple(mask.shape))
-            mask = mask[batch : batch + 1] if mask.size(0) > 1 else mask
-        one = AttentionRecord(rec.q[batch : batch + 1], rec.k[batch : batch + 1], rec.v[batch : batch + 1], mask)
+        one = record(trace, block, i).select(batch)
         out.append(one.weights[0].detach().to("cpu", dtype).numpy())  # (H, Tq, Tk)
     return np.stack(out)
 

@@ -163,18 +163,17 @@ class AttentionRecord:
         """Per-head weighted sums of values, weights @ V, (B, H, Tq, d_k)."""
         return self.weights @ self.v
 
-    def select(self, batch: int, head: int) -> AttentionRecord:
-        """The record of one (batch row, head): views of q, k, v and the mask, nothing copied.
+    def select(self, batch: int, head: int | None = None) -> AttentionRecord:
+        """The record of one batch row (and one head, or all): views of q, k, v and the mask.
 
-        Every derived step then costs one head's work, not B x H heads' (a view showing one head)."""
+        Every derived step then costs only that row's (head's) work, not all B x H heads'."""
+        b = slice(batch, batch + 1)
+        h = slice(None) if head is None else slice(head, head + 1)
         mask = self.mask
         if mask is not None:
             mask = mask.reshape((1,) * (4 - mask.dim()) + tuple(mask.shape))  # (B or 1, H or 1, Tq or 1, Tk)
-            b = slice(batch, batch + 1) if mask.size(0) > 1 else slice(0, 1)
-            h = slice(head, head + 1) if mask.size(1) > 1 else slice(0, 1)
-            mask = mask[b, h]  # (1, 1, Tq or 1, Tk)
-        one = (slice(batch, batch + 1), slice(head, head + 1))
-        return AttentionRecord(self.q[one], self.k[one], self.v[one], mask)  # (1, 1, T, d_k) each
+            mask = mask[b if mask.size(0) > 1 else slice(0, 1), h if mask.size(1) > 1 else slice(0, 1)]
+        return AttentionRecord(self.q[b, h], self.k[b, h], self.v[b, h], mask)  # (1, H or 1, T, d_k) each
 
     def nbytes(self) -> int:
         """Bytes this record keeps alive (q, k, v and the mask; views of one storage counted once)."""

@@ -32,3 +32,16 @@ def test_select_matches_the_full_record_for_every_row_and_head(kind):
             arrays = head_arrays(full, b, h)
             assert np.array_equal(arrays["weights"], full.weights[b, h].double().numpy())
             assert np.array_equal(arrays["allowed"], full.allowed[b, h].numpy())
+
+
+def test_select_of_a_row_keeps_every_head():
+    torch.manual_seed(1)
+    B, H, T, d_k = 2, 3, 4, 4
+    q, k, v = (torch.randn(B, H, T, d_k) for _ in range(3))
+    mask = padding_mask(torch.tensor([[5, 6, 0, 0], [5, 6, 7, 8]]), 0)
+    full = AttentionRecord(q, k, v, mask)
+    for b in range(B):
+        row = full.select(b)
+        assert row.q.shape == (1, H, T, d_k)
+        assert torch.equal(row.weights[0], full.weights[b])
+        assert torch.equal(row.allowed[0], full.allowed[b])
