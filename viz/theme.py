@@ -386,11 +386,11 @@ def _left_of_plot(fig: Fig, t: dict) -> float:
     return left
 
 
-def _tick_labels(ax: Node, values: tuple[float, ...] = ()) -> list[str]:
+def _tick_labels(ax: Node) -> list[str]:
     """The tick labels an axis shows: its ticktext, else Plotly's numbers (guessed from its range)."""
     if ax.ticktext:
         return [str(v) for v in ax.ticktext]
-    ends = [v for v in (ax.range or values) if isinstance(v, (int, float))]
+    ends = [v for v in (ax.range or ()) if isinstance(v, (int, float))]
     return [f"{v:.2g}".replace("-", "−") for v in ends] + ["−0.00"]
 
 
