@@ -44,8 +44,8 @@ from viz.theme import (
     QUALITATIVE,
     WEIGHTS_COLORSCALE,
     apply_theme,
-    text_width,
     theme_spec,
+    widest,
 )
 
 NAN_SOFTMAX = "every key in this row is masked, so softmax over all −∞ is 0/0"
@@ -601,7 +601,7 @@ def query_bars(
     fig.update_yaxes(range=[-peak, peak], row=2, col=1)
     fig.update_yaxes(range=[0, 1.05], row=3, col=1, title_text="weight")
     # Key labels: all of them while they fit side by side (or turned 90°), else every k-th.
-    fits = pw // (max(text_width(s, t["font_size"]) for s in ticks) + 10)
+    fits = pw // (widest(ticks, t["font_size"]) + 10)
     step = 1 if n <= max(fits, tick_budget(pw, t["font_size"])) else _nice_step(
         n / tick_budget(pw, t["font_size"])
     )

@@ -27,6 +27,7 @@ from viz.theme import (
     design_size,
     text_width,
     theme_spec,
+    widest,
 )
 
 LARGE_ABOVE = 128  # more rows or columns than this is a "large input" (said in the title)
@@ -63,6 +64,9 @@ class Grid:
 
 def _blocks(n: int, factor: int, text: list[str]):
     """Centres, edges and labels of ceil(n / factor) blocks of `factor` positions."""
+    if factor == 1 and n:  # one cell per position (most figures): no block arithmetic
+        centres = np.arange(n, dtype=np.float64)
+        return centres, np.arange(-0.5, n, 1.0), text
     starts = np.arange(0, n, factor)
     ends = np.minimum(starts + factor, n) - 1
     centres = (starts + ends) / 2.0
@@ -457,12 +461,12 @@ def plot_px(
     W, H = design_size(theme)
     f = t["font_size"]
     edge = max(8, round(0.5 * f))
-    left = max((text_width(s, f) for s in row_text), default=0.0) + 1.5 * f + 12
+    left = widest(row_text, f) + 1.5 * f + 12
     right = right_px + ((t["colorbar_thickness"] + 3.5 * f) if colorbar else 0.0)
     w = W - 2 * edge - left - right
-    widest = max((text_width(s, f) for s in col_text), default=0.0)
+    wide = widest(col_text, f)
     shown = min(len(col_text), tick_budget(max(w, 40.0), f))
-    below = 1.3 * f if shown * (widest + 8) <= w else widest + 6
+    below = 1.3 * f if shown * (wide + 8) <= w else wide + 6
     note_size = max(10, round(0.8 * f))
     top = 32 + 1.4 * t["title_size"] + 1.3 * note_size * note_lines
     h = H - top - below - 1.5 * f - edge - 6
@@ -804,7 +808,7 @@ def label_gap(labels: Sequence[str], theme: str, *, cols: int, width: int | None
     panel that is not the first (a fraction of the plot width, at the theme's size)."""
     t = theme_spec(theme)
     plot_w = (width or design_size(theme)[0]) * PLOT_FRACTION
-    longest = max((text_width(s, t["font_size"]) for s in labels), default=0.0)
+    longest = widest(labels, t["font_size"])
     return min(0.6 / max(cols - 1, 1), max(0.04, (longest + 16) / plot_w))
 
 

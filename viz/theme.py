@@ -11,8 +11,9 @@ import re
 from functools import cache, lru_cache
 
 import plotly.graph_objects as go
+from plotly.graph_objects import Figure as GoFigure  # noqa: I001 - bound once (go.X is a lazy lookup)
 
-from viz.fig import Fig, Node, as_fig, node
+from viz.fig import Fig, Node, Patch, as_fig, node
 
 # Every family list starts with a font that has Chinese glyphs, so "你喜欢她" renders.
 FONT_SANS = '"Noto Sans CJK SC", "Noto Sans", "DejaVu Sans", Arial, sans-serif'
@@ -157,6 +158,17 @@ def text_width(text: str, size: float) -> float:
     return _ems(text) * size
 
 
+def widest(texts, size: float) -> float:
+    """text_width of the widest of `texts` (0 for none); the same tick labels are measured by
+    every figure of a view, so the list is measured once (cached by its contents)."""
+    return _widest_ems(tuple(str(s) for s in texts)) * size
+
+
+@lru_cache(maxsize=1024)
+def _widest_ems(texts: tuple[str, ...]) -> float:
+    return max((_ems(s) for s in texts), default=0.0)
+
+
 @lru_cache(maxsize=1 << 16)
 def _ems(text: str) -> float:
     """text_width in em (cached: the same labels are measured by every figure of a view)."""
@@ -217,7 +229,7 @@ def _role(trace) -> str | None:
 
 
 @cache
-def _patches(name: str) -> tuple[Node, Node, Node | None, Node]:
+def _patches(name: str) -> tuple[Patch, Patch, Patch | None, Patch]:
     """Theme `name` as patches parsed once: (layout, every axis, legend below or None, colour bars)."""
     t = theme_spec(name)
     edge = max(8, round(0.5 * t["font_size"]))  # white space around everything
@@ -257,7 +269,8 @@ def _patches(name: str) -> tuple[Node, Node, Node | None, Node]:
         tickfont=dict(family=t["font_family"], size=t["font_size"] - 1, color=t["font_color"]),
         title=dict(font=dict(family=t["font_family"], size=t["font_size"], color=t["font_color"])),
     )
-    return node(layout), node(axis), (node(legend_below) if legend_below else None), node(colorbar)
+    return (Patch(node(layout)), Patch(node(axis)), (Patch(node(legend_below)) if legend_below else None),
+            Patch(node(colorbar)))
 
 
 def apply_theme(fig: Fig | go.Figure, name: str = "default") -> go.Figure:
@@ -268,16 +281,16 @@ def apply_theme(fig: Fig | go.Figure, name: str = "default") -> go.Figure:
     titles and the title wrapped to the width they have.
     """
     t = theme_spec(name)
-    finished, fig = (fig if isinstance(fig, go.Figure) else None), as_fig(fig)
+    finished, fig = (fig if isinstance(fig, GoFigure) else None), as_fig(fig)
     layout, axis, legend_below, colorbar = _patches(name)
-    fig.update_layout(layout)
-    fig.update_xaxes(axis)
-    fig.update_yaxes(axis)
+    layout.apply(fig.layout)
+    for ax in fig._axes("x", None, None) + fig._axes("y", None, None):
+        axis.apply(ax)
     for key in fig.layout:  # an axis without labels (inner small multiples) needs no tick marks
         if key.startswith(("xaxis", "yaxis")) and fig.layout[key].showticklabels is False:
             fig.layout[key].ticks = ""
     if legend_below is not None:
-        fig.update_layout(legend_below)
+        legend_below.apply(fig.layout)
     # Subplot titles are annotations: give them the theme's font too, wrapped to their panel.
     for ann in fig.layout.annotations or ():
         if ann.name != "notes":
@@ -286,13 +299,13 @@ def apply_theme(fig: Fig | go.Figure, name: str = "default") -> go.Figure:
     _wrap_subplot_titles(fig, t, name)
     for key in fig.layout:
         if key.startswith("coloraxis"):
-            fig.layout[key].child("colorbar").update(colorbar)
+            colorbar.apply(fig.layout[key].child("colorbar"))
     left = _left_of_plot(fig, t)  # the title starts where the plot does; the left margin holds the labels
     _fit_title(fig, t, name, left)
     for trace in fig.data:
         role = _role(trace)
         if trace.type == "heatmap" and trace.showscale is not False:  # the trace types with a colorbar
-            trace.child("colorbar").update(colorbar)
+            colorbar.apply(trace.child("colorbar"))
         if role == "line":
             trace.child("line").width = t["line_width"]
         elif role == "mask":
@@ -360,7 +373,7 @@ def _top_axis_height(fig: Fig, t: dict) -> int:
             labels = [str(v) for v in (ax.ticktext or [])]
             if not labels:
                 continue
-            longest = max((text_width(s, t["font_size"]) for s in labels), default=0.0)
+            longest = widest(labels, t["font_size"])
             height = max(height, int(max(1.6 * t["font_size"], longest)) + 8)
     return height
 
@@ -378,8 +391,7 @@ def _left_of_plot(fig: Fig, t: dict) -> float:
                 continue
         px = 0.0
         if ax.showticklabels is not False:
-            labels = [str(v) for v in ax.ticktext] if ax.ticktext else ["−0.00"]
-            px += max(text_width(s, t["font_size"]) for s in labels) + 10
+            px += widest(ax.ticktext or ["−0.00"], t["font_size"]) + 10
         if (ax.title or {}).get("text"):
             px += 1.5 * t["font_size"]
         left = max(left, px)
@@ -402,7 +414,7 @@ def _colorbar_px(bar: dict | None, lo, hi, t: dict) -> float:
     labels = [f"{v:.2g}".replace("-", "−") for v in ends] or ["−0.00"]
     if ends and max(ends) - min(ends) < 10:  # ticks at fractions: "0.25", "−0.25"
         labels.append("−0.25" if min(ends) < 0 else "0.25")
-    ticks = max(text_width(s, f - 1) for s in labels)
+    ticks = widest(labels, f - 1)
     title = (bar.get("title") or {}).get("text")
     return (bar.get("thickness") or 30) + ticks + (1.3 * f + 4 if title else 0) + 34
 
@@ -434,20 +446,20 @@ def _legend_px(fig: Fig, t: dict, name: str) -> tuple[float, float]:
     return max(items + [text_width(title, size) + 10]) + 18, 0.0
 
 
-def _right_of_plot(fig: Fig, t: dict, name: str) -> float:
+def _right_of_plot(fig: Fig, t: dict, name: str, legend: tuple[float, float] | None = None) -> float:
     """Estimated px right of the plot area: colour bars (one per colour axis or heatmap) and the
     tick labels of right-hand y axes (row sums)."""
     bars = [_colorbar_px(v.get("colorbar"), v.get("cmin"), v.get("cmax"), t)
             for k, v in fig.layout.items() if k.startswith("coloraxis") and v.get("showscale") is not False]
     bars += [_colorbar_px(tr.colorbar, tr.zmin, tr.zmax, t) for tr in fig.data
              if tr.type == "heatmap" and not tr.coloraxis and tr.showscale is not False]
-    axes = [max(text_width(s, t["font_size"]) for s in _tick_labels(ax)) + 12
+    axes = [widest(_tick_labels(ax), t["font_size"]) + 12
             for key, ax in fig.layout.items() if key.startswith("yaxis") and isinstance(ax, Node)
             and ax.side == "right" and ax.showticklabels is not False]
-    return max(bars, default=0.0) + max(axes, default=0.0) + _legend_px(fig, t, name)[0]
+    return max(bars, default=0.0) + max(axes, default=0.0) + (legend or _legend_px(fig, t, name))[0]
 
 
-def _below_plot(fig: Fig, t: dict, name: str) -> float:
+def _below_plot(fig: Fig, t: dict, name: str, legend: tuple[float, float] | None = None) -> float:
     """Estimated px under the plot area: x tick labels of the bottom row (turned 90° when they do
     not fit side by side, as Plotly turns them) and the x axis title."""
     f = t["font_size"]
@@ -462,14 +474,14 @@ def _below_plot(fig: Fig, t: dict, name: str) -> float:
         px = 0.0
         if ax.showticklabels is not False:
             labels = _tick_labels(ax)
-            widest = max(text_width(s, f) for s in labels)
+            wide = widest(labels, f)
             d0, d1 = ax.domain or (0.0, 1.0)
-            fits = len(labels) * (widest + 8) <= (d1 - d0) * width or ax.tickangle == 0 or not ax.ticktext
-            px += (1.3 * f if fits else widest + 4) + 14
+            fits = len(labels) * (wide + 8) <= (d1 - d0) * width or ax.tickangle == 0 or not ax.ticktext
+            px += (1.3 * f if fits else wide + 4) + 14
         if (ax.title or {}).get("text"):
             px += 1.5 * f + 6
         below = max(below, px)
-    return below + _legend_px(fig, t, name)[1]
+    return below + (legend or _legend_px(fig, t, name))[1]
 
 
 def _set_margins(fig: Fig, t: dict, name: str, left: float) -> None:
@@ -480,9 +492,11 @@ def _set_margins(fig: Fig, t: dict, name: str, left: float) -> None:
     (about half of a figure's drawing time).
     """
     edge = max(8, round(0.5 * t["font_size"]))
+    legend = _legend_px(fig, t, name)  # (right, below): measured once for both sides
     m = fig.layout.child("margin")
-    m.update(l=round(edge + left + 6), r=round(edge + _right_of_plot(fig, t, name)),
-             b=round(edge + _below_plot(fig, t, name)))
+    m["l"] = round(edge + left + 6)
+    m["r"] = round(edge + _right_of_plot(fig, t, name, legend))
+    m["b"] = round(edge + _below_plot(fig, t, name, legend))
 
 
 def _fit_title(fig: Fig, t: dict, name: str, left: float | None = None) -> None:
