@@ -156,8 +156,8 @@ def positional_view(spec: FigureSpec, models: Models) -> ViewResult:
     dims = sorted({0, 1, 2, 3, d // 2, d - 2} & set(range(d)))
     out.panels.append(Panel(
         "pe-curves", "PE(pos, 2i) = sin(pos/10000^(2i/d)), PE(pos, 2i+1) = cos(…): the sentence's positions marked",
-        viz.pe_curves(fine.numpy(), _np(sinusoidal_at(fine, d)), dims=dims, marked_positions=list(range(n)),
-                      marked_labels=list(sentence.encoding.pieces), theme=th),
+        viz.pe_curves(fine.numpy(), _np(sinusoidal_at(fine, d, dims)), dims=dims, d_model=d,
+                      marked_positions=list(range(n)), marked_labels=list(sentence.encoding.pieces), theme=th),
         lambda: viz.matrix_frame(table[:, dims], col_labels=[f"dim {j}" for j in dims]),
     ))
     own = table[:n]

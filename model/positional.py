@@ -15,9 +15,21 @@ import torch
 from torch import nn
 
 
-def sinusoidal_at(positions: torch.Tensor, d_model: int) -> torch.Tensor:
-    """PE at any (also fractional) positions, float64: (N,) -> (N, d_model). Used for smooth curves."""
+def sinusoidal_at(positions: torch.Tensor, d_model: int, dims: list[int] | None = None) -> torch.Tensor:
+    """PE at any (also fractional) positions, float64: (N,) -> (N, d_model). Used for smooth curves.
+
+    dims: only these dimensions, in this order: (N,) -> (N, len(dims)), equal to [:, dims] of the
+    whole table (a curve plot shows a few of d_model dimensions at thousands of positions).
+    """
     position = positions.to(torch.float64).reshape(-1, 1)  # (N, 1)
+    if dims is not None:
+        j = torch.as_tensor(dims, dtype=torch.int64)  # (D,)
+        if j.numel() and (j.min() < 0 or j.max() >= d_model):
+            raise ValueError(f"dims {dims} must lie in 0..{d_model - 1}")
+        # dimension j belongs to pair i = j // 2: 2i = j - j % 2; even j is the sin, odd j the cos
+        omega = torch.exp(-math.log(10000.0) * (j - j % 2).to(torch.float64) / d_model)  # (D,)
+        angle = position * omega  # (N, D)
+        return torch.where(j % 2 == 0, torch.sin(angle), torch.cos(angle))
     # omega_i = 1 / 10000^(2i / d_model), i = 0 .. d_model/2 - 1: one frequency per (sin, cos) pair
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # (d_model/2,)
     omega = torch.exp(-math.log(10000.0) * two_i / d_model)  # (d_model/2,)

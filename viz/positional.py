@@ -80,17 +80,22 @@ def pe_curves(
     marked_labels: Sequence[str] | None = None,
     title: str | None = "PE over positions for chosen dimensions",
     theme: str = "default",
+    d_model: int | None = None,
 ) -> go.Figure:
     """Curves PE(pos, dim) for chosen dims; the sentence's own positions marked on each curve.
 
     positions (P,) may be a fine grid (e.g. step 0.1) for smooth curves; pe is the matching
-    table (P, d_model), from which the `dims` columns are drawn.
+    table (P, d_model), from which the `dims` columns are drawn. With d_model given, pe holds
+    only the `dims` columns, in that order: (P, len(dims)).
     """
     pos = np.asarray(positions, dtype=np.float64).ravel()
     table = np.asarray(pe, dtype=np.float64)
     if table.ndim != 2 or table.shape[0] != pos.size:
         raise ValueError(f"pe must be (len(positions)={pos.size}, d_model), got {table.shape}")
-    d = table.shape[1]
+    d = table.shape[1] if d_model is None else d_model
+    if d_model is not None and table.shape[1] != len(dims):
+        raise ValueError(f"pe must hold the {len(dims)} dims columns, got {table.shape[1]}")
+    column = {j: (j if d_model is None else n) for n, j in enumerate(dims)}
     for j in dims:
         if not 0 <= j < d:
             raise ValueError(f"dimension {j} is outside 0..{d - 1}")
@@ -117,7 +122,7 @@ def pe_curves(
         fig.add_trace(
             vf.scatter(
                 x=pos.astype(np.float32),
-                y=table[:, j].astype(np.float32),
+                y=table[:, column[j]].astype(np.float32),
                 mode="lines",
                 name=name,
                 line=dict(color=color),
@@ -130,7 +135,7 @@ def pe_curves(
             fig.add_trace(
                 vf.scatter(
                     x=marks,
-                    y=np.interp(marks, pos, table[:, j]),
+                    y=np.interp(marks, pos, table[:, column[j]]),
                     mode="markers",
                     marker=dict(color=color, size=4 if dense else 9,
                                 line=dict(width=0 if dense else 1, color="#000")),
