@@ -114,3 +114,35 @@ def test_trace_records_the_encoding_that_was_added(kind):
         torch.testing.assert_close(e.positional, sinusoidal_encoding(5000, 16)[:6])
     if kind == "none":
         assert torch.all(e.positional == 0)
+
+
+# ---------------------------------------------------------------- a few dimensions at many positions
+
+
+def test_sinusoidal_at_chosen_dims_equals_those_columns_of_the_whole_table():
+    from model.positional import sinusoidal_at
+
+    fine = torch.arange(0, 60, 0.1, dtype=torch.float64)
+    for d, dims in ((64, [0, 1, 2, 3, 32, 62]), (10, [9, 0, 5]), (512, [511, 256, 1])):
+        whole = sinusoidal_at(fine, d)
+        some = sinusoidal_at(fine, d, dims)
+        assert some.shape == (fine.numel(), len(dims))
+        torch.testing.assert_close(some, whole[:, dims], rtol=0, atol=1e-12)
+    # and the closed form itself at a fractional position: dim 5 of d=10 is cos(pos / 10000^(4/10))
+    assert sinusoidal_at(torch.tensor([2.5]), 10, [5]).item() == pytest.approx(math.cos(2.5 / 10000 ** 0.4))
+    with pytest.raises(ValueError, match="dims"):
+        sinusoidal_at(fine, 8, [8])
+
+
+def test_pe_curves_from_the_drawn_columns_only_is_the_same_figure():
+    import viz
+    from model.positional import sinusoidal_at
+
+    fine = torch.arange(0, 20, 0.1, dtype=torch.float64)
+    dims = [0, 1, 6, 14]
+    kw = dict(dims=dims, marked_positions=[0, 1, 2], marked_labels=["你", "喜", "欢"])
+    whole = viz.pe_curves(fine.numpy(), sinusoidal_at(fine, 16).numpy(), **kw)
+    some = viz.pe_curves(fine.numpy(), sinusoidal_at(fine, 16, dims).numpy(), d_model=16, **kw)
+    assert some.to_json() == whole.to_json()
+    with pytest.raises(ValueError, match="dims columns"):
+        viz.pe_curves(fine.numpy(), sinusoidal_at(fine, 16).numpy(), d_model=16, **kw)
