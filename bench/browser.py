@@ -66,7 +66,8 @@ DRAWN_JS = """
     if (!z || !z[0]) return false;
     for (let j = 0; j < values.length; j++) {
       const a = z[0][j], b = values[j];
-      const same = (b === null) ? Number.isNaN(a) : Math.abs(a - b) <= 1e-6 * Math.max(1, Math.abs(b));
+      // an empty cell: NaN in a typed array, null in a plain list (viz.fig.PLAIN_MAX)
+      const same = (b === null) ? (a === null || Number.isNaN(a)) : Math.abs(a - b) <= 1e-6 * Math.max(1, Math.abs(b));
       if (!same) return false;
     }
   }

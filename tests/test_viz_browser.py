@@ -74,3 +74,27 @@ def test_plotly_keeps_every_margin_viz_sets(plot_page, models, theme):
             assert [round(g) for g in got] == [round(w) for w in want], (view, panel.key, want, got)
             checked += 1
     assert checked >= 15
+
+
+# Streamlit's chart hands plotly.js's own copy of a figure (gd.data, gd.layout) back to
+# Plotly.react after every draw. If plotly.js then sees new data arrays it computes and draws the
+# whole chart again (gd.calcdata is rebuilt): every new sentence drew every chart twice.
+REACT_AGAIN = """async (f) => {
+    const d = document.getElementById('d');
+    Plotly.purge(d);
+    await Plotly.react(d, f.data, f.layout, {});
+    const first = d.calcdata;
+    await Plotly.react(d, d.data, d.layout, {});
+    return d.calcdata === first;
+}"""
+
+
+def test_the_second_react_of_a_view_figure_does_not_recompute_it(plot_page, models):
+    spec, m = models
+    kept = []
+    for view in ("attention", "positional", "heads"):
+        for panel in build_view(view, spec, m).panels:
+            if panel.figure is not None:
+                kept.append((view, panel.key, plot_page.evaluate(REACT_AGAIN, json.loads(panel.figure.to_json()))))
+    assert len(kept) >= 10
+    assert all(same for *_, same in kept), [k for k in kept if not k[2]]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import json
 import pickle
@@ -124,3 +125,20 @@ def test_lazy_figure_serves_the_dict_and_builds_the_tree_on_use():
     fig.update_layout(title_text="u")
     assert fig.to_dict()["layout"]["title"]["text"] == "u"
     assert clone.layout.title.text == "t"
+
+
+# -- what is sent: plain lists for small figures, typed arrays for large ones ----------------------
+
+
+def test_small_figures_send_plain_lists_with_null_gaps_and_large_ones_typed_arrays():
+    small = np.array([[0.5, np.nan], [np.inf, -1.25]], dtype=np.float32)
+    fig = vf.Fig().add_trace(vf.heatmap(z=small, x=np.arange(2), y=np.arange(2))).to_go()
+    sent = fig.to_dict()["data"][0]
+    assert sent["z"] == [[0.5, None], [None, -1.25]]  # JSON null: a gap, as NaN is in plotly.js
+    assert sent["x"] == [0, 1]
+    json.loads(fig.to_json())  # valid JSON (no NaN / Infinity tokens)
+    n = int(np.sqrt(vf.PLAIN_MAX)) + 1
+    big = np.arange(n * n, dtype=np.float32).reshape(n, n)
+    sent = vf.Fig().add_trace(vf.heatmap(z=big)).to_go().to_dict()["data"][0]
+    assert set(sent["z"]) >= {"dtype", "bdata"}
+    assert np.array_equal(np.frombuffer(base64.b64decode(sent["z"]["bdata"]), dtype=sent["z"]["dtype"]), big.ravel())

@@ -162,17 +162,22 @@ def _split(key: str) -> tuple[str, str]:
     return head, rest
 
 
+_SCALARS = frozenset({str, int, float, bool})
+
+
 def _merge(target: Node, key: str, value) -> None:
     """target[key] = value with plotly's update rules; "a_b_c" writes target.a.b.c."""
     if "_" in key:
         head, rest = _split(key)
         if rest:
             sub = target.get(head)
-            if not isinstance(sub, Node):
+            if type(sub) is not Node:
                 sub = target[head] = Node()
             _merge(sub, rest, value)
             return
-    if value is None:
+    if type(value) in _SCALARS:  # most properties: set as they are
+        target[key] = value
+    elif value is None:
         target.pop(key, None)
     elif isinstance(value, dict):
         if key in _OPAQUE:
@@ -339,18 +344,50 @@ def _fresh(obj):
 
 
 _NOT_TYPED = frozenset({"geojson", "layer", "layers", "range"})  # plotly's convert_to_base64 skips these keys
+# A figure with up to this many numbers in its arrays sends them as plain JSON lists, a larger
+# one as typed arrays (base64). Streamlit's chart hands plotly.js's own copy of the figure back to
+# Plotly.react after every draw; plotly.js decodes typed arrays anew on each react, sees new
+# arrays and draws the whole chart a second time (a new sentence drew every chart twice). Plain
+# lists keep their identity, so that second react costs ~1/8 of a draw. Above the limit (~20
+# bytes a number as JSON text, ~5 as base64 float32) the smaller payload wins.
+PLAIN_MAX = 16384
 
 
-def _sendable(obj, key: str | None = None):
-    """_fresh, with numpy arrays as plotly.js typed arrays ({"dtype", "bdata"}): one pass doing what
-    plotly's convert_to_base64 does to a deep copy (it also walks every number of every list)."""
+def _plain(a: np.ndarray):
+    """A numeric array as nested lists; NaN and ±inf as None (JSON null: a gap, as NaN is)."""
+    if a.dtype.kind == "f" and not np.isfinite(a).all():
+        out = a.astype(object)
+        out[~np.isfinite(a)] = None
+        return out.tolist()
+    return a.tolist()
+
+
+def _numbers(obj) -> int:
+    """How many numbers the numpy arrays in a figure tree hold."""
     if isinstance(obj, dict):
-        return {k: _sendable(v, k) for k, v in obj.items()}
+        return sum(_numbers(v) for v in obj.values())
     if isinstance(obj, np.ndarray):
-        return obj if key in _NOT_TYPED else to_typed_array_spec(obj)
+        return obj.size
+    if isinstance(obj, (list, tuple)) and obj and isinstance(obj[0], (dict, list, tuple, np.ndarray)):
+        return sum(_numbers(v) for v in obj)
+    return 0
+
+
+def _sendable(obj, key: str | None = None, plain: bool = False):
+    """_fresh, with numpy arrays as plotly.js typed arrays ({"dtype", "bdata"}), or as plain lists
+    (plain=True, see PLAIN_MAX): one pass doing what plotly's convert_to_base64 does to a deep copy
+    (it also walks every number of every list)."""
+    if isinstance(obj, dict):
+        return {k: _sendable(v, k, plain) for k, v in obj.items()}
+    if isinstance(obj, np.ndarray):
+        if key in _NOT_TYPED:
+            return obj
+        if plain and obj.dtype.kind in "fiub":
+            return _plain(obj)
+        return to_typed_array_spec(obj)
     if isinstance(obj, (list, tuple)):
         if obj and isinstance(obj[0], (dict, list, tuple, np.ndarray)):
-            return [_sendable(v) for v in obj]
+            return [_sendable(v, None, plain) for v in obj]
         return list(obj)  # numbers and strings (plotly data arrays are homogeneous)
     return obj
 
@@ -388,7 +425,8 @@ class Figure(GoFigure):
         sent = self.__dict__.get("_fast_sent")
         if sent is None:  # numpy arrays as typed arrays, as go.Figure.to_dict sends them; once
             layout = {k: v for k, v in pending["layout"].items() if k != "template"}
-            sent = {"data": _sendable(pending["data"]), "layout": _sendable(layout)}
+            plain = _numbers(pending["data"]) + _numbers(layout) <= PLAIN_MAX
+            sent = {"data": _sendable(pending["data"], None, plain), "layout": _sendable(layout, None, plain)}
             object.__setattr__(self, "_fast_sent", sent)
         out = _fresh(sent)  # a new dict each call, as plotly's (str/number leaves are shared)
         if "template" in pending["layout"]:

@@ -17,7 +17,12 @@ _VISIBLE = {" ": "␣", "\n": "⏎", "\t": "⇥", "\r": "␍", "\u3000": "□"}
 
 def escape_text(text: object) -> str:
     """User text -> a string Plotly shows literally (HTML tags and $...$ math disabled)."""
-    return html.escape(str(text), quote=True).replace("$", "&#36;")
+    return _escape(str(text))
+
+
+@lru_cache(maxsize=1 << 14)
+def _escape(text: str) -> str:  # cached: axis and value names repeat in every panel of a view
+    return html.escape(text, quote=True).replace("$", "&#36;")
 
 
 def visible_whitespace(text: str) -> str:
