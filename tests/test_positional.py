@@ -146,3 +146,22 @@ def test_pe_curves_from_the_drawn_columns_only_is_the_same_figure():
     assert some.to_json() == whole.to_json()
     with pytest.raises(ValueError, match="dims columns"):
         viz.pe_curves(fine.numpy(), sinusoidal_at(fine, 16).numpy(), d_model=16, **kw)
+
+
+def test_pe_curves_mark_each_token_with_one_dotted_guide_path_under_the_curves():
+    import numpy as np
+
+    import viz
+    from model.positional import sinusoidal_at
+
+    fine = torch.arange(0, 10, 0.1, dtype=torch.float64)
+    fig = viz.pe_curves(fine.numpy(), sinusoidal_at(fine, 8).numpy(), dims=[0, 1], marked_positions=[0, 3, 7],
+                        marked_labels=["a", "b", "c"])
+    guides = [t for t in fig.data if (t.meta or {}).get("role") == "guides"]
+    assert len(guides) == 1 and fig.data[0] is guides[0]  # drawn first: under the curves
+    x, y = np.asarray(guides[0].x, dtype=float), np.asarray(guides[0].y, dtype=float)
+    segments = [(x[i], x[i + 1], y[i], y[i + 1]) for i in range(0, len(x), 3)]
+    assert segments == [(p, p, -1.1, 1.1) for p in (0.0, 3.0, 7.0)]  # vertical, across the y range
+    assert np.isnan(x[2::3]).all()  # a gap between segments
+    assert guides[0].showlegend is False
+    assert not fig.layout.shapes  # one path instead of one shape per token

@@ -149,9 +149,13 @@ def pe_curves(
             )
     notes = []
     if marks.size:
-        if not dense and marks.size <= 64:
-            for p in marks:
-                fig.add_vline(x=float(p), line=dict(color=t["axis_line_color"], width=0.6, dash="dot"))
+        if not dense and marks.size <= 64:  # a dotted guide at each token: one path, under the curves
+            n_marks = marks.size
+            guide_x = np.column_stack([marks, marks, np.full(n_marks, np.nan)]).ravel()  # p, p, gap, ...
+            guide_y = np.tile([-1.1, 1.1, np.nan], n_marks)
+            fig.data.insert(0, vf.scatter(x=guide_x, y=guide_y, mode="lines", hoverinfo="skip", showlegend=False,
+                                          line=dict(color=t["axis_line_color"], width=0.6, dash="dot"),
+                                          meta={"role": "guides"}))
         # The tokens label a second x axis on top, every k-th one where they would crowd (Plotly
         # turns them 90° when they touch: then each needs about one line of text).
         step = 1 if gap_px >= 1.3 * t["font_size"] else _nice_step(1.3 * t["font_size"] / gap_px)
