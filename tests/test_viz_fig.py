@@ -142,3 +142,22 @@ def test_small_figures_send_plain_lists_with_null_gaps_and_large_ones_typed_arra
     sent = vf.Fig().add_trace(vf.heatmap(z=big)).to_go().to_dict()["data"][0]
     assert set(sent["z"]) >= {"dtype", "bdata"}
     assert np.array_equal(np.frombuffer(base64.b64decode(sent["z"]["bdata"]), dtype=sent["z"]["dtype"]), big.ravel())
+
+
+def test_patch_applies_like_update_and_is_never_shared_with_its_targets():
+    patch_tree = vf.node(dict(showline=True, title_font=dict(size=12, family="serif"), margin=dict(l=3),
+                              tickvals=[1, 2], meta={}))
+    patch = vf.Patch(patch_tree)
+    for start in (dict(), dict(showline=False, title=dict(text="t", font=dict(color="red"))),
+                  dict(title="plain string title", margin=dict(r=5), tickvals=[9])):
+        ours, theirs = vf.node(start), vf.node(start)
+        patch.apply(ours)
+        theirs.update(patch_tree)
+        assert ours == theirs
+        ours.title.font.size = 99  # mutating a target ...
+        ours.tickvals.append(3)
+        ours.margin.l = 0
+    assert patch_tree.title.font.size == 12  # ... never reaches the patch
+    assert patch_tree.tickvals == [1, 2] and patch_tree.margin.l == 3
+    again = patch.apply(vf.Node())
+    assert again.title.font.size == 12 and again.tickvals == [1, 2] and again.margin == {"l": 3}
