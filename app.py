@@ -23,6 +23,7 @@ st.set_page_config(page_title="Attention Lab", page_icon="🔍", layout="wide")
 
 from lab.compute import model_fields  # noqa: E402  (set_page_config must come first)
 from lab.spec import VIEWS, FigureSpec, SpecError  # noqa: E402
+from lab.threads import app_torch_threads  # noqa: E402
 from lab.views import build_view  # noqa: E402
 from ui import cache, look  # noqa: E402
 from ui.panels import render_result, ui_export  # noqa: E402
@@ -176,6 +177,7 @@ def main_area(trained_ok: bool) -> None:
     reruns the whole script, this fragment included). Never writes to the sidebar. A fragment rerun
     does not pass through main()'s guard, so this one has its own: never a traceback on the page.
     """
+    app_torch_threads()  # this fragment rerun's own thread (lab/threads.py)
     try:
         _main_area(trained_ok)
     except Exception as exc:
@@ -220,6 +222,7 @@ def _main_area(trained_ok: bool) -> None:
 
 
 def main() -> None:
+    app_torch_threads()  # one torch thread unless OMP_NUM_THREADS is set (lab/threads.py says why)
     init_state()
     st.title("Attention Lab")
     st.markdown(INTRO)

@@ -262,12 +262,13 @@ def paired_ratio(numerators: list[float], denominators: list[float]) -> float:
 
 def browser_records(ctx: Context, specs: dict[str, FigureSpec], repeats: int,
                     app: Path | None = None) -> list[Record]:
-    import torch
     from playwright.sync_api import sync_playwright
 
     records = []
     kwargs = {"app": app} if app else {}
-    with app_server(torch_threads=torch.get_num_threads(), **kwargs) as server, sync_playwright() as p:
+    # The server runs with the app's own threads (lab.threads.app_torch_threads: one torch thread
+    # unless OMP_NUM_THREADS is set), as `streamlit run app.py` does.
+    with app_server(torch_threads=None, **kwargs) as server, sync_playwright() as p:
         browser = launch(p)
         try:
             for name, base in specs.items():

@@ -37,8 +37,10 @@ def run(
         fig = FIGURES[key]
         ctx.notes.clear()
         start = time.perf_counter()
+        threads = torch.get_num_threads()
         with torch.no_grad():
             got = fig.fn(ctx)
+        torch.set_num_threads(threads)  # a figure that runs app.py in-process gets the app's threads
         out(f"\n{fig.title}   [{key}, {time.perf_counter() - start:.1f} s]")
         out(f"  {fig.note}")
         out(pivot_table(got) if got else "(no records)")

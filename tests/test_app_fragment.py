@@ -241,3 +241,32 @@ def test_closed_numbers_do_not_build_their_tables(make_app, monkeypatch):
     at.run()
     clean(at)
     assert set(read) == {"attention-weights"}
+
+
+def test_every_rerun_and_fragment_rerun_runs_torch_on_the_app_threads(monkeypatch, make_app, fragment_runs):
+    """Each rerun runs in a new thread, which starts with the last thread count set anywhere in the
+    process: full and fragment reruns both set the app's (lab.threads.app_torch_threads:
+    OMP_NUM_THREADS, else 1)."""
+    import os
+
+    import torch
+
+    import lab.views
+
+    seen: list[int] = []
+    real = lab.views.build_view
+
+    def recording(*args, **kwargs):
+        seen.append(torch.get_num_threads())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(lab.views, "build_view", recording)
+    want = int(os.environ.get("OMP_NUM_THREADS") or 1)
+    torch.set_num_threads(2)  # what a new thread starts with (torch hands the last setting on)
+    at = make_app(view="attention", sentence_a=unique_sentence(), **SMALL)
+    clean(at)
+    fragment_runs(at)
+    torch.set_num_threads(2)  # again: the fragment rerun's new thread must set its own
+    at.selectbox(key="head").set_value(1).run()
+    clean(at)
+    assert len(seen) >= 2 and seen == [want] * len(seen)
