@@ -17,7 +17,7 @@ nested dicts merge and everything else (lists, arrays, strings) replaces, `None`
 from __future__ import annotations
 
 import copy
-from functools import cache
+from functools import cache, lru_cache
 
 import numpy as np
 import plotly.graph_objects as go
@@ -39,7 +39,7 @@ class Node(dict):
     __slots__ = ()
 
     def __getattr__(self, name: str):
-        if name.startswith("__"):
+        if name[:2] == "__":
             raise AttributeError(name)
         return self.get(name)
 
@@ -160,19 +160,29 @@ def _split(key: str) -> tuple[str, str]:
     return head, rest
 
 
+@lru_cache(maxsize=8192)
+def _path(key: str) -> tuple[str, ...]:
+    """("title", "font", "size") from "title_font_size" (cached: the same few keys recur)."""
+    parts = []
+    while True:
+        head, key = _split(key)
+        parts.append(head)
+        if not key:
+            return tuple(parts)
+
+
 _SCALARS = frozenset({str, int, float, bool})
 
 
 def _merge(target: Node, key: str, value) -> None:
     """target[key] = value with plotly's update rules; "a_b_c" writes target.a.b.c."""
     if "_" in key:
-        head, rest = _split(key)
-        if rest:
+        *heads, key = _path(key)
+        for head in heads:
             sub = target.get(head)
             if type(sub) is not Node:
                 sub = target[head] = Node()
-            _merge(sub, rest, value)
-            return
+            target = sub
     if type(value) in _SCALARS:  # most properties: set as they are
         target[key] = value
     elif value is None:
