@@ -531,24 +531,18 @@ def style_matrix_axes(
         y_ticks = dict(tickmode="auto", nticks=min(10, max(3, max_y_ticks)))
     else:
         y_ticks = axis_ticks(grid.y, grid.row_text, numbers=grid.downsampled, max_ticks=max_y_ticks)
-    fig.update_xaxes(
-        **x_ticks,
-        title_text=escape_text(x_title) if x_title else None,
-        range=[grid.x_edges[0], grid.x_edges[-1]],
-        showgrid=False,
-        zeroline=False,
-        showticklabels=show_x_labels,
-        **where,
-    )
-    fig.update_yaxes(
-        **y_ticks,
-        title_text=escape_text(y_title) if y_title else None,
-        range=[grid.y_edges[-1], grid.y_edges[0]],
-        showgrid=False,
-        zeroline=False,
-        showticklabels=show_y_labels,
-        **where,
-    )
+    # Plain property names only (no magic underscores): set directly, as update_xaxes would.
+    x_props = dict(x_ticks, range=[float(grid.x_edges[0]), float(grid.x_edges[-1])], showgrid=False,
+                   zeroline=False, showticklabels=show_x_labels)
+    y_props = dict(y_ticks, range=[float(grid.y_edges[-1]), float(grid.y_edges[0])], showgrid=False,
+                   zeroline=False, showticklabels=show_y_labels)
+    for letter, props, title in (("x", x_props, x_title), ("y", y_props, y_title)):
+        for ax in fig._axes(letter, row, col):
+            dict.update(ax, props)
+            if title:
+                ax.child("title")["text"] = escape_text(title)
+            elif isinstance(ax.get("title"), dict):
+                ax["title"].pop("text", None)
     if square:
         fig.update_yaxes(scaleanchor="x", scaleratio=1, constrain="domain", **where)
         fig.update_xaxes(constrain="domain", **where)
