@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 import plotly.graph_objects as go
@@ -210,7 +211,12 @@ def axis_ticks(
 
 def is_index_axis(text: Sequence[str]) -> bool:
     """Labels that are just the positions "0", "1", ...: Plotly may place ticks by itself."""
-    return all(s == str(i) for i, s in enumerate(text))
+    return list(text) == _index_labels(len(text))
+
+
+@lru_cache(maxsize=64)
+def _index_labels(n: int) -> list[str]:
+    return [str(i) for i in range(n)]
 
 
 def tick_budget(axis_px: float, font_px: float) -> int:
