@@ -409,14 +409,17 @@ def _tick_labels(ax: Node) -> list[str]:
 def _colorbar_px(bar: dict | None, lo, hi, t: dict) -> float:
     """Width of a colour bar at the right edge: bar, tick labels, its title (written sideways), pads."""
     bar = bar or {}
-    f = t["font_size"]
-    ends = [v for v in (lo, hi) if isinstance(v, (int, float))]
+    ends = tuple(float(v) for v in (lo, hi) if isinstance(v, (int, float)))
+    title = bool((bar.get("title") or {}).get("text"))
+    return _colorbar_width(bar.get("thickness") or 30, ends, title, t["font_size"])
+
+
+@lru_cache(maxsize=1024)
+def _colorbar_width(thickness: float, ends: tuple[float, ...], title: bool, f: float) -> float:
     labels = [f"{v:.2g}".replace("-", "−") for v in ends] or ["−0.00"]
     if ends and max(ends) - min(ends) < 10:  # ticks at fractions: "0.25", "−0.25"
         labels.append("−0.25" if min(ends) < 0 else "0.25")
-    ticks = widest(labels, f - 1)
-    title = (bar.get("title") or {}).get("text")
-    return (bar.get("thickness") or 30) + ticks + (1.3 * f + 4 if title else 0) + 34
+    return thickness + widest(labels, f - 1) + (1.3 * f + 4 if title else 0) + 34
 
 
 def _legend_px(fig: Fig, t: dict, name: str) -> tuple[float, float]:
@@ -557,19 +560,10 @@ def _fit_title(fig: Fig, t: dict, name: str, left: float | None = None) -> None:
     height = 12 + note_lines * 1.3 * note_size
     if title_lines:
         height += 1.4 * t["title_size"] + 1.3 * t["title_size"] * (title_lines - 1)
-    fig.update_layout(
-        title=dict(
-            text=first,
-            x=0,
-            xref="paper",
-            xanchor="left",
-            y=1,
-            yref="container",
-            yanchor="top",
-            pad=dict(t=12 + (round(0.7 * t["title_size"]) if title_lines > 1 else 0)),
-        ),
-        margin=dict(t=int(height) + 10 + lift),
-    )
+    title = fig.layout.child("title")  # plain property names: set directly, as update_layout would
+    dict.update(title, text=first, x=0, xref="paper", xanchor="left", y=1, yref="container", yanchor="top")
+    title.child("pad")["t"] = 12 + (round(0.7 * t["title_size"]) if title_lines > 1 else 0)
+    fig.layout.child("margin")["t"] = int(height) + 10 + lift
 
 
 _FILENAME_BAD = re.compile(r"[^\w.-]+")
