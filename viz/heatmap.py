@@ -153,7 +153,7 @@ def prepare_grid(
         bad = np.isnan(values) & ~masked
     else:
         bad = hole & ~masked
-        values = np.where(hole, np.nan, z) if bad.any() or masked.any() else z
+        values = np.where(hole, np.nan, z) if hole.any() else z
     if max(R, C) > LARGE_ABOVE:
         note = f"Large input ({R}×{C})"
         if fr > 1 or fc > 1:
