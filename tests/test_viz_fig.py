@@ -145,14 +145,15 @@ def test_small_figures_send_plain_lists_with_null_gaps_and_large_ones_typed_arra
 
 
 def test_patch_applies_like_update_and_is_never_shared_with_its_targets():
-    patch_tree = vf.node(dict(showline=True, title_font=dict(size=12, family="serif"), margin=dict(l=3),
-                              tickvals=[1, 2], meta={}))
+    raw = dict(showline=True, title_font=dict(size=12, family="serif"), margin=dict(l=3), tickvals=[1, 2],
+               meta={})
+    patch_tree = vf.node(raw)
     patch = vf.Patch(patch_tree)
     for start in (dict(), dict(showline=False, title=dict(text="t", font=dict(color="red"))),
                   dict(title="plain string title", margin=dict(r=5), tickvals=[9])):
         ours, theirs = vf.node(start), vf.node(start)
         patch.apply(ours)
-        theirs.update(patch_tree)
+        theirs.update(raw)  # the plain dict, parsed key by key: plotly's own update rules
         assert ours == theirs
         ours.title.font.size = 99  # mutating a target ...
         ours.tickvals.append(3)
@@ -161,3 +162,8 @@ def test_patch_applies_like_update_and_is_never_shared_with_its_targets():
     assert patch_tree.tickvals == [1, 2] and patch_tree.margin.l == 3
     again = patch.apply(vf.Node())
     assert again.title.font.size == 12 and again.tickvals == [1, 2] and again.margin == {"l": 3}
+    # a Node handed to update goes through Patch: lists of dicts (annotations) are copied too
+    notes = vf.node(dict(annotations=[dict(text="a", font_size=9)]))
+    first, second = vf.Node().update(notes), vf.Node().update(notes)
+    first.annotations[0].font.size = 30
+    assert second.annotations[0].font.size == 9 and notes.annotations[0].font.size == 9

@@ -59,11 +59,11 @@ class Node(dict):
     def update(self, other: dict | None = None, **kwargs) -> Node:  # type: ignore[override]
         """Deep merge, plotly style (magic underscores, dicts merge, None unsets); returns self.
 
-        A Node `other` is already split into paths (e.g. a theme's cached patch): it is merged
-        without re-parsing, and copied, so one patch can style many figures.
+        A Node `other` is already split into paths: it is merged without re-parsing, and copied
+        (Patch), so it is never shared with this tree.
         """
         if isinstance(other, Node):
-            _merge_tree(self, other)
+            Patch(other).apply(self)
             other = None
         for src in (other or {}), kwargs:
             for key, value in src.items():
@@ -84,16 +84,14 @@ class Patch:
 
     __slots__ = ("flat", "lists", "children")
 
-    def __init__(self, tree: Node, path: tuple[str, ...] = ()):
+    def __init__(self, tree: Node):
         self.flat: dict = {}  # key -> str/number leaf, set as is
-        self.lists: dict = {}  # key -> list leaf, copied on each apply
+        self.lists: dict = {}  # key -> list leaf (of numbers, strings or Nodes), copied on each apply
         self.children: dict[str, Patch] = {}  # key -> the patch of a sub-dict
         for key, value in tree.items():
             if isinstance(value, Node):
-                self.children[key] = Patch(value, (*path, key))
+                self.children[key] = Patch(value)
             elif isinstance(value, list):
-                if value and isinstance(value[0], Node):
-                    raise ValueError(f"a Patch cannot hold a list of dicts ({'.'.join((*path, key))})")
                 self.lists[key] = value
             else:
                 self.flat[key] = value
@@ -101,7 +99,7 @@ class Patch:
     def apply(self, target: Node) -> Node:
         dict.update(target, self.flat)
         for key, value in self.lists.items():
-            target[key] = list(value)
+            target[key] = [_copy(v) for v in value]
         for key, sub in self.children.items():
             node = target.get(key)
             if type(node) is not Node:
@@ -117,20 +115,6 @@ def _copy(tree):
     if isinstance(tree, list) and tree and isinstance(tree[0], Node):
         return [_copy(v) for v in tree]
     return tree
-
-
-def _merge_tree(target: Node, tree: Node) -> None:
-    for key, value in tree.items():
-        if isinstance(value, Node):
-            old = target.get(key)
-            if isinstance(old, Node):
-                _merge_tree(old, value)
-            else:
-                target[key] = _copy(value)
-        elif isinstance(value, list):
-            target[key] = [_copy(v) if isinstance(v, Node) else v for v in value]
-        else:
-            target[key] = value
 
 
 def _node(value, opaque: bool = False):
