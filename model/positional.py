@@ -26,14 +26,11 @@ def sinusoidal_at(positions: torch.Tensor, d_model: int, dims: list[int] | None 
         j = torch.as_tensor(dims, dtype=torch.int64)  # (D,)
         if j.numel() and (j.min() < 0 or j.max() >= d_model):
             raise ValueError(f"dims {dims} must lie in 0..{d_model - 1}")
-        # dimension j belongs to pair i = j // 2: 2i = j - j % 2; even j is the sin, odd j the cos
-        omega = torch.exp(-math.log(10000.0) * (j - j % 2).to(torch.float64) / d_model)  # (D,)
-        angle = position * omega  # (N, D)
+        # dimension j belongs to pair i = j // 2 (frequency omega_i); even j is the sin, odd j the cos
+        angle = position * frequencies(d_model)[j // 2]  # (N, D)
         return torch.where(j % 2 == 0, torch.sin(angle), torch.cos(angle))
     # omega_i = 1 / 10000^(2i / d_model), i = 0 .. d_model/2 - 1: one frequency per (sin, cos) pair
-    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # (d_model/2,)
-    omega = torch.exp(-math.log(10000.0) * two_i / d_model)  # (d_model/2,)
-    angle = position * omega  # (N, d_model/2)
+    angle = position * frequencies(d_model)  # (N, d_model/2)
     pe = torch.empty(position.size(0), d_model, dtype=torch.float64)
     pe[:, 0::2] = torch.sin(angle)  # PE(pos, 2i)   = sin(pos / 10000^(2i/d_model))
     pe[:, 1::2] = torch.cos(angle)  # PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model))
