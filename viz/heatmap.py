@@ -211,12 +211,12 @@ def axis_ticks(
 
 def is_index_axis(text: Sequence[str]) -> bool:
     """Labels that are just the positions "0", "1", ...: Plotly may place ticks by itself."""
-    return list(text) == _index_labels(len(text))
+    return tuple(text) == _index_labels(len(text))
 
 
 @lru_cache(maxsize=64)
-def _index_labels(n: int) -> list[str]:
-    return [str(i) for i in range(n)]
+def _index_labels(n: int) -> tuple[str, ...]:
+    return tuple(str(i) for i in range(n))
 
 
 def tick_budget(axis_px: float, font_px: float) -> int:
