@@ -5,6 +5,8 @@ axes keep automargin only as a safety net. When an estimate falls short, Plotly 
 and lays the whole figure out a second time (about half of its drawing time in the browser).
 This draws the figures with the plotly.js that ships in the plotly package (nothing downloaded)
 and checks that Plotly kept every margin as set: no second layout pass, and no label cut off.
+The axes let tick labels overflow (viz.theme: plotly.js then skips measuring each label after a
+draw, ~10 ms a chart), so the test also checks that no tick label lies outside the figure.
 """
 
 from __future__ import annotations
@@ -34,7 +36,17 @@ DRAW = """async (f) => {
     Plotly.purge(d);
     await Plotly.newPlot(d, f.data, f.layout, {});
     const s = d._fullLayout._size;
-    return [s.l, s.r, s.t, s.b];
+    // The axes let labels overflow (ticklabeloverflow "allow": plotly.js then skips measuring every
+    // label after a draw), so no label may actually stick out of the figure.
+    const box = d.querySelector('.main-svg').getBoundingClientRect();
+    let outside = 0;
+    for (const t of d.querySelectorAll('.xtick text, .ytick text')) {
+        const b = t.getBoundingClientRect();
+        if (b.width && (b.left < box.left - 1 || b.right > box.right + 1 || b.top < box.top - 1 || b.bottom > box.bottom + 1)) outside++;
+    }
+    const overflow = Object.keys(d._fullLayout).filter((k) => /^[xy]axis\d*$/.test(k))
+        .map((k) => d._fullLayout[k].ticklabeloverflow);
+    return {margins: [s.l, s.r, s.t, s.b], outside, overflow};
 }"""
 
 
@@ -70,8 +82,11 @@ def test_plotly_keeps_every_margin_viz_sets(plot_page, models, theme):
             fig["layout"].setdefault("height", height)
             margin = fig["layout"]["margin"]
             want = [margin["l"], margin["r"], margin["t"], margin["b"]]
-            got = plot_page.evaluate(DRAW, fig)
+            drawn = plot_page.evaluate(DRAW, fig)
+            got = drawn["margins"]
             assert [round(g) for g in got] == [round(w) for w in want], (view, panel.key, want, got)
+            assert drawn["outside"] == 0, (view, panel.key, "tick labels outside the figure")
+            assert drawn["overflow"] and set(drawn["overflow"]) == {"allow"}, (view, panel.key, drawn["overflow"])
             checked += 1
     assert checked >= 15
 
