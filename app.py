@@ -22,6 +22,7 @@ import streamlit as st
 st.set_page_config(page_title="Attention Lab", page_icon="🔍", layout="wide")
 
 from lab.compute import model_fields  # noqa: E402  (set_page_config must come first)
+from lab.heap import freeze_startup_heap  # noqa: E402
 from lab.spec import VIEWS, FigureSpec, SpecError  # noqa: E402
 from lab.threads import app_torch_threads  # noqa: E402
 from lab.views import build_view  # noqa: E402
@@ -233,6 +234,7 @@ def main() -> None:
     for note in sidebar(problem):
         st.warning(md(note))
     main_area(problem is None)
+    freeze_startup_heap()  # once per process: the full GC after each rerun then skips it (lab/heap.py)
 
 
 try:

@@ -3,8 +3,10 @@
 Figure "rerun" of `python -m bench --app`. AppTest runs app.py in this process, as the server
 would for one session. The time is the script run on the script thread (ScriptRunner._run_script,
 what the server spends per rerun: widgets, the cached forward pass, every figure built and
-serialised), without the network, the browser or AppTest's own work around a run (a fresh thread,
-event loop and mock runtime, and parsing the messages into its element tree). As in the server (one
+serialised, and then the full garbage collection the server's ScriptRunner runs after every run,
+config runner.postScriptGC, which AppTest's script runner leaves out), without the network, the
+browser or AppTest's own work around a run (a fresh thread, event loop and mock runtime, and parsing
+the messages into its element tree). As in the server (one
 streamlit.runtime.Runtime, one ScriptCache), app.py is compiled once, not on every run as a bare
 AppTest does. Each round changes sentence A (a new sentence: the whole script reruns, the forward
 pass runs) and then only the layer or the head, twice:
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import statistics
 import time
 from pathlib import Path
@@ -56,7 +59,13 @@ def server_like():
     """Inside: AppTest runs share one ScriptCache (app.py compiled once, as the server's Runtime
     does), run with the classroom server's settings (bench/appserver.py SERVER_FLAGS: no usage
     statistics, so no per-command telemetry), and `times` collects (wall seconds, CPU seconds of
-    the script thread) of each script run."""
+    the script thread) of each script run.
+
+    Each run ends with gc.collect(2) when runner.postScriptGC is on (the default), timed with it: the
+    server's ScriptRunner._on_script_finished does that on the script thread after every run, and
+    AppTest's LocalScriptRunner overrides that method without it. (Before lab/heap.py froze the
+    startup heap, that collection was 150-195 ms of every real rerun, and this figure missed it.)"""
+    from streamlit import config
     from streamlit.runtime.scriptrunner import script_runner
     from streamlit.runtime.scriptrunner.script_cache import ScriptCache
     from streamlit.testing.v1 import app_test, local_script_runner
@@ -71,6 +80,8 @@ def server_like():
         try:
             return real_run(self, rerun_data)
         finally:
+            if config.get_option("runner.postScriptGC"):
+                gc.collect(2)  # as ScriptRunner._on_script_finished does in the server
             times.append((time.perf_counter() - start, time.thread_time() - cpu))
 
     saved = app_test.ScriptCache, local_script_runner.ScriptCache
