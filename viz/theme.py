@@ -288,11 +288,12 @@ def apply_theme(fig: Fig | go.Figure, name: str = "default") -> go.Figure:
     finished, fig = (fig if isinstance(fig, GoFigure) else None), as_fig(fig)
     layout, axis, legend_below, colorbar = _patches(name)
     layout.apply(fig.layout)
-    for ax in fig._axes("x", None, None) + fig._axes("y", None, None):
+    # The axes, found once here for every step below (each used to scan the layout's keys again).
+    xs, ys = fig._axes("x", None, None), fig._axes("y", None, None)
+    for ax in xs + ys:
         axis.apply(ax)
-    for key in fig.layout:  # an axis without labels (inner small multiples) needs no tick marks
-        if key.startswith(("xaxis", "yaxis")) and fig.layout[key].showticklabels is False:
-            fig.layout[key].ticks = ""
+        if ax.showticklabels is False:  # an axis without labels (inner small multiples) needs no tick marks
+            ax.ticks = ""
     if legend_below is not None:
         legend_below.apply(fig.layout)
     # Subplot titles are annotations: give them the theme's font too, wrapped to their panel.
@@ -300,12 +301,13 @@ def apply_theme(fig: Fig | go.Figure, name: str = "default") -> go.Figure:
         if ann.name != "notes":
             ann.font = dict(family=t["font_family"], size=t["font_size"],
                             color=(ann.font or {}).get("color") or t["font_color"])
-    _wrap_subplot_titles(fig, t, name)
+    width = design_size(name, fig)[0]  # nothing below changes the layout's width
+    _wrap_subplot_titles(fig, t, width, xs)
     for key in fig.layout:
         if key.startswith("coloraxis"):
             colorbar.apply(fig.layout[key].child("colorbar"))
-    left = _left_of_plot(fig, t)  # the title starts where the plot does; the left margin holds the labels
-    _fit_title(fig, t, name, left)
+    left = _left_of_plot(fig, t, ys)  # the title starts where the plot does; the left margin holds the labels
+    _fit_title(fig, t, width, left, xs)
     for trace in fig.data:
         role = _role(trace)
         if trace.type == "heatmap" and trace.showscale is not False:  # the trace types with a colorbar
@@ -322,7 +324,7 @@ def apply_theme(fig: Fig | go.Figure, name: str = "default") -> go.Figure:
                                            size=max(9, t["font_size"] - 3))
         if trace.type == "heatmap" and trace.texttemplate:
             trace.child("textfont").update(size=max(9, t["font_size"] - 3), family=t["font_family"])
-    _set_margins(fig, t, name, left)
+    _set_margins(fig, t, width, left, xs, ys)
     if finished is not None:  # a finished go.Figure is restyled in place, as plotly's update_* would
         out = fig.to_dict()
         with finished.batch_update():
@@ -336,13 +338,14 @@ def apply_theme(fig: Fig | go.Figure, name: str = "default") -> go.Figure:
 PLOT_FRACTION = 0.75  # of the figure's width the plot area gets (the rest: labels, colour bar)
 
 
-def subplot_titles(fig: Fig) -> list:
+def subplot_titles(fig: Fig | go.Figure, xs: list[Node] | None = None) -> list:
     """The subplot/column titles make_subplots wrote: horizontal annotations centred over a
-    panel (their x is the centre of an x axis domain), each with that domain's width."""
+    panel (their x is the centre of an x axis domain), each with that domain's width.
+    xs: the figure's x axes, when the caller has them already."""
     centres = {}
-    for key in fig.layout:
-        if key.startswith("xaxis") and fig.layout[key].domain:
-            d0, d1 = fig.layout[key].domain
+    for ax in _x_axes(fig) if xs is None else xs:
+        if ax.domain:
+            d0, d1 = ax.domain
             centres[round((d0 + d1) / 2, 6)] = d1 - d0
     out = []
     for ann in fig.layout.annotations or ():
@@ -356,10 +359,14 @@ def subplot_titles(fig: Fig) -> list:
     return out
 
 
-def _wrap_subplot_titles(fig: Fig, t: dict, name: str) -> None:
-    """Wrap each subplot title to its panel's width, so neighbours never run into each other."""
-    width, _ = design_size(name, fig)
-    for ann, domain in subplot_titles(fig):
+def _x_axes(fig: Fig | go.Figure) -> list:
+    return [fig.layout[key] for key in fig.layout if key.startswith("xaxis")]
+
+
+def _wrap_subplot_titles(fig: Fig, t: dict, width: float, xs: list[Node]) -> None:
+    """Wrap each subplot title to its panel's width (the figure is `width` px wide), so neighbours
+    never run into each other."""
+    for ann, domain in subplot_titles(fig, xs):
         ann.text = soft_wrap(ann.text or "", max(domain * width * PLOT_FRACTION, 3 * t["font_size"]),
                              t["font_size"])
 
@@ -368,12 +375,11 @@ def _lines(text: str | None) -> int:
     return len(re.findall(r"<br(\s+[^>]*)?>", text or "")) + 1
 
 
-def _top_axis_height(fig: Fig, t: dict) -> int:
+def _top_axis_height(t: dict, xs: list[Node]) -> int:
     """Room for tick labels of an x axis on top (they may be turned 90° when crowded)."""
     height = 0
-    for key in fig.layout:
-        ax = fig.layout[key]
-        if key.startswith("xaxis") and ax.side == "top" and ax.showticklabels is not False:
+    for ax in xs:
+        if ax.side == "top" and ax.showticklabels is not False:
             labels = [str(v) for v in (ax.ticktext or [])]
             if not labels:
                 continue
@@ -382,12 +388,11 @@ def _top_axis_height(fig: Fig, t: dict) -> int:
     return height
 
 
-def _left_of_plot(fig: Fig, t: dict) -> float:
+def _left_of_plot(fig: Fig, t: dict, ys: list[Node]) -> float:
     """Estimated px left of the plot area: the widest y tick label, ticks, the y axis title."""
     left = 0.0
-    for key in fig.layout:
-        ax = fig.layout[key]
-        if not key.startswith("yaxis") or ax.side == "right" or ax.overlaying:
+    for ax in ys:
+        if ax.side == "right" or ax.overlaying:
             continue
         if ax.domain and ax.anchor and ax.anchor != "x":  # only the first column's axes
             xa = fig.layout.child("xaxis" + ax.anchor[1:])
@@ -426,7 +431,7 @@ def _colorbar_width(thickness: float, ends: tuple[float, ...], title: bool, f: f
     return thickness + widest(labels, f - 1) + (1.3 * f + 4 if title else 0) + 34
 
 
-def _legend_px(fig: Fig, t: dict, name: str) -> tuple[float, float]:
+def _legend_px(fig: Fig, t: dict, width: float) -> tuple[float, float]:
     """(right, below) px a legend takes: beside the plot (vertical, Plotly's default) or under it
     (horizontal, rows of entries as wide as the figure)."""
     layout = fig.layout
@@ -443,37 +448,36 @@ def _legend_px(fig: Fig, t: dict, name: str) -> tuple[float, float]:
     items = [text_width(str(n), size) + (60 if legend.orientation == "h" else 50) for n in names]
     title = ((legend.title or {}).get("text")) or ""
     if legend.orientation == "h":
-        width = design_size(name, fig)[0] - 2 * max(8, round(0.5 * t["font_size"]))
+        room = width - 2 * max(8, round(0.5 * t["font_size"]))
         rows, used = 1, 0.0
         for w in items:
-            if used and used + w > width:
+            if used and used + w > room:
                 rows, used = rows + 1, 0.0
             used += w
         return 0.0, rows * (1.3 * size + 6) + 10 + (1.3 * size if title else 0)
     return max(items + [text_width(title, size) + 10]) + 18, 0.0
 
 
-def _right_of_plot(fig: Fig, t: dict, name: str, legend: tuple[float, float] | None = None) -> float:
+def _right_of_plot(fig: Fig, t: dict, ys: list[Node], legend: tuple[float, float]) -> float:
     """Estimated px right of the plot area: colour bars (one per colour axis or heatmap) and the
     tick labels of right-hand y axes (row sums)."""
     bars = [_colorbar_px(v.get("colorbar"), v.get("cmin"), v.get("cmax"), t)
             for k, v in fig.layout.items() if k.startswith("coloraxis") and v.get("showscale") is not False]
     bars += [_colorbar_px(tr.colorbar, tr.zmin, tr.zmax, t) for tr in fig.data
              if tr.type == "heatmap" and not tr.coloraxis and tr.showscale is not False]
-    axes = [widest(_tick_labels(ax), t["font_size"]) + 12
-            for key, ax in fig.layout.items() if key.startswith("yaxis") and isinstance(ax, Node)
-            and ax.side == "right" and ax.showticklabels is not False]
-    return max(bars, default=0.0) + max(axes, default=0.0) + (legend or _legend_px(fig, t, name))[0]
+    axes = [widest(_tick_labels(ax), t["font_size"]) + 12 for ax in ys
+            if ax.side == "right" and ax.showticklabels is not False]
+    return max(bars, default=0.0) + max(axes, default=0.0) + legend[0]
 
 
-def _below_plot(fig: Fig, t: dict, name: str, legend: tuple[float, float] | None = None) -> float:
+def _below_plot(fig: Fig, t: dict, width: float, xs: list[Node], legend: tuple[float, float]) -> float:
     """Estimated px under the plot area: x tick labels of the bottom row (turned 90° when they do
     not fit side by side, as Plotly turns them) and the x axis title."""
     f = t["font_size"]
-    width = design_size(name, fig)[0] * PLOT_FRACTION
+    plot_width = width * PLOT_FRACTION
     below = 0.0
-    for key, ax in fig.layout.items():
-        if not key.startswith("xaxis") or not isinstance(ax, Node) or ax.side == "top" or ax.overlaying:
+    for ax in xs:
+        if ax.side == "top" or ax.overlaying:
             continue
         ya = fig.layout.get("yaxis" + (ax.anchor or "y")[1:])
         if isinstance(ya, Node) and ya.domain and ya.domain[0] > 0.01:  # not the bottom row
@@ -483,15 +487,15 @@ def _below_plot(fig: Fig, t: dict, name: str, legend: tuple[float, float] | None
             labels = _tick_labels(ax)
             wide = widest(labels, f)
             d0, d1 = ax.domain or (0.0, 1.0)
-            fits = len(labels) * (wide + 8) <= (d1 - d0) * width or ax.tickangle == 0 or not ax.ticktext
+            fits = len(labels) * (wide + 8) <= (d1 - d0) * plot_width or ax.tickangle == 0 or not ax.ticktext
             px += (1.3 * f if fits else wide + 4) + 14
         if (ax.title or {}).get("text"):
             px += 1.5 * f + 6
         below = max(below, px)
-    return below + (legend or _legend_px(fig, t, name))[1]
+    return below + legend[1]
 
 
-def _set_margins(fig: Fig, t: dict, name: str, left: float) -> None:
+def _set_margins(fig: Fig, t: dict, width: float, left: float, xs: list[Node], ys: list[Node]) -> None:
     """Margins that already hold the tick labels, axis titles and colour bars.
 
     The axes keep automargin as a safety net, but Plotly then only has to grow a margin when an
@@ -499,14 +503,14 @@ def _set_margins(fig: Fig, t: dict, name: str, left: float) -> None:
     (about half of a figure's drawing time).
     """
     edge = max(8, round(0.5 * t["font_size"]))
-    legend = _legend_px(fig, t, name)  # (right, below): measured once for both sides
+    legend = _legend_px(fig, t, width)  # (right, below): measured once for both sides
     m = fig.layout.child("margin")
     m["l"] = round(edge + left + 6)
-    m["r"] = round(edge + _right_of_plot(fig, t, name, legend))
-    m["b"] = round(edge + _below_plot(fig, t, name, legend))
+    m["r"] = round(edge + _right_of_plot(fig, t, ys, legend))
+    m["b"] = round(edge + _below_plot(fig, t, width, xs, legend))
 
 
-def _fit_title(fig: Fig, t: dict, name: str, left: float | None = None) -> None:
+def _fit_title(fig: Fig, t: dict, width: float, left: float, xs: list[Node]) -> None:
     """Title at the top, wrapped to the width; note lines in a "notes" annotation above the plot.
 
     The title and the notes start where the plot starts (x = 0 on the paper) and are wrapped to
@@ -518,8 +522,6 @@ def _fit_title(fig: Fig, t: dict, name: str, left: float | None = None) -> None:
     old = [a for a in fig.layout.annotations or () if a.name == "notes"]
     lines = [unwrap(x) for x in (old[0].text.split("<br>") if old else [])] + rest
     note_size = max(10, round(0.8 * t["font_size"]))
-    width, _ = design_size(name, fig)
-    left = _left_of_plot(fig, t) if left is None else left
     room = width - left - max(8, round(0.5 * t["font_size"])) - 4
     first = soft_wrap(first, room, t["title_size"]) if first else first
     notes = "<br>".join(soft_wrap(x, room, note_size) for x in lines)
@@ -539,7 +541,7 @@ def _fit_title(fig: Fig, t: dict, name: str, left: float | None = None) -> None:
     if top:
         size = max(((a.font or {}).get("size") or t["font_size"]) for a in top)
         lift = int((0.3 + 1.3 * max(_lines(a.text) for a in top)) * size)
-    lift += _top_axis_height(fig, t)
+    lift += _top_axis_height(t, xs)
     if old:
         old[0].update(
             text=notes,
