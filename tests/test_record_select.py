@@ -29,9 +29,13 @@ def test_select_matches_the_full_record_for_every_row_and_head(kind):
             for name in ("scores", "scaled", "masked", "weights", "context", "allowed"):
                 got, want = getattr(one, name)[0, 0], getattr(full, name)[b, h]
                 assert torch.equal(got, want), (kind, b, h, name)
+            # head_arrays derives each step once, from the one before: the same numbers, bit for bit,
+            # as the record's properties (each of which starts again from Q and K)
             arrays = head_arrays(full, b, h)
-            assert np.array_equal(arrays["weights"], full.weights[b, h].double().numpy())
-            assert np.array_equal(arrays["allowed"], full.allowed[b, h].numpy())
+            for name in ("q", "k", "v", "scores", "scaled", "masked", "weights", "context", "allowed"):
+                want = getattr(full, name)[b, h]
+                want = want.numpy() if name == "allowed" else want.double().numpy()
+                assert np.array_equal(arrays[name], want), (kind, b, h, name)
 
 
 def test_select_of_a_row_keeps_every_head():
