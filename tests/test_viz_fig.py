@@ -144,6 +144,27 @@ def test_small_figures_send_plain_lists_with_null_gaps_and_large_ones_typed_arra
     assert np.array_equal(np.frombuffer(base64.b64decode(sent["z"]["bdata"]), dtype=sent["z"]["dtype"]), big.ravel())
 
 
+def test_to_dict_hands_out_copies_that_never_reach_the_figure():
+    z = np.array([[0.5, 1.0], [2.0, 3.0]])
+    fig = vf.Fig(vf.heatmap(z=z, x=np.arange(2), text=[["a", "b"], ["c", "d"]],
+                            colorscale=[[0, "#fff"], [1, "#000"]]),
+                 layout=dict(title=dict(text="t"), xaxis=dict(tickvals=[0, 1], ticktext=["x", "y"]))).to_go()
+    first = fig.to_dict()
+    want = json.dumps(first, sort_keys=True)
+    t = first["data"][0]
+    t["z"][0][0] = 99.0  # every level of every kind of list and dict, mutated
+    t["z"].append([7.0, 7.0])
+    t["x"].append(5)
+    t["text"][1][0] = "zz"
+    t["colorscale"][0][1] = "#f00"
+    first["layout"]["xaxis"]["ticktext"][0] = "changed"
+    first["layout"]["title"]["text"] = "changed"
+    assert json.dumps(fig.to_dict(), sort_keys=True) == want
+    second = fig.to_dict()
+    assert second["data"][0]["z"] is not fig.to_dict()["data"][0]["z"]
+    assert second["data"][0]["z"][0] is not fig.to_dict()["data"][0]["z"][0]
+
+
 def test_patch_applies_like_update_and_is_never_shared_with_its_targets():
     raw = dict(showline=True, title_font=dict(size=12, family="serif"), margin=dict(l=3), tickvals=[1, 2],
                meta={})
