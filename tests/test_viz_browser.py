@@ -44,7 +44,7 @@ DRAW = """async (f) => {
         const b = t.getBoundingClientRect();
         if (b.width && (b.left < box.left - 1 || b.right > box.right + 1 || b.top < box.top - 1 || b.bottom > box.bottom + 1)) outside++;
     }
-    const overflow = Object.keys(d._fullLayout).filter((k) => /^[xy]axis\d*$/.test(k))
+    const overflow = Object.keys(d._fullLayout).filter((k) => /^[xy]axis[0-9]*$/.test(k))
         .map((k) => d._fullLayout[k].ticklabeloverflow);
     return {margins: [s.l, s.r, s.t, s.b], outside, overflow};
 }"""
