@@ -7,6 +7,7 @@ in the browser and one exported from the same spec are the same figure.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -134,6 +135,35 @@ def tokens_view(spec: FigureSpec, models: Models) -> ViewResult:
 
 
 # -- 2. positional encoding -------------------------------------------------------------------
+@dataclass(frozen=True)
+class PEReference:
+    """The positional view's numbers that depend only on (span, d_model), not on the sentence.
+
+    Read-only arrays (float64): the sinusoidal table (span, d); the curves of the drawn dims on a
+    0.1-step grid of positions; PE(i)·PE(i+k) for every offset k in (-span, span)."""
+
+    table: np.ndarray  # (span, d) sinusoidal_encoding
+    dims: tuple[int, ...]  # the dimensions the curves show
+    fine: np.ndarray  # (F,) positions 0, 0.1, ..., span - 1
+    curves: np.ndarray  # (F, len(dims)) sinusoidal_at(fine, d, dims)
+    offsets: np.ndarray  # (2 span - 1,) -span + 1 ... span - 1
+    dots: np.ndarray  # (2 span - 1,) offset_dot_products(offsets, d)
+
+
+@functools.lru_cache(maxsize=16)
+def pe_reference(span: int, d: int) -> PEReference:
+    """PEReference for (span, d), computed once (a sentence of up to 50 tokens always has span 50)."""
+    fine = torch.arange(0, span - 1 + 1e-9, 0.1, dtype=torch.float64)
+    dims = sorted({0, 1, 2, 3, d // 2, d - 2} & set(range(d)))
+    offsets = torch.arange(-span + 1, span, dtype=torch.float64)
+    arrays = [_np(sinusoidal_encoding(span, d)), fine.numpy(), _np(sinusoidal_at(fine, d, dims)),
+              offsets.numpy(), _np(offset_dot_products(offsets, d))]
+    for a in arrays:
+        a.setflags(write=False)  # shared by every session: nothing may change them
+    table, fine_np, curves, offsets_np, dots = arrays
+    return PEReference(table, tuple(dims), fine_np, curves, offsets_np, dots)
+
+
 def positional_view(spec: FigureSpec, models: Models) -> ViewResult:
     run_ = models.run(spec)
     if run_ is None:
@@ -149,14 +179,13 @@ def positional_view(spec: FigureSpec, models: Models) -> ViewResult:
         out.hint = f"d_model={d} is odd: sinusoidal encoding needs pairs of dimensions."
         return out
     span = max(n, 50)
-    table = _np(sinusoidal_encoding(span, d))
+    ref = pe_reference(span, d)  # depends on (span, d) only: computed once for every sentence that short
+    table, dims = ref.table, list(ref.dims)
     out.panels.append(Panel("pe-matrix", f"Sinusoidal PE, positions 0–{span - 1} × {d} dimensions",
                             viz.pe_heatmap(table, theme=th), lambda: viz.matrix_frame(table)))
-    fine = torch.arange(0, span - 1 + 1e-9, 0.1, dtype=torch.float64)
-    dims = sorted({0, 1, 2, 3, d // 2, d - 2} & set(range(d)))
     out.panels.append(Panel(
         "pe-curves", "PE(pos, 2i) = sin(pos/10000^(2i/d)), PE(pos, 2i+1) = cos(…): the sentence's positions marked",
-        viz.pe_curves(fine.numpy(), _np(sinusoidal_at(fine, d, dims)), dims=dims, d_model=d,
+        viz.pe_curves(ref.fine, ref.curves, dims=dims, d_model=d,
                       marked_positions=list(range(n)), marked_labels=list(sentence.encoding.pieces), theme=th),
         lambda: viz.matrix_frame(table[:, dims], col_labels=[f"dim {j}" for j in dims]),
     ))
@@ -166,12 +195,11 @@ def positional_view(spec: FigureSpec, models: Models) -> ViewResult:
                             viz.pe_dot_matrix(gram, labels=list(sentence.encoding.pieces), theme=th),
                             lambda: viz.matrix_frame(gram, list(sentence.encoding.pieces),
                                                      list(sentence.encoding.pieces))))
-    offsets = torch.arange(-span + 1, span, dtype=torch.float64)
-    values = _np(offset_dot_products(offsets, d))
+    offsets, values = ref.offsets, ref.dots
     out.panels.append(Panel(
         "pe-dot-curve", "PE(i)·PE(i+k) = Σᵢ cos(ωᵢ k): symmetric in k, decays overall but not monotonically",
-        viz.pe_dot_curve(offsets.numpy(), values, theme=th),
-        lambda: pd.DataFrame({"offset": offsets.numpy().astype(int), "dot": values}),
+        viz.pe_dot_curve(offsets, values, theme=th),
+        lambda: pd.DataFrame({"offset": offsets.astype(int), "dot": values}),
     ))
     emb = run_.trace.encoder.embeddings
     tokens, pe, summed = _np(emb.tokens[row, :n]), _np(emb.positional[:n]), _np(emb.summed[row, :n])

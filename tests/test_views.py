@@ -98,6 +98,43 @@ def test_positional_view_numbers(models):
     assert emb.shape == (4, 32)
 
 
+def test_pe_reference_is_the_closed_form_computed_once_and_read_only():
+    import torch
+
+    from lab.views import pe_reference
+    from model.positional import offset_dot_products, sinusoidal_at, sinusoidal_encoding
+
+    ref = pe_reference(50, 32)
+    assert pe_reference(50, 32) is ref  # one per (span, d_model): every short sentence shares it
+    np.testing.assert_array_equal(ref.table, sinusoidal_encoding(50, 32).double().numpy())
+    fine = torch.arange(0, 49 + 1e-9, 0.1, dtype=torch.float64)
+    np.testing.assert_array_equal(ref.fine, fine.numpy())
+    np.testing.assert_array_equal(ref.curves, sinusoidal_at(fine, 32, list(ref.dims)).numpy())
+    pos = ref.fine[:, None]
+    omega = 10000.0 ** (-2 * (np.array(ref.dims) // 2) / 32)
+    closed = np.where(np.array(ref.dims) % 2 == 0, np.sin(pos * omega), np.cos(pos * omega))
+    np.testing.assert_allclose(ref.curves, closed, atol=1e-12)  # PE(pos, 2i) = sin, PE(pos, 2i+1) = cos
+    np.testing.assert_array_equal(ref.offsets, np.arange(-49, 50))
+    np.testing.assert_array_equal(ref.dots, offset_dot_products(torch.arange(-49.0, 50.0, dtype=torch.float64), 32).numpy())
+    for a in (ref.table, ref.fine, ref.curves, ref.offsets, ref.dots):
+        assert not a.flags.writeable  # shared by every session
+        with pytest.raises(ValueError):
+            a[0] = 1.0
+
+
+def test_positional_view_uses_the_sentence_positions_with_the_shared_reference(models):
+    short = dataclasses.replace(SPEC, sentence_a="你喜欢", sentence_b="她")
+    longer = dataclasses.replace(SPEC, sentence_a="你喜欢她我有一只猫", sentence_b="她")
+    a, _ = panels("positional", short, models)
+    b, _ = panels("positional", longer, models)
+    # the PE matrix and the offset curve depend on (span, d_model) only: the same for both
+    np.testing.assert_array_equal(a["pe-matrix"].table.to_numpy(), b["pe-matrix"].table.to_numpy())
+    np.testing.assert_array_equal(a["pe-dot-curve"].table.to_numpy(), b["pe-dot-curve"].table.to_numpy())
+    # the Gram matrix and the embeddings are each sentence's own
+    assert a["pe-dot-matrix"].table.shape == (3, 3) and b["pe-dot-matrix"].table.shape == (9, 9)
+    np.testing.assert_allclose(b["pe-dot-matrix"].table.to_numpy()[:3, :3], a["pe-dot-matrix"].table.to_numpy())
+
+
 def test_heads_view_shapes_and_entropy_bounds(models):
     p, _ = panels("heads", SPEC, models)
     ent = p["entropy"].table.to_numpy()
