@@ -821,13 +821,14 @@ def set_column_gaps(fig: Fig, gaps: Sequence[float]) -> None:
     x0 = 0.0
     for i in range(n):
         axis = fig.layout["xaxis" if i == 0 else f"xaxis{i + 1}"]
-        d0, d1 = axis.domain
+        d0, d1 = axis["domain"]
         moved[round((d0 + d1) / 2, 6)] = x0 + width / 2
-        axis.domain = [x0, min(1.0, x0 + width)]
+        axis["domain"] = [x0, min(1.0, x0 + width)]
         x0 += width + (gaps[i] if i < len(gaps) else 0.0)
-    for ann in fig.layout.annotations:
-        if ann.xref == "paper" and ann.x is not None and round(ann.x, 6) in moved:
-            ann.x = moved[round(ann.x, 6)]
+    for ann in fig.layout["annotations"]:
+        x = ann.get("x")
+        if ann.get("xref") == "paper" and x is not None and round(x, 6) in moved:
+            ann["x"] = moved[round(x, 6)]
 
 
 def coloraxis_layout(kind: str, lo: float, hi: float, scale, title: str, **colorbar) -> dict:

@@ -140,8 +140,8 @@ def design_size(theme: str, fig: go.Figure | None = None) -> tuple[int, int]:
     """(width, height) in CSS px a figure is laid out for: its own size if set, else the
     theme's export size, else the narrowest app container (APP_WIDTH x APP_HEIGHT)."""
     t = theme_spec(theme)
-    width = (fig.layout.width if fig is not None else None) or t["width"] or APP_WIDTH
-    height = (fig.layout.height if fig is not None else None) or t["height"] or APP_HEIGHT
+    width = (_prop(fig.layout, "width") if fig is not None else None) or t["width"] or APP_WIDTH
+    height = (_prop(fig.layout, "height") if fig is not None else None) or t["height"] or APP_HEIGHT
     return int(width), int(height)
 
 
@@ -224,7 +224,7 @@ def unwrap(text: str | None) -> str:
 
 
 def _role(trace) -> str | None:
-    meta = trace.meta
+    meta = trace.get("meta")
     return meta.get("role") if isinstance(meta, dict) else None
 
 
@@ -292,15 +292,15 @@ def apply_theme(fig: Fig | go.Figure, name: str = "default") -> go.Figure:
     xs, ys = fig._axes("x", None, None), fig._axes("y", None, None)
     for ax in xs + ys:
         axis.apply(ax)
-        if ax.showticklabels is False:  # an axis without labels (inner small multiples) needs no tick marks
+        if ax.get("showticklabels") is False:  # an axis without labels (inner small multiples) needs no tick marks
             ax.ticks = ""
     if legend_below is not None:
         legend_below.apply(fig.layout)
     # Subplot titles are annotations: give them the theme's font too, wrapped to their panel.
-    for ann in fig.layout.annotations or ():
-        if ann.name != "notes":
+    for ann in fig.layout.get("annotations") or ():
+        if ann.get("name") != "notes":
             ann.font = dict(family=t["font_family"], size=t["font_size"],
-                            color=(ann.font or {}).get("color") or t["font_color"])
+                            color=(ann.get("font") or {}).get("color") or t["font_color"])
     width = design_size(name, fig)[0]  # nothing below changes the layout's width
     _wrap_subplot_titles(fig, t, width, xs)
     for key in fig.layout:
@@ -310,7 +310,7 @@ def apply_theme(fig: Fig | go.Figure, name: str = "default") -> go.Figure:
     _fit_title(fig, t, width, left, xs)
     for trace in fig.data:
         role = _role(trace)
-        if trace.type == "heatmap" and trace.showscale is not False:  # the trace types with a colorbar
+        if trace.get("type") == "heatmap" and trace.get("showscale") is not False:  # the trace types with a colorbar
             colorbar.apply(trace.child("colorbar"))
         if role == "line":
             trace.child("line").width = t["line_width"]
@@ -322,7 +322,7 @@ def apply_theme(fig: Fig | go.Figure, name: str = "default") -> go.Figure:
         elif role == "mask_text":
             trace.child("textfont").update(color=t["mask_text"], family=t["font_family"],
                                            size=max(9, t["font_size"] - 3))
-        if trace.type == "heatmap" and trace.texttemplate:
+        if trace.get("type") == "heatmap" and trace.get("texttemplate"):
             trace.child("textfont").update(size=max(9, t["font_size"] - 3), family=t["font_family"])
     _set_margins(fig, t, width, left, xs, ys)
     if finished is not None:  # a finished go.Figure is restyled in place, as plotly's update_* would
@@ -344,19 +344,27 @@ def subplot_titles(fig: Fig | go.Figure, xs: list[Node] | None = None) -> list:
     xs: the figure's x axes, when the caller has them already."""
     centres = {}
     for ax in _x_axes(fig) if xs is None else xs:
-        if ax.domain:
-            d0, d1 = ax.domain
+        domain = _prop(ax, "domain")
+        if domain:
+            d0, d1 = domain
             centres[round((d0 + d1) / 2, 6)] = d1 - d0
     out = []
-    for ann in fig.layout.annotations or ():
-        if ann.name == "notes" or ann.xref != "paper" or ann.yref != "paper":
+    for ann in _prop(fig.layout, "annotations") or ():
+        name, x = _prop(ann, "name"), _prop(ann, "x")
+        if name == "notes" or _prop(ann, "xref") != "paper" or _prop(ann, "yref") != "paper":
             continue
-        if ann.textangle not in (None, 0) or ann.x is None:
+        if _prop(ann, "textangle") not in (None, 0) or x is None:
             continue
-        width = centres.get(round(ann.x, 6))
+        width = centres.get(round(x, 6))
         if width is not None:
             out.append((ann, width))
     return out
+
+
+def _prop(obj, name: str):
+    """obj.name for a Node (dict.get: a Node's attribute lookup first fails as an attribute, then
+    falls back to __getattr__, ~10x the cost) or a plotly object."""
+    return obj.get(name) if type(obj) is Node else getattr(obj, name)
 
 
 def _x_axes(fig: Fig | go.Figure) -> list:
@@ -367,7 +375,7 @@ def _wrap_subplot_titles(fig: Fig, t: dict, width: float, xs: list[Node]) -> Non
     """Wrap each subplot title to its panel's width (the figure is `width` px wide), so neighbours
     never run into each other."""
     for ann, domain in subplot_titles(fig, xs):
-        ann.text = soft_wrap(ann.text or "", max(domain * width * PLOT_FRACTION, 3 * t["font_size"]),
+        ann.text = soft_wrap(ann.get("text") or "", max(domain * width * PLOT_FRACTION, 3 * t["font_size"]),
                              t["font_size"])
 
 
@@ -379,8 +387,8 @@ def _top_axis_height(t: dict, xs: list[Node]) -> int:
     """Room for tick labels of an x axis on top (they may be turned 90° when crowded)."""
     height = 0
     for ax in xs:
-        if ax.side == "top" and ax.showticklabels is not False:
-            labels = [str(v) for v in (ax.ticktext or [])]
+        if ax.get("side") == "top" and ax.get("showticklabels") is not False:
+            labels = [str(v) for v in (ax.get("ticktext") or [])]
             if not labels:
                 continue
             longest = widest(labels, t["font_size"])
@@ -392,16 +400,16 @@ def _left_of_plot(fig: Fig, t: dict, ys: list[Node]) -> float:
     """Estimated px left of the plot area: the widest y tick label, ticks, the y axis title."""
     left = 0.0
     for ax in ys:
-        if ax.side == "right" or ax.overlaying:
+        if ax.get("side") == "right" or ax.get("overlaying"):
             continue
-        if ax.domain and ax.anchor and ax.anchor != "x":  # only the first column's axes
-            xa = fig.layout.child("xaxis" + ax.anchor[1:])
-            if xa.domain and xa.domain[0] > 0.01:
+        if ax.get("domain") and ax.get("anchor") and ax.get("anchor") != "x":  # only the first column's axes
+            xa = fig.layout.child("xaxis" + ax.get("anchor")[1:])
+            if xa.get("domain") and xa.get("domain")[0] > 0.01:
                 continue
         px = 0.0
-        if ax.showticklabels is not False:
-            px += widest(ax.ticktext or ["−0.00"], t["font_size"]) + 10
-        if (ax.title or {}).get("text"):
+        if ax.get("showticklabels") is not False:
+            px += widest(ax.get("ticktext") or ["−0.00"], t["font_size"]) + 10
+        if (ax.get("title") or {}).get("text"):
             px += 1.5 * t["font_size"]
         left = max(left, px)
     return left
@@ -409,9 +417,9 @@ def _left_of_plot(fig: Fig, t: dict, ys: list[Node]) -> float:
 
 def _tick_labels(ax: Node) -> list[str]:
     """The tick labels an axis shows: its ticktext, else Plotly's numbers (guessed from its range)."""
-    if ax.ticktext:
-        return [str(v) for v in ax.ticktext]
-    ends = [v for v in (ax.range or ()) if isinstance(v, (int, float))]
+    if ax.get("ticktext"):
+        return [str(v) for v in ax.get("ticktext")]
+    ends = [v for v in (ax.get("range") or ()) if isinstance(v, (int, float))]
     return [f"{v:.2g}".replace("-", "−") for v in ends] + ["−0.00"]
 
 
@@ -435,19 +443,19 @@ def _legend_px(fig: Fig, t: dict, width: float) -> tuple[float, float]:
     """(right, below) px a legend takes: beside the plot (vertical, Plotly's default) or under it
     (horizontal, rows of entries as wide as the figure)."""
     layout = fig.layout
-    if layout.showlegend is False:
+    if layout.get("showlegend") is False:
         return 0.0, 0.0
     # Plotly lists scatter and bar traces unless told not to, other types only when told to.
     shown = [tr for tr in fig.data
-             if (tr.showlegend if tr.showlegend is not None else tr.type in ("scatter", "bar"))]
-    names = [str(tr.name or f"trace {i}") for i, tr in enumerate(shown)]
-    if not names or (len(fig.data) < 2 and layout.showlegend is not True):
+             if (tr.get("showlegend") if tr.get("showlegend") is not None else tr.get("type") in ("scatter", "bar"))]
+    names = [str(tr.get("name") or f"trace {i}") for i, tr in enumerate(shown)]
+    if not names or (len(fig.data) < 2 and layout.get("showlegend") is not True):
         return 0.0, 0.0  # Plotly draws no legend for a single trace
-    legend = layout.legend or Node()
-    size = ((legend.font or {}).get("size")) or t["font_size"]
-    items = [text_width(str(n), size) + (60 if legend.orientation == "h" else 50) for n in names]
-    title = ((legend.title or {}).get("text")) or ""
-    if legend.orientation == "h":
+    legend = layout.get("legend") or Node()
+    size = ((legend.get("font") or {}).get("size")) or t["font_size"]
+    items = [text_width(str(n), size) + (60 if legend.get("orientation") == "h" else 50) for n in names]
+    title = ((legend.get("title") or {}).get("text")) or ""
+    if legend.get("orientation") == "h":
         room = width - 2 * max(8, round(0.5 * t["font_size"]))
         rows, used = 1, 0.0
         for w in items:
@@ -463,10 +471,10 @@ def _right_of_plot(fig: Fig, t: dict, ys: list[Node], legend: tuple[float, float
     tick labels of right-hand y axes (row sums)."""
     bars = [_colorbar_px(v.get("colorbar"), v.get("cmin"), v.get("cmax"), t)
             for k, v in fig.layout.items() if k.startswith("coloraxis") and v.get("showscale") is not False]
-    bars += [_colorbar_px(tr.colorbar, tr.zmin, tr.zmax, t) for tr in fig.data
-             if tr.type == "heatmap" and not tr.coloraxis and tr.showscale is not False]
+    bars += [_colorbar_px(tr.get("colorbar"), tr.get("zmin"), tr.get("zmax"), t) for tr in fig.data
+             if tr.get("type") == "heatmap" and not tr.get("coloraxis") and tr.get("showscale") is not False]
     axes = [widest(_tick_labels(ax), t["font_size"]) + 12 for ax in ys
-            if ax.side == "right" and ax.showticklabels is not False]
+            if ax.get("side") == "right" and ax.get("showticklabels") is not False]
     return max(bars, default=0.0) + max(axes, default=0.0) + legend[0]
 
 
@@ -477,19 +485,19 @@ def _below_plot(fig: Fig, t: dict, width: float, xs: list[Node], legend: tuple[f
     plot_width = width * PLOT_FRACTION
     below = 0.0
     for ax in xs:
-        if ax.side == "top" or ax.overlaying:
+        if ax.get("side") == "top" or ax.get("overlaying"):
             continue
-        ya = fig.layout.get("yaxis" + (ax.anchor or "y")[1:])
-        if isinstance(ya, Node) and ya.domain and ya.domain[0] > 0.01:  # not the bottom row
+        ya = fig.layout.get("yaxis" + (ax.get("anchor") or "y")[1:])
+        if isinstance(ya, Node) and ya.get("domain") and ya.get("domain")[0] > 0.01:  # not the bottom row
             continue
         px = 0.0
-        if ax.showticklabels is not False:
+        if ax.get("showticklabels") is not False:
             labels = _tick_labels(ax)
             wide = widest(labels, f)
-            d0, d1 = ax.domain or (0.0, 1.0)
-            fits = len(labels) * (wide + 8) <= (d1 - d0) * plot_width or ax.tickangle == 0 or not ax.ticktext
+            d0, d1 = ax.get("domain") or (0.0, 1.0)
+            fits = len(labels) * (wide + 8) <= (d1 - d0) * plot_width or ax.get("tickangle") == 0 or not ax.get("ticktext")
             px += (1.3 * f if fits else wide + 4) + 14
-        if (ax.title or {}).get("text"):
+        if (ax.get("title") or {}).get("text"):
             px += 1.5 * f + 6
         below = max(below, px)
     return below + legend[1]
@@ -518,9 +526,9 @@ def _fit_title(fig: Fig, t: dict, width: float, left: float, xs: list[Node]) -> 
     by its first line), so the pad gives that back; notes live in an annotation (anchored by its
     whole height). The top margin is counted from the lines here.
     """
-    first, *rest = ((fig.layout.title or {}).get("text") or "").split("<br>")
-    old = [a for a in fig.layout.annotations or () if a.name == "notes"]
-    lines = [unwrap(x) for x in (old[0].text.split("<br>") if old else [])] + rest
+    first, *rest = ((fig.layout.get("title") or {}).get("text") or "").split("<br>")
+    old = [a for a in fig.layout.get("annotations") or () if a.get("name") == "notes"]
+    lines = [unwrap(x) for x in (old[0].get("text").split("<br>") if old else [])] + rest
     note_size = max(10, round(0.8 * t["font_size"]))
     room = width - left - max(8, round(0.5 * t["font_size"])) - 4
     first = soft_wrap(first, room, t["title_size"]) if first else first
@@ -530,17 +538,17 @@ def _fit_title(fig: Fig, t: dict, width: float, left: float, xs: list[Node]) -> 
     # make_subplots puts subplot titles at the top edge of the plot area: notes go above them.
     top = [
         a
-        for a in fig.layout.annotations or ()
-        if a.name != "notes"
-        and a.yref == "paper"
-        and a.y is not None
-        and a.y >= 0.98
-        and a.yanchor == "bottom"
+        for a in fig.layout.get("annotations") or ()
+        if a.get("name") != "notes"
+        and a.get("yref") == "paper"
+        and a.get("y") is not None
+        and a.get("y") >= 0.98
+        and a.get("yanchor") == "bottom"
     ]
     lift = 0
     if top:
-        size = max(((a.font or {}).get("size") or t["font_size"]) for a in top)
-        lift = int((0.3 + 1.3 * max(_lines(a.text) for a in top)) * size)
+        size = max(((a.get("font") or {}).get("size") or t["font_size"]) for a in top)
+        lift = int((0.3 + 1.3 * max(_lines(a.get("text")) for a in top)) * size)
     lift += _top_axis_height(t, xs)
     if old:
         old[0].update(
