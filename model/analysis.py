@@ -6,7 +6,6 @@ Torch in, torch or numpy out; nothing here draws.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -14,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from model.attention import AttentionRecord, masked_scores
+from model.attention import AttentionRecord
 from model.masks import causal_mask, combine_masks, padding_mask
 from model.transformer import Trace, Transformer
 
@@ -83,17 +82,11 @@ def head_arrays(rec: AttentionRecord, batch: int = 0, head: int = 0) -> dict[str
     def pick(t: torch.Tensor) -> np.ndarray:
         return t[0, 0].detach().to("cpu", torch.float64).numpy()
 
-    # Each step once, from the one before, by the same expressions as AttentionRecord's properties
-    # (which would each start again from Q and K): the same numbers, bit for bit.
-    scores = one.scores  # Q K^T, (1, 1, Tq, Tk)
-    scaled = scores / math.sqrt(one.d_k)  # = one.scaled
-    weights = one.weights  # attention_weights: the forward pass's own numbers
+    steps = one.steps()  # each step once, from the one before
     return {
         "q": pick(one.q), "k": pick(one.k), "v": pick(one.v),
-        "scores": pick(scores), "scaled": pick(scaled),
         "allowed": one.allowed[0, 0].cpu().numpy(),
-        "masked": pick(masked_scores(scaled, one.mask)),  # = one.masked
-        "weights": pick(weights), "context": pick(weights @ one.v),  # = one.context
+        **{name: pick(t) for name, t in steps.items()},
     }
 
 

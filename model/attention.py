@@ -136,7 +136,10 @@ class AttentionRecord:
     @property
     def scaled(self) -> torch.Tensor:
         """Q K^T / sqrt(d_k), (B, H, Tq, Tk)."""
-        return self.scores / math.sqrt(self.d_k)
+        return self._scale(self.scores)
+
+    def _scale(self, scores: torch.Tensor) -> torch.Tensor:
+        return scores / math.sqrt(self.d_k)
 
     @property
     def allowed(self) -> torch.Tensor:
@@ -162,6 +165,16 @@ class AttentionRecord:
     def context(self) -> torch.Tensor:
         """Per-head weighted sums of values, weights @ V, (B, H, Tq, d_k)."""
         return self.weights @ self.v
+
+    def steps(self) -> dict[str, torch.Tensor]:
+        """scores, scaled, masked, weights and context at once, each derived from the one before
+        by the properties' own expressions (the properties each start again from Q and K): the
+        same numbers, bit for bit, for a view that shows every step."""
+        scores = self.scores  # Q K^T, (B, H, Tq, Tk)
+        scaled = self._scale(scores)
+        weights = self.weights  # attention_weights: the forward pass's own numbers
+        return {"scores": scores, "scaled": scaled, "masked": masked_scores(scaled, self.mask),
+                "weights": weights, "context": weights @ self.v}
 
     def select(self, batch: int, head: int | None = None) -> AttentionRecord:
         """The record of one batch row (and one head, or all): views of q, k, v and the mask.
