@@ -22,6 +22,10 @@ def test_select_matches_the_full_record_for_every_row_and_head(kind):
         "2d": causal_mask(T, ids.device).reshape(T, T),
     }[kind]
     full = AttentionRecord(q, k, v, mask)
+    steps = full.steps()  # every step at once, each from the one before: the properties' numbers
+    assert set(steps) == {"scores", "scaled", "masked", "weights", "context"}
+    for name, t in steps.items():
+        assert torch.equal(t, getattr(full, name)), (kind, name)
     for b in range(B):
         for h in range(H):
             one = full.select(b, h)
