@@ -70,9 +70,21 @@ def decode_array(value) -> np.ndarray:
     return np.asarray(value, dtype=np.float64)
 
 
+def charts(at) -> list[dict]:
+    """Every chart the page holds (ui/chart.py), as the browser receives it: {"figure", "config"}
+    from the component's bytes; its element key under "key"."""
+    from ui.chart import NAME
+
+    out = []
+    for element in at.get("bidi_component"):
+        if element.proto.component_name == NAME:
+            out.append(json.loads(element.proto.bytes) | {"key": element.proto.id.split("-", 2)[-1]})
+    return out
+
+
 def figures(at) -> list[dict]:
     """Every Plotly figure the page holds, as the JSON the browser receives."""
-    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+    return [chart["figure"] for chart in charts(at)]
 
 
 def traces(fig: dict, role: str) -> list[dict]:

@@ -170,3 +170,67 @@ def test_numbers_and_downloads_of_a_figure_open_on_demand(page):
     page.locator(f".st-key-numbers-{weights} summary").first.click()
     page.locator(f".st-key-numbers-{weights} [data-testid='stDataFrame']").wait_for()
     assert page.locator(ERRORS).count() == 0
+
+
+# -- ui/chart.py: a chart keeps its <div>; Plotly.react redraws it in place ------------------------
+WEIGHTS_CHART = ".st-key-chart-attention-attention-weights .js-plotly-plot"
+SIZE = "gd => [gd._fullLayout.width, gd._fullLayout.height]"
+
+
+def test_a_new_sentence_and_a_new_head_redraw_every_chart_in_its_own_div(page):
+    open_view(page, "3 · Attention step by step")
+    assert drawn_charts(page) >= 5
+    count = page.evaluate("""() => { const divs = [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')];
+        divs.forEach((gd, i) => { gd.__mark = i; }); return divs.length; }""")
+    ticks = page.eval_on_selector(WEIGHTS_CHART, "gd => gd.layout.yaxis.ticktext")
+    weights = page.eval_on_selector(WEIGHTS_CHART, "gd => Array.from(gd._fullData[0].z[0])")
+    type_sentence(page, "sentence_a", "我爱我家")
+    page.wait_for_function(f"""() => (document.querySelector('{WEIGHTS_CHART}').layout.yaxis.ticktext || [])
+        .includes('0:我')""", timeout=30_000)
+    pick(page, "head", "head 1")
+    wait_for_setting(page, "head", "1")
+    marks = page.evaluate("""() => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')]
+        .map(gd => gd.__mark)""")
+    assert marks == list(range(count))  # the same <div>s, in the same order: none was rebuilt
+    assert page.eval_on_selector(WEIGHTS_CHART, "gd => gd.layout.yaxis.ticktext") != ticks
+    assert page.eval_on_selector(WEIGHTS_CHART, "gd => Array.from(gd._fullData[0].z[0])") != weights
+    assert "head 1" in headings(page) and page.locator(ERRORS).count() == 0
+
+
+def test_a_chart_goes_full_screen_and_back_and_follows_the_page_width(page):
+    open_view(page, "3 · Attention step by step")
+    drawn_charts(page)
+    width, height = page.eval_on_selector(WEIGHTS_CHART, SIZE)
+    page.hover(WEIGHTS_CHART)
+    page.locator(f"{WEIGHTS_CHART} .modebar-btn[data-title^='Full screen']").click()
+    page.wait_for_function(f"() => document.querySelector('{WEIGHTS_CHART}')._fullLayout.height === window.innerHeight")
+    assert page.evaluate("() => document.fullscreenElement.className") == "lab-chart-box"
+    assert page.eval_on_selector(WEIGHTS_CHART, SIZE) == page.evaluate("() => [window.innerWidth, window.innerHeight]")
+    full_screenshot(page, str(SCREENSHOTS / "browser-chart-full-screen.png"))
+    page.evaluate("() => document.exitFullscreen()")
+    page.wait_for_function("() => !document.fullscreenElement")
+    page.wait_for_function(f"([w, h]) => {{ const gd = document.querySelector('{WEIGHTS_CHART}');"
+                           "return gd._fullLayout.width === w && gd._fullLayout.height === h; }",
+                           arg=[width, height])
+    page.set_viewport_size({"width": 1000, "height": 1000})
+    page.wait_for_function(f"(w) => document.querySelector('{WEIGHTS_CHART}')._fullLayout.width < w - 300",
+                           arg=width)
+    assert page.eval_on_selector(WEIGHTS_CHART, SIZE)[1] == height
+    buttons = page.eval_on_selector_all(f"{WEIGHTS_CHART} .modebar-btn", "els => els.map(e => e.dataset.title)")
+    assert "Download plot" in buttons and not any("Share" in b for b in buttons)  # nothing is sent anywhere
+
+
+def test_a_chart_says_why_when_plotly_js_cannot_load(browser, streamlit_url):
+    context = browser.new_context(viewport={"width": 1500, "height": 1000})
+    try:
+        tab = context.new_page()
+        tab.route("**/app/static/**", lambda route: route.abort())
+        tab.goto(f"{streamlit_url}/?views=attention")
+        wait_idle(tab)
+        message = tab.locator(".lab-chart").first
+        message.wait_for()
+        tab.wait_for_function("() => document.querySelector('.lab-chart').textContent.length > 0")
+        assert "plotly.js did not load" in message.inner_text()
+        assert tab.locator('[data-testid="stException"]').count() == 0
+    finally:
+        context.close()

@@ -16,6 +16,7 @@ import streamlit as st
 import viz
 from lab.spec import FigureSpec
 from lab.views import Panel, ViewResult
+from ui.chart import chart
 from ui.text import md
 
 SHOW_TABLE_CELLS = 200_000  # a table that IS the panel (tokens, numbers) is shown up to this size
@@ -84,8 +85,7 @@ def render_panel(panel: Panel, view: str, spec: FigureSpec) -> None:
     key = f"{view}-{panel.key}"
     st.subheader(md(panel.title), anchor=False)
     if panel.figure is not None:
-        st.plotly_chart(panel.figure, config=viz.figure_config(key), key=f"chart-{key}", theme=None,
-                        width="stretch")
+        chart(panel.figure, key=f"chart-{key}", config=viz.figure_config(key))
     if panel.caption:
         if panel.figure is None and not panel.has_table:
             st.info(md(panel.caption))

@@ -13,6 +13,7 @@ import streamlit as st
 import torch
 
 import viz
+from ui.chart import chart as ui_chart
 
 EXAMPLES = ("你喜欢她", "她喜欢你")
 
@@ -57,8 +58,9 @@ def _train(steps: int, positional: str, theme: str) -> dict:
                 progress.progress(stats.step / steps,
                                   text=f"step {stats.step}/{steps}: loss {stats.loss:.3f}, "
                                        f"token accuracy {stats.accuracy:.0%}")
-                chart.plotly_chart(viz.loss_curve(losses, steps=list(range(1, len(losses) + 1)), theme=theme),
-                                   theme=None, width="stretch", config=viz.figure_config("training-loss"))
+                with chart:  # one key per update: each replaces the last in the placeholder
+                    ui_chart(viz.loss_curve(losses, steps=list(range(1, len(losses) + 1)), theme=theme),
+                             key=f"chart-train-progress-{stats.step}", config=viz.figure_config("training-loss"))
     pairs = list(heldout[:5])
     texts = list(EXAMPLES) + [p.zh for p in pairs]
     outputs = translate_batch(model.eval(), texts, src_tok, tgt_tok)
@@ -95,7 +97,7 @@ def train_panel(theme: str) -> None:
         result = st.session_state.get("train_result")
         if result is None:
             return
-        st.plotly_chart(viz.loss_curve(result["losses"], steps=list(range(1, len(result["losses"]) + 1)), theme=theme),
-                        theme=None, width="stretch", config=viz.figure_config("training-loss"), key="chart-train-loss")
+        ui_chart(viz.loss_curve(result["losses"], steps=list(range(1, len(result["losses"]) + 1)), theme=theme),
+                 key="chart-train-loss", config=viz.figure_config("training-loss"))
     st.caption(f"Last run: {result['steps']} steps, positional encoding {result['positional']}.")
     st.dataframe(result["table"], key="table-train")

@@ -584,9 +584,11 @@ _FILENAME_BAD = re.compile(r"[^\w.-]+")
 
 
 def figure_config(filename: str = "attention-lab") -> dict:
-    """Config for st.plotly_chart(config=...): the camera button saves a 3x-scale SVG."""
+    """Plotly config for the app's charts (ui/chart.py): the camera button saves a 3x-scale SVG; no
+    button sends the chart anywhere (plotly.js 3's "Share chart..." uploads to Plotly Cloud)."""
     safe = _FILENAME_BAD.sub("_", str(filename)).strip("._") or "attention-lab"
     return {
         "displaylogo": False,
+        "showSendToCloud": False,
         "toImageButtonOptions": {"format": "svg", "filename": safe, "scale": 3},
     }

@@ -1,0 +1,83 @@
+"""ui/chart.py: the app's charts keep their element (and so their <div>) when the figure changes.
+
+The browser half (the same <div> redrawn in place, full screen, plotly.js that cannot load) is in
+tests/test_browser.py; here: plotly.js on the static path Streamlit serves, and what the server sends.
+"""
+
+from __future__ import annotations
+
+import filecmp
+import json
+import tomllib
+from pathlib import Path
+
+import plotly
+import plotly.io as pio
+import pytest
+from conftest import APP, ROOT, SMALL, charts
+
+import ui.chart
+import viz
+from lab.spec import FigureSpec
+from lab.views import build_view
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+PLOTLY_MIN_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+
+
+def test_plotly_js_is_the_plotly_packages_own_copy_under_a_versioned_name(tmp_path):
+    target = ui.chart.ensure_plotly_js(tmp_path)
+    assert target == tmp_path / f"plotly-{plotly.__version__}.min.js"
+    assert filecmp.cmp(PLOTLY_MIN_JS, target, shallow=False)
+    assert [p.name for p in tmp_path.iterdir()] == [target.name]  # no temporary file left behind
+
+
+def test_a_damaged_copy_is_replaced_and_a_good_one_left_alone(tmp_path):
+    target = tmp_path / ui.chart.PLOTLY_JS
+    target.write_bytes(b"x" * PLOTLY_MIN_JS.stat().st_size)  # the right size, the wrong bytes
+    ui.chart.ensure_plotly_js(tmp_path)
+    assert filecmp.cmp(PLOTLY_MIN_JS, target, shallow=False)
+    stamp = target.stat().st_mtime_ns
+    ui.chart.ensure_plotly_js(tmp_path)
+    assert target.stat().st_mtime_ns == stamp
+
+
+def test_streamlit_serves_the_folder_plotly_js_is_copied_to():
+    from streamlit import file_util
+
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text(encoding="utf-8"))
+    assert config["server"]["enableStaticServing"] is True
+    assert Path(file_util.get_app_static_dir(str(APP))) == ui.chart.STATIC
+    assert f'"app/static/{ui.chart.PLOTLY_JS}"' in ui.chart._script()
+
+
+def _state(text: str) -> dict:
+    return {"view": "attention", "sentence_a": text, "sentence_b": "她喜欢你", **SMALL}
+
+
+def test_each_chart_is_the_views_figure_and_config_under_its_panels_key(make_app):
+    from ui.cache import models
+
+    at = make_app(**_state("你喜欢她"))
+    spec = FigureSpec.from_json(at.code[1].value)  # the spec the page shows (its share expander)
+    assert spec.sentence_a == "你喜欢她" and "attention" in spec.views
+    panels = [p for p in build_view("attention", spec, models()).panels if p.figure is not None]
+    got = charts(at)
+    assert [c["key"] for c in got] == [f"chart-attention-{p.key}" for p in panels]
+    for chart, panel in zip(got, panels, strict=True):
+        assert chart["figure"] == json.loads(pio.to_json(panel.figure, validate=False))  # what st.plotly_chart sent
+        assert chart["config"] == viz.figure_config(f"attention-{panel.key}")
+
+
+def test_a_new_sentence_keeps_every_charts_element_and_changes_its_figure(make_app):
+    """The element id is what the browser keys a chart's <div> on: st.plotly_chart's changes with the
+    figure (a new <div>, Plotly.newPlot); this one is the key alone (the same <div>, Plotly.react)."""
+    at = make_app(**_state("你喜欢她"))
+    before = {e.proto.id: json.loads(e.proto.bytes) for e in at.get("bidi_component")}
+    at.session_state["sentence_a"] = "我爱我家"
+    at.run()
+    after = {e.proto.id: json.loads(e.proto.bytes) for e in at.get("bidi_component")}
+    assert not at.exception and len(after) >= 5
+    assert list(after) == list(before)
+    assert all(after[i]["figure"] != before[i]["figure"] for i in after)

@@ -1,0 +1,166 @@
+"""One Plotly chart on the page that stays on the page: a new figure updates it in place.
+
+st.plotly_chart (Streamlit 1.67) derives each chart's element id from the figure's JSON, so new
+data is a new element: the browser unmounts the old chart and builds a new one with Plotly.newPlot,
+six times per new sentence in the attention view (~420 ms of a ~600 ms redraw at 32 tokens,
+measured in Chromium; plotly.js alone draws the same six figures in ~115 ms). Streamlit PR #16052
+(open) would fix that upstream.
+
+`chart()` is a Streamlit custom component (st.components.v2, rendered in the page, no iframe) whose
+identity is its key: the same key keeps the same <div>, and a new figure goes through
+Plotly.react, which updates the drawn chart instead of rebuilding it.
+
+plotly.js is the copy inside the plotly Python package (the version the figures were built for),
+served once per browser from the app's static folder (`server.enableStaticServing`, set in
+.streamlit/config.toml); `ensure_plotly_js()` puts it there. The figure travels as the same JSON
+st.plotly_chart sends (plotly.io.to_json), as bytes, with the same config.
+"""
+
+from __future__ import annotations
+
+import filecmp
+import functools
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import plotly
+import plotly.io as pio
+import streamlit as st
+
+from viz.theme import APP_HEIGHT  # a figure without a height is drawn this tall, as plotly.js would
+
+ROOT = Path(__file__).resolve().parent.parent
+STATIC = ROOT / "static"  # Streamlit serves <app dir>/static/ at app/static/ (server.enableStaticServing)
+PLOTLY_JS = f"plotly-{plotly.__version__}.min.js"  # versioned name: a browser never keeps an old copy
+NAME = "attention_lab_chart"
+
+# The component's script. Streamlit calls the default export on every rerun that draws the element,
+# with the same parentElement while the key stays; the figure arrives as UTF-8 JSON bytes.
+JS = r"""
+const PLOTLY_URL = "app/static/__PLOTLY_JS__";  // served from ./static/ (server.enableStaticServing)
+const FULLSCREEN_ICON = {width: 24, height: 24,
+  path: "M3 3h7v2H5v5H3V3zm11 0h7v7h-2V5h-5V3zM3 14h2v5h5v2H3v-7zm16 5v-5h2v7h-7v-2h5z"};
+
+function loadPlotly() {
+  if (window.Plotly) return Promise.resolve(window.Plotly);
+  if (!window.__attentionLabPlotly) {
+    window.__attentionLabPlotly = new Promise((resolve, reject) => {
+      const script = document.createElement("script");
+      script.src = new URL(PLOTLY_URL, document.baseURI).href;
+      script.onload = () => resolve(window.Plotly);
+      script.onerror = () => { window.__attentionLabPlotly = null; reject(new Error(PLOTLY_URL)); };
+      document.head.appendChild(script);
+    });
+  }
+  return window.__attentionLabPlotly;
+}
+
+function decode(data) {
+  if (data instanceof Uint8Array || data instanceof ArrayBuffer) return new TextDecoder().decode(data);
+  return typeof data === "string" ? data : JSON.stringify(data);
+}
+
+function toggleFullscreen(gd) {
+  const box = gd.parentElement;
+  if (document.fullscreenElement) document.exitFullscreen();
+  else if (box.requestFullscreen) box.requestFullscreen();
+}
+
+function draw(Plotly, gd) {
+  // The figure's own size, its width the container's unless it sets one; the whole screen in full screen.
+  const {figure, config} = gd.__lab.spec;
+  const box = gd.parentElement;
+  const layout = Object.assign({}, figure.layout);
+  if (document.fullscreenElement === box) {
+    layout.width = window.innerWidth;
+    layout.height = window.innerHeight;
+  } else {
+    layout.width = layout.width || box.parentElement.clientWidth || undefined;
+    layout.height = layout.height || __APP_HEIGHT__;
+  }
+  const full = Object.assign({}, config, {
+    modeBarButtonsToAdd: [{name: "fullscreen", title: "Full screen (Esc leaves)", icon: FULLSCREEN_ICON,
+                           click: toggleFullscreen}],
+  });
+  return Plotly.react(gd, figure.data || [], layout, full);
+}
+
+export default function ({parentElement, data}) {
+  let gd = parentElement.querySelector("div.lab-chart");
+  if (!gd) {
+    const box = document.createElement("div");
+    box.className = "lab-chart-box";
+    box.style.background = "white";
+    gd = document.createElement("div");
+    gd.className = "lab-chart";
+    box.appendChild(gd);
+    parentElement.appendChild(box);
+    gd.__lab = {text: null, spec: null, width: 0};
+  }
+  const text = decode(data);
+  if (text === gd.__lab.text) return;  // the same figure: nothing to draw
+  gd.__lab.text = text;
+  gd.__lab.spec = JSON.parse(text);
+  loadPlotly().then((Plotly) => {
+    if (gd.__lab.text !== text) return;  // a newer figure came while plotly.js loaded
+    const first = !gd.__lab.observer;
+    draw(Plotly, gd);
+    if (first) {
+      gd.__lab.observer = new ResizeObserver((entries) => {
+        const width = Math.round(entries[0].contentRect.width);
+        if (width && width !== gd.__lab.width) {
+          gd.__lab.width = width;
+          draw(Plotly, gd);
+        }
+      });
+      gd.__lab.observer.observe(parentElement);
+      gd.parentElement.addEventListener("fullscreenchange", () => draw(Plotly, gd));
+    }
+  }).catch((err) => {
+    gd.textContent = "This chart could not be drawn: plotly.js did not load from " + err.message +
+      ". Start the app with `streamlit run app.py` from its folder, so that .streamlit/config.toml " +
+      "turns on static serving.";
+  });
+}
+"""
+
+
+def ensure_plotly_js(static: Path = STATIC) -> Path:
+    """static/plotly-<version>.min.js, copied from the plotly package if missing or different; the path.
+
+    Written to a temporary file and renamed, so a browser never reads half a file."""
+    source = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    target = static / PLOTLY_JS
+    if not target.is_file() or not filecmp.cmp(source, target, shallow=False):
+        static.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=static, suffix=".tmp")
+        os.close(fd)
+        shutil.copyfile(source, tmp)
+        os.replace(tmp, target)
+    return target
+
+
+def _script() -> str:
+    return JS.replace("__PLOTLY_JS__", PLOTLY_JS).replace("__APP_HEIGHT__", str(APP_HEIGHT))
+
+
+@functools.cache
+def _component():
+    """Registered once per process; plotly.js put in place first. Styles not isolated: plotly.js puts
+    its own (modebar, hover labels) in the page's <head>, which a shadow root would not see."""
+    ensure_plotly_js()
+    return st.components.v2.component(NAME, js=_script(), isolate_styles=False)
+
+
+def figure_json(figure) -> str:
+    """The figure as st.plotly_chart sends it."""
+    return pio.to_json(figure, validate=False)
+
+
+def chart(figure, *, key: str, config: dict) -> None:
+    """Draw `figure` (a go.Figure) under `key`; the same key on the next rerun updates it in place."""
+    payload = '{"figure":' + figure_json(figure) + ',"config":' + json.dumps(config) + "}"
+    _component()(key=key, data=payload.encode("utf-8"), width="stretch", height="content")
