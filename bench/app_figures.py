@@ -7,7 +7,7 @@ Two figures of `python -m bench --app`:
   base model. Target: a view's figures take less time than the forward that feeds them
   (view_<v>_ratio = figures / forward <= 1).
 - "payload": the JSON each figure sends to the browser (UTF-8 bytes of fig.to_json(), which is
-  what st.plotly_chart ships); target: at 512 tokens no figure above 1 MB.
+  what ui.chart sends the browser); target: at 512 tokens no figure above 1 MB.
 
 The sentences are Chinese characters from the app's presets, one token each with the char tokenizer,
 cycled with a stride so that neighbouring tokens differ; sentence B is A reversed (a reordering, as in
@@ -165,7 +165,7 @@ def app_stages(ctx: Context) -> list[Record]:
 
 
 def figure_payloads(result: ViewResult) -> dict[str, int]:
-    """Panel key -> UTF-8 bytes of its figure's JSON (what st.plotly_chart sends); tables are not counted."""
+    """Panel key -> UTF-8 bytes of its figure's JSON (what ui.chart sends the browser); tables are not counted."""
     return {p.key: len(p.figure.to_json().encode("utf-8")) for p in result.panels if p.figure is not None}
 
 
@@ -196,7 +196,7 @@ def payload_records(
 @figure(
     "payload",
     "A2. Figure JSON sent to the browser, per view (largest figure and all figures of the view)",
-    "UTF-8 bytes of fig.to_json() per figure (st.plotly_chart sends that JSON); max = the largest "
+    "UTF-8 bytes of fig.to_json() per figure (ui.chart sends that JSON); max = the largest "
     "figure of the view, total = the whole view; json_ms = serialising the view once. "
     "Target: no figure above 1 MB at 512 tokens.",
 )

@@ -195,6 +195,13 @@ def test_a_new_sentence_and_a_new_head_redraw_every_chart_in_its_own_div(page):
     assert page.eval_on_selector(WEIGHTS_CHART, "gd => gd.layout.yaxis.ticktext") != ticks
     assert page.eval_on_selector(WEIGHTS_CHART, "gd => Array.from(gd._fullData[0].z[0])") != weights
     assert "head 1" in headings(page) and page.locator(ERRORS).count() == 0
+    open_view(page, "4 · Heads")  # the step-by-step charts leave the page, then come back
+    open_view(page, "3 · Attention step by step")
+    assert drawn_charts(page) > 0
+    assert page.locator('[data-testid="stMain"] .js-plotly-plot').count() == count
+    boxes = page.eval_on_selector_all('[data-testid="stMain"] [class*="st-key-chart-"]',
+                                      "els => els.map(e => e.querySelectorAll('.lab-chart-box').length)")
+    assert boxes == [1] * count
 
 
 def test_a_chart_goes_full_screen_and_back_and_follows_the_page_width(page):
@@ -227,9 +234,9 @@ def test_a_chart_says_why_when_plotly_js_cannot_load(browser, streamlit_url):
         tab.route("**/app/static/**", lambda route: route.abort())
         tab.goto(f"{streamlit_url}/?views=attention")
         wait_idle(tab)
-        message = tab.locator(".lab-chart").first
-        message.wait_for()
-        tab.wait_for_function("() => document.querySelector('.lab-chart').textContent.length > 0")
+        message = tab.locator(".lab-chart-message").first
+        message.wait_for(state="attached")
+        tab.wait_for_function("() => document.querySelector('.lab-chart-message').textContent.length > 0")
         assert "plotly.js did not load" in message.inner_text()
         assert tab.locator('[data-testid="stException"]').count() == 0
     finally:

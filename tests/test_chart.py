@@ -81,3 +81,17 @@ def test_a_new_sentence_keeps_every_charts_element_and_changes_its_figure(make_a
     assert not at.exception and len(after) >= 5
     assert list(after) == list(before)
     assert all(after[i]["figure"] != before[i]["figure"] for i in after)
+
+
+def test_a_static_folder_that_cannot_be_written_is_logged_not_raised(monkeypatch, caplog):
+    def read_only(static=None):
+        raise PermissionError(13, "Read-only file system", str(ui.chart.STATIC))
+
+    monkeypatch.setattr(ui.chart, "ensure_plotly_js", read_only)
+    ui.chart._component.cache_clear()
+    try:
+        with caplog.at_level("ERROR", logger="attention_lab"):
+            assert callable(ui.chart._component())
+        assert "could not put plotly.js" in caplog.text
+    finally:
+        ui.chart._component.cache_clear()

@@ -21,6 +21,7 @@ from __future__ import annotations
 import filecmp
 import functools
 import json
+import logging
 import os
 import shutil
 import tempfile
@@ -36,6 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 STATIC = ROOT / "static"  # Streamlit serves <app dir>/static/ at app/static/ (server.enableStaticServing)
 PLOTLY_JS = f"plotly-{plotly.__version__}.min.js"  # versioned name: a browser never keeps an old copy
 NAME = "attention_lab_chart"
+log = logging.getLogger("attention_lab")
 
 # The component's script. Streamlit calls the default export on every rerun that draws the element,
 # with the same parentElement while the key stays; the figure arrives as UTF-8 JSON bytes.
@@ -88,27 +90,46 @@ function draw(Plotly, gd) {
   return Plotly.react(gd, figure.data || [], layout, full);
 }
 
+function mount(parentElement) {
+  // box (what full screen shows) > gd (plotly's div) + a line for errors; a cleanup for the unmount
+  const box = document.createElement("div");
+  box.className = "lab-chart-box";
+  box.style.background = "white";
+  const gd = document.createElement("div");
+  gd.className = "lab-chart";
+  const message = document.createElement("div");
+  message.className = "lab-chart-message";
+  box.append(gd, message);
+  parentElement.appendChild(box);
+  gd.__lab = {text: null, spec: null, width: 0, observer: null, message};
+  gd.__lab.cleanup = () => {  // the element left the page (another view): free plotly's state
+    if (gd.__lab.observer) gd.__lab.observer.disconnect();
+    if (window.Plotly) window.Plotly.purge(gd);
+    box.remove();
+  };
+  return gd;
+}
+
+function say(gd, text) {
+  gd.__lab.message.textContent = text;
+}
+
 export default function ({parentElement, data}) {
-  let gd = parentElement.querySelector("div.lab-chart");
-  if (!gd) {
-    const box = document.createElement("div");
-    box.className = "lab-chart-box";
-    box.style.background = "white";
-    gd = document.createElement("div");
-    gd.className = "lab-chart";
-    box.appendChild(gd);
-    parentElement.appendChild(box);
-    gd.__lab = {text: null, spec: null, width: 0};
-  }
+  const gd = parentElement.querySelector("div.lab-chart") || mount(parentElement);
   const text = decode(data);
-  if (text === gd.__lab.text) return;  // the same figure: nothing to draw
+  if (text === gd.__lab.text) return gd.__lab.cleanup;  // the same figure: nothing to draw
   gd.__lab.text = text;
   gd.__lab.spec = JSON.parse(text);
   loadPlotly().then((Plotly) => {
     if (gd.__lab.text !== text) return;  // a newer figure came while plotly.js loaded
-    const first = !gd.__lab.observer;
-    draw(Plotly, gd);
-    if (first) {
+    try {
+      draw(Plotly, gd);
+      say(gd, "");
+    } catch (err) {
+      say(gd, "This chart could not be drawn: " + err.message);
+      return;
+    }
+    if (!gd.__lab.observer) {  // first draw: follow the page's width and full screen
       gd.__lab.observer = new ResizeObserver((entries) => {
         const width = Math.round(entries[0].contentRect.width);
         if (width && width !== gd.__lab.width) {
@@ -119,11 +140,12 @@ export default function ({parentElement, data}) {
       gd.__lab.observer.observe(parentElement);
       gd.parentElement.addEventListener("fullscreenchange", () => draw(Plotly, gd));
     }
-  }).catch((err) => {
-    gd.textContent = "This chart could not be drawn: plotly.js did not load from " + err.message +
-      ". Start the app with `streamlit run app.py` from its folder, so that .streamlit/config.toml " +
-      "turns on static serving.";
+  }, (err) => {
+    say(gd, "This chart could not be drawn: plotly.js did not load from " + err.message +
+      ". The app serves it from its static folder: server.enableStaticServing must stay on " +
+      "(.streamlit/config.toml next to app.py).");
   });
+  return gd.__lab.cleanup;
 }
 """
 
@@ -149,9 +171,13 @@ def _script() -> str:
 
 @functools.cache
 def _component():
-    """Registered once per process; plotly.js put in place first. Styles not isolated: plotly.js puts
-    its own (modebar, hover labels) in the page's <head>, which a shadow root would not see."""
-    ensure_plotly_js()
+    """Registered once per process; plotly.js put in place first (if the folder cannot be written, the
+    log says so and each chart says plotly.js did not load). Styles not isolated: plotly.js puts its
+    own (modebar, hover labels) in the page's <head>, which a shadow root would not see."""
+    try:
+        ensure_plotly_js()
+    except OSError:
+        log.exception("Attention Lab could not put plotly.js in %s: the charts cannot draw", STATIC)
     return st.components.v2.component(NAME, js=_script(), isolate_styles=False)
 
 
