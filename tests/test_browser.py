@@ -212,6 +212,7 @@ def test_a_chart_goes_full_screen_and_back_and_follows_the_page_width(page):
     page.locator(f"{WEIGHTS_CHART} .modebar-btn[data-title^='Full screen']").click()
     page.wait_for_function(f"() => document.querySelector('{WEIGHTS_CHART}')._fullLayout.height === window.innerHeight")
     assert page.evaluate("() => document.fullscreenElement.className") == "lab-chart-box"
+    assert page.evaluate("() => getComputedStyle(document.fullscreenElement).backgroundColor") == "rgb(255, 255, 255)"
     assert page.eval_on_selector(WEIGHTS_CHART, SIZE) == page.evaluate("() => [window.innerWidth, window.innerHeight]")
     full_screenshot(page, str(SCREENSHOTS / "browser-chart-full-screen.png"))
     page.evaluate("() => document.exitFullscreen()")

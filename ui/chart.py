@@ -76,7 +76,9 @@ function draw(Plotly, gd) {
   const {figure, config} = gd.__lab.spec;
   const box = gd.parentElement;
   const layout = Object.assign({}, figure.layout);
-  if (document.fullscreenElement === box) {
+  const fullscreen = document.fullscreenElement === box;
+  box.style.background = fullscreen ? (layout.paper_bgcolor || "white") : "";  // not the browser's black
+  if (fullscreen) {
     layout.width = window.innerWidth;
     layout.height = window.innerHeight;
   } else {
@@ -94,7 +96,6 @@ function mount(parentElement) {
   // box (what full screen shows) > gd (plotly's div) + a line for errors; a cleanup for the unmount
   const box = document.createElement("div");
   box.className = "lab-chart-box";
-  box.style.background = "white";
   const gd = document.createElement("div");
   gd.className = "lab-chart";
   const message = document.createElement("div");
