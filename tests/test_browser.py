@@ -242,3 +242,33 @@ def test_a_chart_says_why_when_plotly_js_cannot_load(browser, streamlit_url):
         assert tab.locator('[data-testid="stException"]').count() == 0
     finally:
         context.close()
+
+
+def test_a_theme_chosen_live_draws_what_a_fresh_page_of_that_theme_draws(page, browser, streamlit_url):
+    """Plotly.react moves each kept chart to the new layout; nothing of the old theme stays behind."""
+    from viz.theme import THEMES
+
+    look = """els => els.map(gd => { const l = gd._fullLayout;
+        return [l.paper_bgcolor, l.plot_bgcolor, l.font.family, l.font.size, l.height, l.margin.l, l.margin.t]; })"""
+    charts = '[data-testid="stMain"] .js-plotly-plot'
+    open_view(page, "3 · Attention step by step")
+    drawn_charts(page)
+    before = page.eval_on_selector_all(charts, look)
+    page.locator(".st-key-theme [role='combobox']").click()
+    if not page.get_by_role("option", name="slide", exact=True).count():
+        page.keyboard.press("ArrowDown")  # in the sidebar the click may only focus the box
+    page.get_by_role("option", name="slide", exact=True).click()
+    wait_for_setting(page, "theme", "slide")
+    page.wait_for_function(f"""(size) => [...document.querySelectorAll('{charts}')]
+        .every(gd => gd._fullLayout.font.size === size)""", arg=THEMES["slide"]["font_size"])
+    live = page.eval_on_selector_all(charts, look)
+    fresh_context = browser.new_context(viewport={"width": 1500, "height": 1000})
+    try:
+        fresh = fresh_context.new_page()
+        fresh.goto(f"{streamlit_url}/?views=attention&theme=slide")
+        wait_idle(fresh)
+        drawn_charts(fresh)
+        assert live == fresh.eval_on_selector_all(charts, look)
+    finally:
+        fresh_context.close()
+    assert len(live) == len(before) >= 5 and all(a != b for a, b in zip(live, before, strict=True))
