@@ -214,7 +214,11 @@ def test_a_chart_goes_full_screen_and_back_and_follows_the_page_width(page):
     assert page.evaluate("() => document.fullscreenElement.className") == "lab-chart-box"
     assert page.evaluate("() => getComputedStyle(document.fullscreenElement).backgroundColor") == "rgb(255, 255, 255)"
     assert page.eval_on_selector(WEIGHTS_CHART, SIZE) == page.evaluate("() => [window.innerWidth, window.innerHeight]")
-    full_screenshot(page, str(SCREENSHOTS / "browser-chart-full-screen.png"))
+    page.screenshot(path=str(SCREENSHOTS / "browser-chart-full-screen.png"))
+    page.set_viewport_size({"width": 1200, "height": 800})  # the window changes while in full screen
+    page.wait_for_function(f"() => document.querySelector('{WEIGHTS_CHART}')._fullLayout.height === 800")
+    assert page.eval_on_selector(WEIGHTS_CHART, SIZE) == [1200, 800]
+    page.set_viewport_size({"width": 1500, "height": 1000})
     page.evaluate("() => document.exitFullscreen()")
     page.wait_for_function("() => !document.fullscreenElement")
     page.wait_for_function(f"([w, h]) => {{ const gd = document.querySelector('{WEIGHTS_CHART}');"

@@ -102,7 +102,7 @@ function mount(parentElement) {
   message.className = "lab-chart-message";
   box.append(gd, message);
   parentElement.appendChild(box);
-  gd.__lab = {text: null, spec: null, width: 0, observer: null, message};
+  gd.__lab = {text: null, spec: null, size: null, observer: null, message};
   gd.__lab.cleanup = () => {  // the element left the page (another view): free plotly's state
     if (gd.__lab.observer) gd.__lab.observer.disconnect();
     if (window.Plotly) window.Plotly.purge(gd);
@@ -130,16 +130,19 @@ export default function ({parentElement, data}) {
       say(gd, "This chart could not be drawn: " + err.message);
       return;
     }
-    if (!gd.__lab.observer) {  // first draw: follow the page's width and full screen
-      gd.__lab.observer = new ResizeObserver((entries) => {
-        const width = Math.round(entries[0].contentRect.width);
-        if (width && width !== gd.__lab.width) {
-          gd.__lab.width = width;
+    if (!gd.__lab.observer) {  // first draw: follow the page's width, and the screen's size in full screen
+      const box = gd.parentElement;
+      gd.__lab.observer = new ResizeObserver(() => {
+        const size = document.fullscreenElement === box ? `${window.innerWidth}x${window.innerHeight}`
+                                                        : `${parentElement.clientWidth}`;
+        if (parentElement.clientWidth && size !== gd.__lab.size) {
+          gd.__lab.size = size;
           draw(Plotly, gd);
         }
       });
       gd.__lab.observer.observe(parentElement);
-      gd.parentElement.addEventListener("fullscreenchange", () => draw(Plotly, gd));
+      gd.__lab.observer.observe(box);
+      box.addEventListener("fullscreenchange", () => draw(Plotly, gd));
     }
   }, (err) => {
     say(gd, "This chart could not be drawn: plotly.js did not load from " + err.message +
