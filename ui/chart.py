@@ -71,10 +71,18 @@ function toggleFullscreen(gd) {
   else if (box.requestFullscreen) box.requestFullscreen();
 }
 
+function sizeKey(gd) {
+  // What the drawn size depends on: the screen's size in full screen, else the container's width.
+  const box = gd.parentElement;
+  return document.fullscreenElement === box ? `${window.innerWidth}x${window.innerHeight}`
+                                            : `${box.parentElement.clientWidth}`;
+}
+
 function draw(Plotly, gd) {
   // The figure's own size, its width the container's unless it sets one; the whole screen in full screen.
   const {figure, config} = gd.__lab.spec;
   const box = gd.parentElement;
+  gd.__lab.size = sizeKey(gd);
   const layout = Object.assign({}, figure.layout);
   const fullscreen = document.fullscreenElement === box;
   box.style.background = fullscreen ? (layout.paper_bgcolor || "white") : "";  // not the browser's black
@@ -133,12 +141,7 @@ export default function ({parentElement, data}) {
     if (!gd.__lab.observer) {  // first draw: follow the page's width, and the screen's size in full screen
       const box = gd.parentElement;
       gd.__lab.observer = new ResizeObserver(() => {
-        const size = document.fullscreenElement === box ? `${window.innerWidth}x${window.innerHeight}`
-                                                        : `${parentElement.clientWidth}`;
-        if (parentElement.clientWidth && size !== gd.__lab.size) {
-          gd.__lab.size = size;
-          draw(Plotly, gd);
-        }
+        if (parentElement.clientWidth && sizeKey(gd) !== gd.__lab.size) draw(Plotly, gd);
       });
       gd.__lab.observer.observe(parentElement);
       gd.__lab.observer.observe(box);
