@@ -188,12 +188,7 @@ def _component():
     return st.components.v2.component(NAME, js=_script(), isolate_styles=False)
 
 
-def figure_json(figure) -> str:
-    """The figure as st.plotly_chart sends it."""
-    return pio.to_json(figure, validate=False)
-
-
 def chart(figure, *, key: str, config: dict) -> None:
     """Draw `figure` (a go.Figure) under `key`; the same key on the next rerun updates it in place."""
-    payload = '{"figure":' + figure_json(figure) + ',"config":' + json.dumps(config) + "}"
+    payload = '{"figure":' + pio.to_json(figure, validate=False) + ',"config":' + json.dumps(config) + "}"
     _component()(key=key, data=payload.encode("utf-8"), width="stretch", height="content")

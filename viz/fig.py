@@ -394,7 +394,7 @@ class Figure(GoFigure):
     """A go.Figure whose plotly object tree is built only when something reads it.
 
     Building go.Figure's tree costs ~1 ms per figure even unvalidated, and the app never reads
-    it: st.plotly_chart and viz.export call to_dict / to_plotly_json / to_json, which are served
+    it: ui.chart (plotly.io.to_json) and viz.export call to_dict / to_plotly_json / to_json, served
     from the dict. Any other use (fig.layout, fig.data, update_*, ...) builds the tree first,
     so the object behaves as the go.Figure it is.
     """

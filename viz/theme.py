@@ -1,4 +1,4 @@
-"""Themes, colour scales and the st.plotly_chart config shared by every figure.
+"""Themes, colour scales and the Plotly config (viz.figure_config) shared by every figure.
 
 A theme is applied last by each builder (`theme=` argument) and can be re-applied to any finished
 figure with `apply_theme(fig, name)`. Themes only restyle (fonts, colours, lines, colour bars);
