@@ -68,7 +68,8 @@ def spec_for(base: FigureSpec, tokens: int, salt: int = 0, **changes) -> FigureS
 
 def app_specs(ctx: Context) -> dict[str, FigureSpec]:
     """The configs of this run that the app can build (e.g. --quick: the app model only)."""
-    return {name: APP_SPECS[name] for name in ctx.configs if name in APP_SPECS}
+    return {name: dataclasses.replace(APP_SPECS[name], device=ctx.device)
+            for name in ctx.configs if name in APP_SPECS}
 
 
 def loaded_model(ctx: Context, key: tuple) -> Loaded:

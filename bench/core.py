@@ -166,6 +166,22 @@ def measure(
     return {name: Timing(statistics.median(s), tuple(s)) for name, s in samples.items()}
 
 
+def synchronized(fns: dict[str, Callable[[], object]], device: str) -> dict[str, Callable[[], object]]:
+    """fns as they are on the CPU; on CUDA each followed by torch.cuda.synchronize()."""
+    if torch.device(device).type != "cuda":
+        return fns
+
+    def wrap(fn):
+        def run():
+            out = fn()
+            torch.cuda.synchronize()
+            return out
+
+        return run
+
+    return {name: wrap(fn) for name, fn in fns.items()}
+
+
 # -- the context every figure receives ---------------------------------------------------------
 
 
@@ -192,12 +208,15 @@ class Context:
     pe_size: int = 512  # (max_len, d_model) of the positional-encoding table
     square_size: int = 2048  # n of the n x n @ n x n reference matmul
     seed: int = 0
+    device: str = "cpu"  # where models, inputs and the reference matmul live ("cuda": timed with a sync)
     notes: list[str] = field(default_factory=list)  # extra lines for the current section
     _cache: dict = field(default_factory=dict, repr=False)
 
     def measure(self, fns: dict[str, Callable[[], object]], warmup: int = 2) -> dict[str, Timing]:
+        """ctx-configured measure(); on a GPU each call ends with a synchronize, so the time is the
+        work's, not the launch's (CUDA runs asynchronously)."""
         return measure(
-            fns,
+            synchronized(fns, self.device),
             budget_s=self.budget_s,
             min_repeats=self.min_repeats,
             max_repeats=self.max_repeats,
@@ -219,8 +238,8 @@ class Context:
         from model.transformer import Transformer
 
         def build():
-            torch.manual_seed(self.seed)
-            return Transformer(self.configs[config_name]).eval()
+            torch.manual_seed(self.seed)  # seeded on the CPU: the same weights on every device
+            return Transformer(self.configs[config_name]).eval().to(self.device)
 
         return self.memo(("model", config_name), build)
 
@@ -229,7 +248,8 @@ class Context:
         from model.reference import torch_transformer
 
         return self.memo(
-            ("torch_model", config_name), lambda: torch_transformer(self.model(config_name)).eval()
+            ("torch_model", config_name),
+            lambda: torch_transformer(self.model(config_name)).eval().to(self.device),
         )
 
     def inputs(self, config_name: str, tokens: int):
@@ -241,6 +261,7 @@ class Context:
             low = config.pad_id + 1  # no padding: every position is a real token
             src = torch.randint(low, config.src_vocab_size, (self.batch, tokens), generator=gen)
             tgt = torch.randint(low, config.tgt_vocab_size, (self.batch, tokens), generator=gen)
+            src, tgt = src.to(self.device), tgt.to(self.device)  # (batch, tokens) each
             return src, tgt, model.src_mask(src), model.tgt_mask(tgt)
 
         return self.memo(("inputs", config_name, tokens), build)

@@ -41,7 +41,7 @@ def stacks_vs_torch(ctx: Context) -> list[Record]:
             xs, xt = model.src_embed(src), model.tgt_embed(tgt)  # (B, T, d_model) each
             src_pad = src == pad  # (B, S) torch convention: True = blocked
             tgt_pad = tgt == pad  # (B, T)
-            causal = ~causal_mask(T)[0, 0]  # (T, T) True = future = blocked
+            causal = ~causal_mask(T, src.device)[0, 0]  # (T, T) True = future = blocked
 
             def ours(xs=xs, xt=xt, src_mask=src_mask, tgt_mask=tgt_mask, model=model):
                 memory = model.encoder(xs, src_mask)
@@ -201,7 +201,8 @@ def pe_speedup(ctx: Context) -> list[Record]:
 def matmul_gflops(ctx: Context, m: int, k: int, n: int) -> float:
     def build():
         gen = torch.Generator().manual_seed(ctx.seed)
-        a, b = torch.randn(m, k, generator=gen), torch.randn(k, n, generator=gen)
+        a = torch.randn(m, k, generator=gen).to(ctx.device)  # (m, k)
+        b = torch.randn(k, n, generator=gen).to(ctx.device)  # (k, n)
         t = ctx.measure({"mm": lambda: torch.matmul(a, b)})["mm"]
         return matmul_flops(m, k, n) / t.median_s / 1e9
 

@@ -19,6 +19,7 @@ import bench.figures  # noqa: F401  (registers the built-in figures)
 from bench.app_figures import APP_SIZES
 from bench.configs import CONFIGS, QUICK_CONFIGS, QUICK_SIZES, SIZES
 from bench.core import FIGURES, Context, Record, compare_table, machine_cores, pivot_table
+from model.device import pick_device
 
 APP_KEYS = ("stages", "payload", "rerun", "browser")  # --app: the app end to end (app.py, browser)
 MODEL_KEYS = tuple(k for k in FIGURES if k not in APP_KEYS)  # the default run
@@ -91,10 +92,28 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--budget", type=float, help="seconds of timed calls per measurement")
     p.add_argument("--pe-size", type=int, help="(max_len, d_model) of the PE table (default 512)")
     p.add_argument("--square-size", type=int, help="n of the n x n reference matmul (default 2048)")
+    p.add_argument("--device", default="cpu", help="cpu (default), cuda or auto: where the models, their inputs "
+                   "and the reference matmul run (the app figures' FigureSpec.device too); CUDA timings end "
+                   "with a synchronize")
     p.add_argument("--threads", type=int, help="torch threads (default: this machine's cores)")
     p.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
     p.add_argument("--list", action="store_true", help="list the registered figures and exit")
     return p.parse_args(argv)
+
+
+def device(name: str) -> torch.device:
+    """model.device.pick_device(name), or exit saying which devices this machine has."""
+    try:
+        return pick_device(name)
+    except ValueError as exc:
+        raise SystemExit(f"--device: {exc}") from None
+
+
+def device_line(name: str) -> str:
+    if torch.device(name).type == "cuda":
+        return f"device: cuda ({torch.cuda.get_device_name()}; float32 matmul precision " \
+               f"{torch.get_float32_matmul_precision()!r})"
+    return f"device: {name}"
 
 
 def make_context(args: argparse.Namespace) -> Context:
@@ -108,6 +127,7 @@ def make_context(args: argparse.Namespace) -> Context:
         configs={n: CONFIGS[n] for n in names},
         sizes=args.sizes or (QUICK_SIZES if args.quick else APP_SIZES if args.app else SIZES),
         quick=args.quick,
+        device=str(device(args.device)),
     )
     if args.quick:
         ctx.budget_s, ctx.pe_size, ctx.square_size = 0.1, 256, 1024
@@ -136,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
         f"torch threads: {torch.get_num_threads()} (machine cores: {cores}); batch {ctx.batch}; "
         f"medians of >= {ctx.min_repeats} repeats ({ctx.heavy_repeats} when one round outlasts the budget) "
         f"after warm-up, ~{ctx.budget_s:g} s per measurement; "
-        f"no_grad + eval()"
+        f"no_grad + eval()\n{device_line(ctx.device)}"
     )
     for name, c in ctx.configs.items():
         print(
@@ -155,6 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nload average (1 min) at end: {load_end:.2f}")
     records += [  # context for comparing runs: a busy machine explains a slow one
         Record("run.torch_threads", None, torch.get_num_threads(), "threads"),
+        Record("run.on_cuda", None, torch.device(ctx.device).type == "cuda", "bool"),
         Record("run.load_avg_start", None, load_start, "load"),
         Record("run.load_avg_end", None, load_end, "load"),
     ]

@@ -8,7 +8,16 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from bench.configs import DEFAULT_APP_CONFIG
-from bench.core import FIGURES, RECORD_KEYS, Context, Record, compare_table, figure, meets
+from bench.core import (
+    FIGURES,
+    RECORD_KEYS,
+    Context,
+    Record,
+    compare_table,
+    figure,
+    meets,
+    synchronized,
+)
 from bench.figures import all_head_weights, minimum_trace_bytes, stacks_vs_torch
 from bench.flops import forward_flops, matmul_flops
 from bench.pe_loop import looped_sinusoidal, looped_sinusoidal_lists
@@ -198,7 +207,7 @@ def test_quick_run_writes_one_record_per_expected_figure(tmp_path, capsys):
     ]
     expected = {(f"app.{n}", 8) for n in per_size + gflops} | {(f"pe.{n}", 16) for n in pe}
     expected |= {("matmul.square_64_gflops", None), ("run.torch_threads", None)}
-    expected |= {("run.load_avg_start", None), ("run.load_avg_end", None)}
+    expected |= {("run.load_avg_start", None), ("run.load_avg_end", None), ("run.on_cuda", None)}
     assert set(got) == expected
     for d in data:
         assert math.isfinite(d["value"])
@@ -210,5 +219,20 @@ def test_quick_run_writes_one_record_per_expected_figure(tmp_path, capsys):
     # the memory ratio is pure arithmetic: check it against the two MiB figures it comes from
     ratio = by_name["app.trace_MiB"]["value"] / by_name["app.trace_minimum_MiB"]["value"]
     assert by_name["app.trace_memory_ratio"]["value"] == pytest.approx(ratio)
+    assert by_name["run.on_cuda"]["value"] == 0  # --device defaults to the CPU
     out = capsys.readouterr().out
-    assert "torch threads:" in out and "targets met:" in out
+    assert "torch threads:" in out and "targets met:" in out and "device: cpu" in out
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA (tests/test_gpu.py runs there)")
+def test_device_cuda_without_a_gpu_says_so_and_runs_nothing(capsys):
+    with pytest.raises(SystemExit, match=r"--device: device='cuda' is not available on this machine; available: \['cpu'\]"):
+        main(["--quick", "--device", "cuda"])
+    with pytest.raises(SystemExit, match="unknown"):
+        main(["--quick", "--device", "tpu"])
+    assert "benchmark" not in capsys.readouterr().out
+
+
+def test_cpu_timings_are_not_wrapped():
+    fns = {"a": lambda: 1}
+    assert synchronized(fns, "cpu") is fns
