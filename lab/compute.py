@@ -59,7 +59,10 @@ def load_model(key: tuple) -> Loaded:
                 model = with_positional(model, positional)
         finally:
             torch.random.set_rng_state(gen_state)
-        model = model.to(pick_device(device)).eval()
+        target = pick_device(device)
+        if target.type == "cuda":  # full float32 matmuls, as on the CPU: TF32 would change the 4th digit
+            torch.set_float32_matmul_precision("highest")
+        model = model.to(target).eval()
         for p in model.parameters():
             p.requires_grad_(False)
         return Loaded("random", model, tok, tok)
@@ -67,6 +70,8 @@ def load_model(key: tuple) -> Loaded:
     from model.demo import load_demo  # trained models appear with the demo assets
 
     name = "zh-en" if positional == "sinusoidal" else "zh-en-nope"
+    if device == "cuda":
+        torch.set_float32_matmul_precision("highest")  # as above
     demo = load_demo(name, device=device) if device != "cpu" else load_demo(name)
     return Loaded(name, demo.model, demo.src_tokenizer, demo.tgt_tokenizer, demo)
 

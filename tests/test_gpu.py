@@ -268,7 +268,9 @@ SPEC = FigureSpec(sentence_a="你喜欢她", sentence_b="她喜欢你", d_model=
 
 def test_the_app_model_loads_and_runs_on_the_gpu():
     spec = dataclasses.replace(SPEC, device="cuda")
+    torch.set_float32_matmul_precision("high")  # TF32 allowed, as some setups have it
     loaded = load_model(model_fields(spec))
+    assert torch.get_float32_matmul_precision() == "highest"  # the app's numbers are full float32
     assert loaded.model.device.type == "cuda"
     assert all(p.device.type == "cuda" for p in loaded.model.parameters())
     assert not any(p.requires_grad for p in loaded.model.parameters())

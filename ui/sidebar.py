@@ -83,7 +83,10 @@ def model_section(trained_problem: str | None, notes: list[str]) -> None:
                  help="post (the paper): x = LayerNorm(x + Sublayer(x)). pre: x = x + Sublayer(LayerNorm(x)).")
     devices = ["cpu"] + [d for d in available_devices() if d != "cpu"]
     keep_choice("device", devices, notes)
-    st.selectbox("Device", devices, key="device", help="Where the forward pass runs.")
+    st.selectbox("Device", devices, key="device",
+                 help="Where the forward pass runs. Every figure shows the same numbers on either, to float32 "
+                      "rounding (full float32 on the GPU, no TF32). A GPU pays off for big models and long inputs; "
+                      "the small default model is quicker on the CPU, since each GPU call has a fixed launch cost.")
 
 
 def display_section() -> None:
