@@ -278,6 +278,25 @@ def test_the_app_model_loads_and_runs_on_the_gpu():
     on_cuda(out.trace.encoder.layers[0].self_attn.q)
 
 
+@pytest.mark.parametrize("fmt", ["npz", "safetensors"])
+def test_a_gpu_runs_trace_file_holds_the_cpus_arrays(tmp_path, fmt):
+    from lab.tracefile import load_trace, save_trace
+
+    saved = {}
+    for device in ("cpu", "cuda"):
+        spec = dataclasses.replace(SPEC, device=device)
+        out = run(load_model(model_fields(spec)), spec.sentence_a, spec.sentence_b, spec.mask)
+        (tmp_path / device).mkdir()
+        save_trace(out, spec, tmp_path / device / f"trace.{fmt}", fmt)
+        saved[device] = load_trace(tmp_path / device / "trace")
+    (got, got_meta), (want, want_meta) = saved["cuda"], saved["cpu"]
+    assert list(got) == list(want) and len(want) > 20
+    for name, array in want.items():
+        assert got[name].dtype == array.dtype and got[name].shape == array.shape, name
+        np.testing.assert_allclose(got[name], array, atol=1e-5, rtol=1e-5, err_msg=name)
+    assert got_meta["spec"]["device"] == "cuda" and want_meta["spec"]["device"] == "cpu"
+
+
 @pytest.mark.parametrize("view", [v for v in VIEWS if v != "translate"])
 @pytest.mark.parametrize("mask", ["paper", "padding", "look-ahead"])
 def test_every_view_on_the_gpu_draws_the_cpus_numbers(view, mask):
