@@ -39,6 +39,15 @@ def model_fields(spec: FigureSpec) -> tuple:
     return (spec.model, spec.positional, spec.device)
 
 
+def _device(name: str) -> torch.device:
+    """pick_device(name); on CUDA with full-precision float32 matmuls, as on the CPU (TF32 would change
+    the figures' numbers in the 4th digit)."""
+    target = pick_device(name)
+    if target.type == "cuda":
+        torch.set_float32_matmul_precision("highest")
+    return target
+
+
 def load_model(key: tuple) -> Loaded:
     """Build (random) or load (trained) the model a spec names. Deterministic for a key."""
     if key[0] == "random":
@@ -59,10 +68,7 @@ def load_model(key: tuple) -> Loaded:
                 model = with_positional(model, positional)
         finally:
             torch.random.set_rng_state(gen_state)
-        target = pick_device(device)
-        if target.type == "cuda":  # full float32 matmuls, as on the CPU: TF32 would change the 4th digit
-            torch.set_float32_matmul_precision("highest")
-        model = model.to(target).eval()
+        model = model.to(_device(device)).eval()
         for p in model.parameters():
             p.requires_grad_(False)
         return Loaded("random", model, tok, tok)
@@ -70,9 +76,8 @@ def load_model(key: tuple) -> Loaded:
     from model.demo import load_demo  # trained models appear with the demo assets
 
     name = "zh-en" if positional == "sinusoidal" else "zh-en-nope"
-    if device == "cuda":
-        torch.set_float32_matmul_precision("highest")  # as above
-    demo = load_demo(name, device=device) if device != "cpu" else load_demo(name)
+    target = _device(device)
+    demo = load_demo(name, device=target) if target.type != "cpu" else load_demo(name)
     return Loaded(name, demo.model, demo.src_tokenizer, demo.tgt_tokenizer, demo)
 
 

@@ -276,6 +276,9 @@ def test_the_app_model_loads_and_runs_on_the_gpu():
     assert not any(p.requires_grad for p in loaded.model.parameters())
     out = run(loaded, spec.sentence_a, spec.sentence_b, spec.mask)
     on_cuda(out.trace.encoder.layers[0].self_attn.q)
+    torch.set_float32_matmul_precision("high")
+    auto = load_model(model_fields(dataclasses.replace(spec, device="auto")))  # a spec may say "auto"
+    assert auto.model.device.type == "cuda" and torch.get_float32_matmul_precision() == "highest"
 
 
 @pytest.mark.parametrize("fmt", ["npz", "safetensors"])
