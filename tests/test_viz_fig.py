@@ -188,3 +188,13 @@ def test_patch_applies_like_update_and_is_never_shared_with_its_targets():
     first, second = vf.Node().update(notes), vf.Node().update(notes)
     first.annotations[0].font.size = 30
     assert second.annotations[0].font.size == 9 and notes.annotations[0].font.size == 9
+
+
+def test_measuring_the_left_margin_adds_no_axis_to_the_figure():
+    from viz.theme import _left_of_plot, theme_spec
+
+    fig = vf.Fig(vf.heatmap(z=[[1, 2], [3, 4]]),
+                 layout=dict(yaxis=dict(anchor="x3", domain=[0, 1], ticktext=["a", "b"])))
+    before = json.dumps(fig.to_dict(), sort_keys=True)
+    assert _left_of_plot(fig, theme_spec("default"), fig._axes("y", None, None)) > 0
+    assert json.dumps(fig.to_dict(), sort_keys=True) == before  # no empty "xaxis3" appeared

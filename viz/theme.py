@@ -403,8 +403,8 @@ def _left_of_plot(fig: Fig, t: dict, ys: list[Node]) -> float:
         if ax.get("side") == "right" or ax.get("overlaying"):
             continue
         if ax.get("domain") and ax.get("anchor") and ax.get("anchor") != "x":  # only the first column's axes
-            xa = fig.layout.child("xaxis" + ax.get("anchor")[1:])
-            if xa.get("domain") and xa.get("domain")[0] > 0.01:
+            xa = fig.layout.get("xaxis" + ax.get("anchor")[1:])  # a read: never adds an empty axis
+            if isinstance(xa, Node) and xa.get("domain") and xa.get("domain")[0] > 0.01:
                 continue
         px = 0.0
         if ax.get("showticklabels") is not False:
