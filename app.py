@@ -141,7 +141,10 @@ def share(spec: FigureSpec) -> None:
     if st.query_params.to_dict() != query:
         st.query_params.from_dict(query)
     base = (st.context.url or "").split("?")[0]
-    with st.expander("Share this view · reproduce its figures"):
+    box = st.expander("Share this view · reproduce its figures", key="share", on_change="rerun")
+    with box:  # drawn only while open (a lazy expander): a rerun sends one closed expander
+        if not box.open:
+            return
         st.caption("The address bar always holds this link: send it and the same view opens with the same "
                    "settings.")
         st.code(f"{base}?{urlencode(query)}", language=None)

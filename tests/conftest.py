@@ -71,8 +71,8 @@ def decode_array(value) -> np.ndarray:
 
 
 def charts(at) -> list[dict]:
-    """Every chart the page holds (ui/chart.py), as the browser receives it: {"figure", "config"}
-    from the component's bytes; its element key under "key"."""
+    """Every chart the page holds (ui/chart.py), as the browser receives it: {"figure", "config", "title",
+    "caption"} from the component's bytes; its element key under "key"."""
     from ui.chart import NAME
 
     out = []
@@ -80,6 +80,11 @@ def charts(at) -> list[dict]:
         if element.proto.component_name == NAME:
             out.append(json.loads(element.proto.bytes) | {"key": element.proto.id.split("-", 2)[-1]})
     return out
+
+
+def chart_texts(at) -> list[str]:
+    """Each chart's title and caption (drawn as plain text by the chart element, ui/chart.py), in order."""
+    return [t for chart in charts(at) for t in (chart.get("title", ""), chart.get("caption", "")) if t]
 
 
 def figures(at) -> list[dict]:

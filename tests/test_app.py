@@ -12,7 +12,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import numpy as np
 import pytest
-from conftest import SMALL, decode_array, figures, needs_trained, title, traces
+from conftest import SMALL, chart_texts, decode_array, figures, needs_trained, title, traces
 
 from lab.spec import BLOCKS, MASKS, POSITIONALS, VIEWS, FigureSpec
 
@@ -54,8 +54,9 @@ def plain(markdown: object) -> str:
 
 
 def texts(at) -> list[str]:
-    """Every piece of text the page renders as markdown (titles, captions, alerts...), as shown."""
-    return [plain(e.value) for kind in TEXT_ELEMENTS for e in at.get(kind)]
+    """Every piece of text the page shows: what it renders as markdown (titles, captions, alerts...), as
+    shown, then each chart's title and caption (plain text)."""
+    return [plain(e.value) for kind in TEXT_ELEMENTS for e in at.get(kind)] + chart_texts(at)
 
 
 def alerts(elements) -> list[str]:
@@ -93,7 +94,7 @@ def test_an_unexpected_failure_shows_one_line_not_a_traceback(make_app, monkeypa
         raise RuntimeError("simulated bug")
 
     monkeypatch.setitem(lab.views.VIEW_BUILDERS, "heads", broken)
-    at = make_app(view="heads", **SMALL)
+    at = make_app(view="heads", share=True, **SMALL)  # share: the share box open
     assert not at.exception
     assert len(at.error) == 1 and "RuntimeError: simulated bug" in plain(at.error[0].value)
     assert "Traceback" not in " ".join(texts(at))
@@ -303,7 +304,7 @@ def test_a_head_opens_step_by_step_from_the_heads_view(make_app):
 def test_share_link_opens_the_same_view_and_settings(make_app):
     query = {"sentence_a": "我爱我家", "views": "heads", "layer": "1", "theme": "paper", "mask": "look-ahead",
              **{k: str(v) for k, v in SMALL.items()}}
-    at = make_app(link=query)
+    at = make_app(link=query, share=True)
     clean(at)
     ss = at.session_state
     assert (ss["view"], ss["layer"], ss["theme"], ss["mask"], ss["sentence_a"]) == ("heads", 1, "paper", "look-ahead", "我爱我家")

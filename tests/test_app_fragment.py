@@ -14,7 +14,7 @@ import uuid
 from urllib.parse import parse_qsl, urlsplit
 
 import pytest
-from conftest import SMALL, figures, needs_trained, title
+from conftest import SMALL, charts, figures, needs_trained, title
 
 from lab.spec import FigureSpec
 from viz.export import find_browser
@@ -72,8 +72,10 @@ def clean(at) -> None:
 
 
 def titles(at) -> list[str]:
-    """Panel headings as shown (the app backslash-escapes punctuation), then figure titles."""
-    return [re.sub(r"\\(.)", r"\1", str(h.value)) for h in at.subheader] + [title(f) for f in figures(at)]
+    """Panel headings as shown (the app backslash-escapes punctuation; a chart's heading is its element's
+    title), then figure titles."""
+    return ([re.sub(r"\\(.)", r"\1", str(h.value)) for h in at.subheader] + [c["title"] for c in charts(at)]
+            + [title(f) for f in figures(at)])
 
 
 def unique_sentence() -> str:
@@ -101,7 +103,7 @@ def test_layer_head_and_view_changes_rerun_neither_the_forward_pass_nor_the_side
 
 
 def test_a_fragment_run_keeps_the_share_link_current(make_app, fragment_runs):
-    at = fragment_runs(make_app(view="attention", **SMALL))
+    at = fragment_runs(make_app(view="attention", share=True, **SMALL))  # share: the share box open
     at.selectbox(key="block").set_value("cross").run()
     at.selectbox(key="layer").set_value(1).run()
     at.selectbox(key="head").set_value(1).run()
@@ -122,7 +124,7 @@ def test_a_fragment_run_keeps_the_share_link_current(make_app, fragment_runs):
 def test_a_share_link_opens_view_block_layer_head_and_sentence(make_app):
     query = {"views": "query", "block": "decoder self", "layer": "1", "head": "1", "sentence": "b", "query": "2",
              "sentence_a": "我爱我家", "sentence_b": "I like her", **{k: str(v) for k, v in SMALL.items()}}
-    at = make_app(link=query)
+    at = make_app(link=query, share=True)
     clean(at)
     ss = at.session_state
     assert (ss["view"], ss["block"], ss["layer"], ss["head"], ss["sentence"], ss["query"]) == \
@@ -159,21 +161,29 @@ def test_controls_a_view_does_not_draw_keep_their_values_through_fragment_runs(m
     assert at.session_state["heads"] == [0]
 
 
-def test_numbers_and_downloads_are_drawn_only_when_opened(make_app):
+def test_numbers_downloads_and_the_share_box_are_drawn_only_when_opened(make_app):
     at = make_app(view="attention", **SMALL)
     clean(at)
-    assert not at.dataframe  # closed: nothing built
-    assert [b.proto.label for b in at.get("download_button")] == ["SPEC.json"]  # the share box's own
-    at.session_state["numbers-attention-attention-weights"] = True  # the user opens one expander
-    at.session_state["downloads-attention-attention-weights"] = True  # and one download menu
+    assert not at.dataframe and not at.code  # closed: nothing built
+    assert not at.get("download_button")
+    expanders = [e.proto.label for e in at.expander]
+    n_figures = len(charts(at))
+    assert expanders.count("The numbers behind this figure · CSV, SVG, PDF, PNG") == n_figures == 6
+    at.session_state["numbers-attention-attention-weights"] = True  # the user opens one figure's expander
     at.run()
     clean(at)
     (table,) = at.dataframe
     assert table.value.shape[0] == table.value.shape[1] == len("你喜欢她")  # the weights, one row per query
     labels = [b.proto.label for b in at.get("download_button")]
-    assert labels[0] == "CSV" and labels[-1] == "SPEC.json"
+    assert labels[0] == "CSV" and not at.code
     if find_browser():  # SVG/PDF/PNG need Chromium on the server (otherwise a caption says how to get it)
-        assert labels[1:4] == ["SVG", "PDF", "PNG 300 dpi"]
+        assert labels[1:] == ["SVG", "PDF", "PNG 300 dpi"]
+    at.session_state["share"] = True  # and the share box
+    at.run()
+    clean(at)
+    assert [b.proto.label for b in at.get("download_button")][-1] == "SPEC.json"
+    link, spec_json = at.code[0].value, at.code[1].value
+    assert FigureSpec.from_json(spec_json) == FigureSpec.from_query(dict(parse_qsl(urlsplit(link).query)))
 
 
 @needs_trained

@@ -75,6 +75,10 @@ def test_html_input_is_shown_literally_and_never_runs(page):
     open_view(page, "3 · Attention step by step")
     assert drawn_charts(page) > 0
     assert page.locator("img[src='x']").count() == 0
+    open_view(page, "5 · One query")  # its charts' titles quote a token of the input: as text
+    assert f"Query 0:{HTML_A[0]}: scores" in headings(page)
+    assert page.locator(".lab-chart-title").count() > 0
+    assert page.locator(".lab-chart-title *, .lab-chart-caption *").count() == 0  # text only, no elements
     if trained_available():
         open_view(page, "7 · Translate")  # switches to the trained model, whose caption quotes the input
         assert f"{HTML_A} →" in page.locator('[data-testid="stMain"]').inner_text()
@@ -159,16 +163,16 @@ def test_numbers_and_downloads_of_a_figure_open_on_demand(page):
     open_view(page, "3 · Attention step by step")
     weights = "attention-attention-weights"
     assert page.locator(f".st-key-csv-{weights}").count() == 0  # nothing built until asked for
-    page.locator(f".st-key-downloads-{weights} button").first.click()
+    assert page.locator("[data-testid='stDataFrame']").count() == 0
+    page.locator(f".st-key-numbers-{weights} summary").first.click()  # one expander: downloads and numbers
     csv = page.locator(f".st-key-csv-{weights} button").first
     csv.wait_for()
+    page.locator(f".st-key-numbers-{weights} [data-testid='stDataFrame']").wait_for()
     with page.expect_download() as download:
         csv.click()
     text = open(download.value.path(), encoding="utf-8-sig").read()
     assert text.splitlines()[0].split(",")[1:] == ["0:你", "1:喜", "2:欢", "3:她"]
-    page.keyboard.press("Escape")
-    page.locator(f".st-key-numbers-{weights} summary").first.click()
-    page.locator(f".st-key-numbers-{weights} [data-testid='stDataFrame']").wait_for()
+    assert page.locator(f".st-key-csv-{weights}").count() == 1  # only the opened figure's
     assert page.locator(ERRORS).count() == 0
 
 

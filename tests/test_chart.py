@@ -59,7 +59,7 @@ def _state(text: str) -> dict:
 def test_each_chart_is_the_views_figure_and_config_under_its_panels_key(make_app):
     from ui.cache import models
 
-    at = make_app(**_state("你喜欢她"))
+    at = make_app(share=True, **_state("你喜欢她"))  # share: the share box open
     spec = FigureSpec.from_json(at.code[1].value)  # the spec the page shows (its share expander)
     assert spec.sentence_a == "你喜欢她" and "attention" in spec.views
     panels = [p for p in build_view("attention", spec, models()).panels if p.figure is not None]
@@ -68,6 +68,7 @@ def test_each_chart_is_the_views_figure_and_config_under_its_panels_key(make_app
     for chart, panel in zip(got, panels, strict=True):
         assert chart["figure"] == json.loads(pio.to_json(panel.figure, validate=False))  # what st.plotly_chart sent
         assert chart["config"] == viz.figure_config(f"attention-{panel.key}")
+        assert (chart["title"], chart["caption"]) == (panel.title, panel.caption)  # drawn as text by the element
 
 
 def test_a_new_sentence_keeps_every_charts_element_and_changes_its_figure(make_app):

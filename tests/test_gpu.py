@@ -324,7 +324,7 @@ def test_the_app_offers_the_gpu_and_draws_the_cpus_numbers_there(make_app, view,
 
     if model != "random" and not trained_available():
         pytest.skip("the trained demo models (assets/models) are missing")
-    at = make_app(view=view, model=model, sentence_a="你喜欢她", sentence_b="她喜欢你", head=1)
+    at = make_app(view=view, model=model, sentence_a="你喜欢她", sentence_b="她喜欢你", head=1, share=True)
     box = at.selectbox(key="device")
     assert list(box.options) == ["cpu", "cuda"] and box.value == "cpu"  # the CPU stays the default
     want = charts(at)

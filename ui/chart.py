@@ -101,22 +101,35 @@ function draw(Plotly, gd) {
 }
 
 function mount(parentElement) {
-  // box (what full screen shows) > gd (plotly's div) + a line for errors; a cleanup for the unmount
+  // title (h3), box (what full screen shows) > gd (plotly's div) + a line for errors, caption;
+  // a cleanup for the unmount
+  const title = document.createElement("h3");
+  title.className = "lab-chart-title";
   const box = document.createElement("div");
   box.className = "lab-chart-box";
   const gd = document.createElement("div");
   gd.className = "lab-chart";
   const message = document.createElement("div");
   message.className = "lab-chart-message";
+  const caption = document.createElement("div");
+  caption.className = "lab-chart-caption";
   box.append(gd, message);
-  parentElement.appendChild(box);
-  gd.__lab = {text: null, spec: null, size: null, observer: null, message};
+  parentElement.append(title, box, caption);
+  gd.__lab = {text: null, spec: null, size: null, observer: null, message, title, caption};
   gd.__lab.cleanup = () => {  // the element left the page (another view): free plotly's state
     if (gd.__lab.observer) gd.__lab.observer.disconnect();
     if (window.Plotly) window.Plotly.purge(gd);
+    title.remove();
     box.remove();
+    caption.remove();
   };
   return gd;
+}
+
+function label(element, text) {
+  // Plain text, never HTML (titles can hold the user's words); an empty one takes no space.
+  element.textContent = text || "";
+  element.hidden = !text;
 }
 
 function say(gd, text) {
@@ -129,6 +142,8 @@ export default function ({parentElement, data}) {
   if (text === gd.__lab.text) return gd.__lab.cleanup;  // the same figure: nothing to draw
   gd.__lab.text = text;
   gd.__lab.spec = JSON.parse(text);
+  label(gd.__lab.title, gd.__lab.spec.title);
+  label(gd.__lab.caption, gd.__lab.spec.caption);
   loadPlotly().then((Plotly) => {
     if (gd.__lab.text !== text) return;  // a newer figure came while plotly.js loaded
     try {
@@ -154,6 +169,21 @@ export default function ({parentElement, data}) {
   });
   return gd.__lab.cleanup;
 }
+"""
+
+
+# The title and caption in the look of st.subheader and st.caption (Streamlit 1.67's computed styles,
+# from the theme's CSS variables), spaced by the 1rem gap Streamlit puts between elements.
+CSS = """
+.lab-chart-title {
+  font-family: var(--st-heading-font); font-weight: 600; font-size: 1.75rem; line-height: 1.2;
+  letter-spacing: -0.005em; color: var(--st-heading-color); margin: 0 0 1rem 0; padding: 0.75rem 0 0 0;
+}
+.lab-chart-caption {
+  font-family: var(--st-font); font-size: 0.875rem; line-height: 1.6; color: var(--st-text-color);
+  opacity: 0.6; margin: 1rem 0 0 0; overflow-wrap: break-word;
+}
+.lab-chart-title[hidden], .lab-chart-caption[hidden] { display: none; }
 """
 
 
@@ -185,10 +215,14 @@ def _component():
         ensure_plotly_js()
     except OSError:
         log.exception("Attention Lab could not put plotly.js in %s: the charts cannot draw", STATIC)
-    return st.components.v2.component(NAME, js=_script(), isolate_styles=False)
+    return st.components.v2.component(NAME, js=_script(), css=CSS, isolate_styles=False)
 
 
-def chart(figure, *, key: str, config: dict) -> None:
-    """Draw `figure` (a go.Figure) under `key`; the same key on the next rerun updates it in place."""
-    payload = '{"figure":' + pio.to_json(figure, validate=False) + ',"config":' + json.dumps(config) + "}"
+def chart(figure, *, key: str, config: dict, title: str = "", caption: str = "") -> None:
+    """Draw `figure` (a go.Figure) under `key`; the same key on the next rerun updates it in place.
+
+    title and caption (plain text, shown as text: never HTML or markdown) are drawn above and below
+    the chart in the look of st.subheader and st.caption, by the same element (CSS)."""
+    payload = ('{"figure":' + pio.to_json(figure, validate=False) + ',"config":' + json.dumps(config)
+               + ',"title":' + json.dumps(title) + ',"caption":' + json.dumps(caption) + "}")
     _component()(key=key, data=payload.encode("utf-8"), width="stretch", height="content")

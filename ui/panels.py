@@ -1,7 +1,7 @@
-"""Drawing a lab.views.ViewResult: each Panel as a subheader, its figure, its caption and its numbers.
+"""Drawing a lab.views.ViewResult: each Panel as its title, figure and caption, and its numbers.
 
 Page work per rerun is kept to what is visible: the numbers behind a figure and its downloads are
-rendered only while their expander / popover is open (Streamlit's lazy containers, on_change="rerun").
+rendered only while their expander is open (Streamlit's lazy containers, on_change="rerun").
 """
 
 from __future__ import annotations
@@ -80,36 +80,34 @@ def _table(panel: Panel, key: str, *, numbers: bool) -> None:
 
 def render_panel(panel: Panel, view: str, spec: FigureSpec) -> None:
     """Title, figure, caption; a panel that is only a table shows it. The numbers behind a figure and
-    the downloads are drawn only when asked for (a lazy expander and a lazy popover): a rerun sends
-    one chart and two closed widgets per figure, not a table and four download buttons."""
+    its downloads are drawn only when asked for (a lazy expander): a rerun sends two elements per
+    figure (the chart with its title and caption, and one closed expander), not a table and four
+    download buttons. Each element costs the browser time on every rerun (bench: browser redraw)."""
     key = f"{view}-{panel.key}"
-    st.subheader(md(panel.title), anchor=False)
-    if panel.figure is not None:
-        chart(panel.figure, key=f"chart-{key}", config=viz.figure_config(key))
-    if panel.caption:
-        if panel.figure is None and not panel.has_table:
-            st.info(md(panel.caption))
-        else:
-            st.caption(md(panel.caption))
-    if panel.figure is None:
+    if panel.figure is not None:  # one element: the title, the chart and the caption (ui/chart.py says why)
+        chart(panel.figure, key=f"chart-{key}", config=viz.figure_config(key), title=panel.title,
+              caption=panel.caption)
+    else:
+        st.subheader(md(panel.title), anchor=False)
+        if panel.caption:
+            (st.caption if panel.has_table else st.info)(md(panel.caption))
         if panel.has_table:
             _table(panel, key, numbers=False)
             csv_button(panel, key)
         return
-    with st.container(horizontal=True, gap="small", vertical_alignment="top", key=f"more-{key}"):
-        downloads = st.popover("Download", icon=":material/download:", key=f"downloads-{key}", on_change="rerun",
-                               help="This figure as SVG, PDF or PNG"
-                                    + (", its numbers as CSV" if panel.has_table else ""))
-        with downloads:
-            if downloads.open:
+    # One lazy expander per figure (one element per rerun while closed): open, it draws the downloads and the
+    # numbers (reading panel.table builds the table: lab.views.Panel makes tables on demand).
+    label = ("The numbers behind this figure · CSV, SVG, PDF, PNG" if panel.has_table
+             else "Download this figure · SVG, PDF, PNG")
+    more = st.expander(label, key=f"numbers-{key}", on_change="rerun")
+    with more:
+        if more.open:
+            with st.container(horizontal=True, gap="small", key=f"downloads-{key}"):
                 if panel.has_table:
                     csv_button(panel, key)
                 export_buttons(panel.figure, f"export-{key}", spec)
-        if panel.has_table:  # (reading panel.table would build it: lab.views.Panel makes tables on demand)
-            numbers = st.expander("The numbers behind this figure", key=f"numbers-{key}", on_change="rerun")
-            with numbers:
-                if numbers.open:
-                    _table(panel, key, numbers=True)
+            if panel.has_table:
+                _table(panel, key, numbers=True)
 
 
 def csv_button(panel: Panel, key: str) -> None:
