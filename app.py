@@ -6,10 +6,11 @@ This file wires widgets to lab/ (numbers) and viz/ (figures); the parts live in 
 is keyed; one FigureSpec is built from them and passed to lab.views.build_view, so what the app
 draws is what `python -m viz.export SPEC.json` draws.
 
-The page has two parts. The sidebar (sentences, model, figure settings) runs with the whole script.
-The main area (view picker, block/layer/head controls, figures, tables, downloads, share link) is one
-st.fragment, `main_area`: changing the view, layer or head reruns only the fragment, so neither the
-sidebar nor anything above the view picker is redrawn, and the forward pass comes from the cache.
+The page has two parts. The sidebar (model, figure settings) runs with the whole script. The main
+area (the sentences, view picker, block/layer/head controls, figures, tables, downloads, share link)
+is one st.fragment, `main_area`: changing a sentence, the view, the layer or the head reruns only the
+fragment, so neither the sidebar nor the title above is redrawn (each element a rerun sends costs the
+browser time); a view, layer or head change takes the forward pass from the cache.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from lab.threads import app_torch_threads  # noqa: E402
 from lab.views import build_view  # noqa: E402
 from ui import cache, look  # noqa: E402
 from ui.panels import render_result, ui_export  # noqa: E402
+from ui.sentences import sentences_row  # noqa: E402
 from ui.sidebar import sidebar  # noqa: E402
 from ui.state import init_state, open_head, share_query, spec_from_state  # noqa: E402
 from ui.text import md  # noqa: E402
@@ -175,7 +177,7 @@ def spec_error(exc: SpecError) -> None:
 
 @st.fragment(key="main")
 def main_area(trained_ok: bool) -> None:
-    """Everything that depends on the view, layer or head: a change here reruns only this function.
+    """Everything that depends on the sentences, view, layer or head: a change here reruns only this function.
 
     Reads the sidebar's settings from st.session_state (they are current: any sidebar change
     reruns the whole script, this fragment included). Never writes to the sidebar. A fragment rerun
@@ -194,6 +196,7 @@ def _main_area(trained_ok: bool) -> None:
     ss = st.session_state
     for key in look.KEYS:  # keep the values of controls this view does not draw (see init_state)
         ss[key] = ss[key]
+    sentences_row()
     st.segmented_control("View", list(VIEWS), key="view", format_func=VIEW_LABELS.get, required=True,
                          on_change=on_view_change, args=(trained_ok,), label_visibility="collapsed")
     view = ss["view"]

@@ -286,11 +286,16 @@ def test_a_preset_fills_both_sentences(make_app):
 
     at = make_app(**SMALL)
     label = next(k for k in PRESETS if k.startswith("I like her"))
-    at.selectbox(key="preset").set_value(label).run()
+    menu = at.menu_button(key="preset")
+    assert menu.options == list(PRESETS)
+    menu.click(label).run()
     clean(at)
     assert (at.session_state["sentence_a"], at.session_state["sentence_b"]) == PRESETS[label]
     assert at.text_input(key="sentence_b").value == PRESETS[label][1]
-    assert at.session_state["preset"] is None  # the menu is ready for the next example
+    at.text_input(key="sentence_a").set_value("我爱我家").run()  # the example is applied once, on the click
+    clean(at)
+    assert (at.session_state["sentence_a"], at.session_state["sentence_b"]) == ("我爱我家", PRESETS[label][1])
+    assert at.menu_button(key="preset").value is None  # the menu is ready for the next example
 
 
 def test_a_head_opens_step_by_step_from_the_heads_view(make_app):

@@ -1,4 +1,4 @@
-"""The main area is one st.fragment (app.py main_area): view, layer and head changes rerun only it.
+"""The main area is one st.fragment (app.py main_area): sentence, view, layer and head changes rerun only it.
 
 AppTest.run() always reruns the whole script, so `fragment_runs` makes its runs what the server does
 when a widget inside the fragment changes: a rerun of that fragment only (RerunData with the
@@ -9,6 +9,7 @@ browser session sees: the elements the fragment sends, session_state and the URL
 from __future__ import annotations
 
 import functools
+import json
 import re
 import uuid
 from urllib.parse import parse_qsl, urlsplit
@@ -16,6 +17,7 @@ from urllib.parse import parse_qsl, urlsplit
 import pytest
 from conftest import SMALL, charts, figures, needs_trained, title
 
+import lab.views as lab_views
 from lab.spec import FigureSpec
 from viz.export import find_browser
 
@@ -100,6 +102,32 @@ def test_layer_head_and_view_changes_rerun_neither_the_forward_pass_nor_the_side
     clean(at)
     assert calls == {"forward": 1, "sidebar": 1}  # ...from the same forward pass, and no sidebar run
     assert not at.sidebar  # a fragment run sends only the fragment's elements
+
+
+def test_a_new_sentence_reruns_only_the_main_area_with_a_new_forward_pass(make_app, calls, fragment_runs):
+    """The sentences are typed in the main area, inside the fragment: a fragment run sends their boxes
+    (so a change in them reruns the fragment, as Streamlit does for a fragment's widgets), runs the
+    forward pass for the new sentence and draws its figures, and runs no sidebar."""
+    import plotly.io as pio
+
+    from ui.cache import models
+
+    at = make_app(view="attention", sentence_a=unique_sentence(), **SMALL)
+    clean(at)
+    assert calls == {"forward": 1, "sidebar": 1}
+    fragment_runs(at)
+    new = unique_sentence()
+    at.text_input(key="sentence_a").set_value(new).run()
+    clean(at)
+    assert calls == {"forward": 2, "sidebar": 1}
+    assert not at.sidebar and at.text_input(key="sentence_a").value == new  # the box is the fragment's
+    spec = FigureSpec.from_query(dict(at.query_params))
+    assert spec.sentence_a == new
+    want = [p for p in lab_views.build_view("attention", spec, models()).panels if p.figure is not None]
+    assert [c["figure"] for c in charts(at)] == [json.loads(pio.to_json(p.figure, validate=False)) for p in want]
+    at.button(key="swap").click().run()  # and so do the swap button and the examples menu
+    clean(at)
+    assert at.session_state["sentence_b"] == new and not at.sidebar and calls["sidebar"] == 1
 
 
 def test_a_fragment_run_keeps_the_share_link_current(make_app, fragment_runs):

@@ -141,12 +141,12 @@ def test_layer_head_and_view_changes_rerun_only_the_main_area(page):
     assert "layer 1, head 2" in headings(page)
     assert page.locator(".st-key-head [role='combobox']").input_value() == "head 2"
     assert page.evaluate("() => window.__stale")["sidebar"] == 0
-    # A new sentence reruns the whole script and the charts show it. (Whether the sidebar is marked
-    # stale meanwhile depends on how long that rerun takes, a few ms now, so it is not asserted;
-    # tests/test_app_fragment.py proves the sidebar code runs on a sentence change and not on the above.)
+    # A new sentence (typed in the main area, inside the fragment) reruns the fragment with a new forward
+    # pass, and the charts show it; tests/test_app_fragment.py proves the sidebar code does not run.
     type_sentence(page, "sentence_a", "我爱我家")
     page.wait_for_function("""() => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')]
         .some(gd => ((gd.layout.yaxis || {}).ticktext || []).includes('0:我'))""", timeout=30_000)
+    assert page.evaluate("() => window.__stale")["sidebar"] == 0
     assert page.locator(ERRORS).count() == 0
 
 

@@ -1,8 +1,8 @@
 """What to look at: block, layer, head, heads, sentence and query token, in a row above the figures.
 
 These controls live in the main area, inside the same st.fragment as the view picker and the
-figures (app.py main_area), so changing them reruns only that fragment: the sidebar (sentences,
-model, figure settings) is not rerun, and the forward pass comes from ui/cache.py.
+figures (app.py main_area), so changing them reruns only that fragment: the sidebar (model, figure
+settings) is not rerun, and the forward pass comes from ui/cache.py.
 Widget keys are FigureSpec's field names, as everywhere (ui/state.py).
 """
 

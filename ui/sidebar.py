@@ -1,8 +1,8 @@
-"""The sidebar: sentences, the model, and how figures look — nothing that depends on the view.
+"""The sidebar: the model, and how figures look — nothing that depends on the view or the sentences.
 
-What to look at (view, block, layer, head...) lives in the main area (ui/look.py), inside the
-st.fragment that draws the figures, so choosing it reruns that fragment and not this sidebar.
-Widget keys are FigureSpec's field names (plus "preset"), so one FigureSpec is built from
+The sentences (ui/sentences.py) and what to look at (view, block, layer, head...: ui/look.py) live in
+the main area, inside the st.fragment that draws the figures, so changing them reruns that fragment
+and not this sidebar. Widget keys are FigureSpec's field names, so one FigureSpec is built from
 st.session_state, and a share link fills st.session_state back from a FigureSpec.
 """
 
@@ -12,7 +12,7 @@ import streamlit as st
 
 from lab.spec import MASKS, THEMES
 from model.device import available_devices
-from ui.state import PRESETS, apply_preset, keep_choice, keep_in_range, swap_sentences
+from ui.state import keep_choice, keep_in_range
 
 MASK_HELP = {
     "paper": "As in the paper: every block ignores [PAD] keys (added to line A and B up), and the decoder's "
@@ -35,17 +35,6 @@ UI_LIMITS = {"d_model": (2, 512), "n_heads": (1, 64), "n_layers": (1, 6), "d_ff"
 
 def _model_label(name: str) -> str:
     return {"random": "random (untrained; any size)", "zh-en": "zh-en (trained Chinese → English translator)"}[name]
-
-
-def sentences_section() -> None:
-    st.header("Sentences")
-    st.selectbox("Examples", list(PRESETS), index=None, key="preset", on_change=apply_preset,
-                 placeholder="Load an example pair…", help="Fills sentence A and B.")
-    st.text_input("Sentence A", key="sentence_a",
-                  help="Any text: Chinese, English, emoji, right-to-left. The source sentence in encoder views.")
-    st.text_input("Sentence B", key="sentence_b",
-                  help="Compared with A. Make it a reordering of A (她喜欢你) to see why order needs positions.")
-    st.button("Swap A ↔ B", key="swap", on_click=swap_sentences)
 
 
 def model_section(trained_problem: str | None, notes: list[str]) -> None:
@@ -107,7 +96,6 @@ def sidebar(trained_problem: str | None) -> list[str]:
     """Draw the sidebar; returns notes on settings that were adjusted to what is offered."""
     notes: list[str] = []
     with st.sidebar:
-        sentences_section()
         model_section(trained_problem, notes)
         display_section()
     return notes

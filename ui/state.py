@@ -97,10 +97,10 @@ def share_query(spec: FigureSpec) -> dict[str, str]:
 
 # -- callbacks (run before the script, so they may set any widget's value) -----------------------
 def apply_preset() -> None:
+    """The Examples menu (a menu button: its value is the example clicked, for this rerun only)."""
     label = st.session_state.get("preset")
     if label in PRESETS:
         st.session_state["sentence_a"], st.session_state["sentence_b"] = PRESETS[label]
-    st.session_state["preset"] = None  # the menu goes back to "Load an example…"
 
 
 def swap_sentences() -> None:
