@@ -5,8 +5,9 @@ free loopback port, one Chromium (Playwright, /usr/bin/chromium); each repeat op
 context on a share link of the attention view, waits until every chart is drawn, then types a new
 sentence A (Enter commits it) and waits until the charts show it; then picks only another head, and
 then only another layer, in their select boxes, and waits until the charts show that head / layer.
-The view, layer and head controls live in an st.fragment (app.py main_area), so those two changes
-rerun only the fragment: their time over the sentence's (paired per repeat) has the target <= 0.2.
+The sentence boxes and the view, layer and head controls live in one st.fragment (app.py main_area),
+so all three changes rerun only the fragment, the sentence with a new forward pass: the head's and the
+layer's time over the sentence's (paired per repeat) has the target <= 0.2.
 
 "Drawn" means: no element is stale (Streamlit marks old output data-stale while a rerun runs), the
 status widget shows no running script, and every chart of the view carries the tick labels the view
