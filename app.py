@@ -177,7 +177,7 @@ def spec_error(exc: SpecError) -> None:
 
 @st.fragment(key="main")
 def main_area(trained_ok: bool) -> None:
-    """Everything that depends on the sentences, view, layer or head: a change here reruns only this function.
+    """Everything that depends on the sentences, view, layer or head: a change there reruns only this.
 
     Reads the sidebar's settings from st.session_state (they are current: any sidebar change
     reruns the whole script, this fragment included). Never writes to the sidebar. A fragment rerun

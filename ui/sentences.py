@@ -3,7 +3,8 @@
 They live inside the main area's st.fragment (app.py main_area), with the view picker and the
 figures: typing a new sentence reruns only that fragment (a new forward pass, from ui/cache.py),
 not the sidebar, whose settings do not depend on the sentences. Every element a rerun sends costs
-the browser time (bench: browser redraw), and the sidebar is a quarter of the page's elements.
+the browser time (bench: browser redraw), and the sidebar's widgets are about 20 of the ~55 elements a
+whole-script rerun of the attention view sends.
 Widget keys are FigureSpec's field names (plus "preset"), as everywhere (ui/state.py).
 """
 
