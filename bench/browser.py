@@ -302,8 +302,9 @@ def browser_records(ctx: Context, specs: dict[str, FigureSpec], repeats: int,
     "streamlit run app.py on 127.0.0.1, Playwright + /usr/bin/chromium; attention view of a share "
     "link; a fresh browser context per repeat; 'drawn' = no stale element, no running script, and every "
     "chart's tick labels (and the weights chart's first values) equal those lab.views.build_view gives for "
-    "the new setting. head/layer: from picking the option (a fragment rerun) to drawn; ratio = that time / "
-    "the new sentence's (a full-script rerun with the forward pass), paired per repeat. Median of repeats.",
+    "the new setting. head/layer: from picking the option (a fragment rerun, cached forward) to drawn; "
+    "ratio = that time / the new sentence's (a fragment rerun too, with the forward pass), paired per "
+    "repeat. Median of repeats.",
 )
 def app_browser(ctx: Context) -> list[Record]:
     if not Path(CHROMIUM).exists():
