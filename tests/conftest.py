@@ -48,6 +48,25 @@ def make_app() -> Callable[..., object]:
     return make
 
 
+@pytest.fixture
+def calls(monkeypatch) -> dict[str, int]:
+    """How often the forward pass (lab.compute.run) and the sidebar (ui.sidebar.sidebar) ran."""
+    import lab.compute
+    import ui.sidebar
+
+    counts = {"forward": 0, "sidebar": 0}
+
+    def counting(name, real):
+        def wrapper(*args, **kwargs):
+            counts[name] += 1
+            return real(*args, **kwargs)
+        return wrapper
+
+    monkeypatch.setattr(lab.compute, "run", counting("forward", lab.compute.run))
+    monkeypatch.setattr(ui.sidebar, "sidebar", counting("sidebar", ui.sidebar.sidebar))
+    return counts
+
+
 @pytest.fixture(scope="module")
 def one_torch_thread():
     """One torch thread while a module's tests run (tiny models; on two busy cores more threads spin)."""

@@ -24,25 +24,6 @@ from viz.export import find_browser
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
-@pytest.fixture
-def calls(monkeypatch) -> dict[str, int]:
-    """How often the forward pass (lab.compute.run) and the sidebar (ui.sidebar.sidebar) ran."""
-    import lab.compute
-    import ui.sidebar
-
-    counts = {"forward": 0, "sidebar": 0}
-
-    def counting(name, real):
-        def wrapper(*args, **kwargs):
-            counts[name] += 1
-            return real(*args, **kwargs)
-        return wrapper
-
-    monkeypatch.setattr(lab.compute, "run", counting("forward", lab.compute.run))
-    monkeypatch.setattr(ui.sidebar, "sidebar", counting("sidebar", ui.sidebar.sidebar))
-    return counts
-
-
 class FragmentRuns:
     """fragment_runs(at): from now on at.run() reruns only the fragment "main", as the server does;
     fragment_runs.off(): whole-script runs again (a new session's first run must be one)."""

@@ -239,30 +239,18 @@ def test_cpu_timings_are_not_wrapped():
 
 
 # -- server reruns (bench/apptest_rerun.py) ----------------------------------------------------
-def test_rerun_figure_runs_each_kind_as_the_server_does(monkeypatch):
+def test_rerun_figure_runs_each_kind_as_the_server_does(calls):
     """Per round: a new sentence as a full-script run (sidebar + forward pass), only the layer/head as a
     full-script run (sidebar, cached forward), as a fragment run (neither), and a new sentence as the
     fragment run the server does for it (a new forward pass, no sidebar)."""
-    import lab.compute
-    import ui.sidebar
     from bench.app_figures import APP_SPECS, sentence, source_tokens
     from bench.apptest_rerun import rerun_times
     from bench.browser import app_spec
 
-    counts = {"forward": 0, "sidebar": 0}
-
-    def counting(name, real):
-        def wrapper(*args, **kwargs):
-            counts[name] += 1
-            return real(*args, **kwargs)
-        return wrapper
-
-    monkeypatch.setattr(lab.compute, "run", counting("forward", lab.compute.run))
-    monkeypatch.setattr(ui.sidebar, "sidebar", counting("sidebar", ui.sidebar.sidebar))
     spec = app_spec(APP_SPECS["app"], sentence(source_tokens(8), salt=97))  # a first sentence no test ran
     times = rerun_times(spec, 8, rounds=1)
     kinds = ("sentence", "layer_head", "fragment", "fragment_sentence")
     assert set(times) == {*kinds, *(f"{k}_cpu" for k in kinds)}
     assert all(len(v) == 1 and v[0] > 0 for v in times.values())
     # the first run + full sentence + fragment sentence run the model; the first run + two full runs the sidebar
-    assert counts == {"forward": 3, "sidebar": 3}
+    assert calls == {"forward": 3, "sidebar": 3}
