@@ -176,6 +176,24 @@ def test_numbers_and_downloads_of_a_figure_open_on_demand(page):
     assert page.locator(ERRORS).count() == 0
 
 
+def test_the_examples_menu_fills_both_sentences_and_redraws_only_the_main_area(page):
+    from ui.state import PRESETS
+
+    label = next(k for k in PRESETS if k.startswith("我有一只猫"))
+    a, b = PRESETS[label]
+    open_view(page, "3 · Attention step by step")
+    page.evaluate(STALE_COUNTER)
+    page.locator(".st-key-preset button").first.click()
+    page.get_by_text(label, exact=True).click()
+    page.wait_for_function("""([a, b]) => document.querySelector('.st-key-sentence_a input').value === a
+        && document.querySelector('.st-key-sentence_b input').value === b""", arg=[a, b])
+    page.wait_for_function("""() => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')]
+        .some(gd => ((gd.layout.yaxis || {}).ticktext || []).includes('4:猫'))""", timeout=30_000)
+    wait_idle(page)
+    assert page.evaluate("() => window.__stale")["sidebar"] == 0  # a fragment run: the sidebar stays
+    assert page.locator(ERRORS).count() == 0
+
+
 # -- ui/chart.py: a chart keeps its <div>; Plotly.react redraws it in place ------------------------
 WEIGHTS_CHART = ".st-key-chart-attention-attention-weights .js-plotly-plot"
 SIZE = "gd => [gd._fullLayout.width, gd._fullLayout.height]"
