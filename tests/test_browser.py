@@ -298,3 +298,36 @@ def test_a_theme_chosen_live_draws_what_a_fresh_page_of_that_theme_draws(page, b
     finally:
         fresh_context.close()
     assert len(live) == len(before) >= 5 and all(a != b for a, b in zip(live, before, strict=True))
+
+
+TWIN_ROWS = """() => {
+    // Per row of twin charts: each title's text height (a Range: what min-height cannot change) and where
+    // each chart starts.
+    const rows = {};
+    for (const title of document.querySelectorAll('[data-testid="stMain"] h3.lab-chart-title')) {
+        if (!title.dataset.row) continue;
+        const range = document.createRange();
+        range.selectNodeContents(title);
+        const box = title.parentElement.querySelector('.lab-chart-box');
+        (rows[title.dataset.row] ||= []).push({text: range.getBoundingClientRect().height,
+                                              top: box.getBoundingClientRect().top});
+    }
+    return rows;
+}"""
+
+
+def test_twin_charts_side_by_side_start_level_when_one_title_wraps(page):
+    open_view(page, "6 · Order & positional encoding")
+    drawn_charts(page)
+    for width in (1500, 1100):  # the title wraps differently at each width: the charts stay level
+        page.set_viewport_size({"width": width, "height": 1000})
+        page.wait_for_timeout(500)
+        rows = page.evaluate(TWIN_ROWS)
+        assert set(rows) == {"order-diff", "order-pooled"}, rows
+        for name, twins in rows.items():
+            assert len(twins) == 2, (name, twins)
+            left, right = twins
+            assert abs(left["top"] - right["top"]) <= 1, (width, name, twins)
+        diff = rows["order-diff"]
+        assert diff[0]["text"] > diff[1]["text"] + 10, diff  # the case that matters: one title is taller
+    assert page.locator(ERRORS).count() == 0

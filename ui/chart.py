@@ -132,6 +132,16 @@ function label(element, text) {
   element.hidden = !text;
 }
 
+function equalize(row) {
+  // Charts side by side (one row) give their titles the tallest one's height, so that a title that
+  // wraps to two lines does not push its chart below its twin's. Runs on every title change and resize.
+  if (!row) return;
+  const titles = [...document.querySelectorAll("h3.lab-chart-title")].filter((t) => t.dataset.row === row);
+  titles.forEach((t) => { t.style.minHeight = ""; });
+  const tallest = Math.max(0, ...titles.map((t) => (t.hidden ? 0 : t.getBoundingClientRect().height)));
+  titles.forEach((t) => { t.style.minHeight = tallest && titles.length > 1 ? `${tallest}px` : ""; });
+}
+
 function say(gd, text) {
   gd.__lab.message.textContent = text;
 }
@@ -144,6 +154,8 @@ export default function ({parentElement, data}) {
   gd.__lab.spec = JSON.parse(text);
   label(gd.__lab.title, gd.__lab.spec.title);
   label(gd.__lab.caption, gd.__lab.spec.caption);
+  gd.__lab.title.dataset.row = gd.__lab.spec.row || "";
+  equalize(gd.__lab.spec.row);
   loadPlotly().then((Plotly) => {
     if (gd.__lab.text !== text) return;  // a newer figure came while plotly.js loaded
     try {
@@ -156,6 +168,7 @@ export default function ({parentElement, data}) {
     if (!gd.__lab.observer) {  // first draw: follow the page's width, and the screen's size in full screen
       const box = gd.parentElement;
       gd.__lab.observer = new ResizeObserver(() => {
+        equalize(gd.__lab.spec.row);
         if (parentElement.clientWidth && sizeKey(gd) !== gd.__lab.size) draw(Plotly, gd);
       });
       gd.__lab.observer.observe(parentElement);
@@ -176,7 +189,7 @@ export default function ({parentElement, data}) {
 # from the theme's CSS variables), spaced by the 1rem gap Streamlit puts between elements.
 CSS = """
 .lab-chart-title {
-  font-family: var(--st-heading-font); font-weight: 600; font-size: 1.75rem; line-height: 1.2;
+  box-sizing: border-box; font-family: var(--st-heading-font); font-weight: 600; font-size: 1.75rem; line-height: 1.2;
   letter-spacing: -0.005em; color: var(--st-heading-color); margin: 0 0 1rem 0; padding: 0.75rem 0 0 0;
 }
 .lab-chart-caption {
@@ -218,11 +231,13 @@ def _component():
     return st.components.v2.component(NAME, js=_script(), css=CSS, isolate_styles=False)
 
 
-def chart(figure, *, key: str, config: dict, title: str = "", caption: str = "") -> None:
+def chart(figure, *, key: str, config: dict, title: str = "", caption: str = "", row: str = "") -> None:
     """Draw `figure` (a go.Figure) under `key`; the same key on the next rerun updates it in place.
 
     title and caption (plain text, shown as text: never HTML or markdown) are drawn above and below
-    the chart in the look of st.subheader and st.caption, by the same element (CSS)."""
+    the chart in the look of st.subheader and st.caption, by the same element (CSS). Charts side by
+    side share a `row` name: their titles take the tallest one's height, so the charts start level."""
     payload = ('{"figure":' + pio.to_json(figure, validate=False) + ',"config":' + json.dumps(config)
-               + ',"title":' + json.dumps(title) + ',"caption":' + json.dumps(caption) + "}")
+               + ',"title":' + json.dumps(title) + ',"caption":' + json.dumps(caption)
+               + ',"row":' + json.dumps(row) + "}")
     _component()(key=key, data=payload.encode("utf-8"), width="stretch", height="content")

@@ -78,15 +78,16 @@ def _table(panel: Panel, key: str, *, numbers: bool) -> None:
         st.dataframe(table, key=f"table-{key}", hide_index=_plain_index(table))
 
 
-def render_panel(panel: Panel, view: str, spec: FigureSpec) -> None:
+def render_panel(panel: Panel, view: str, spec: FigureSpec, row: str = "") -> None:
     """Title, figure, caption; a panel that is only a table shows it. The numbers behind a figure and
     its downloads are drawn only when asked for (a lazy expander): a rerun sends two elements per
     figure (the chart with its title and caption, and one closed expander), not a table and four
-    download buttons. Each element costs the browser time on every rerun (bench: browser redraw)."""
+    download buttons. Each element costs the browser time on every rerun (bench: browser redraw).
+    Panels side by side share a `row` name (ui/chart.py starts their charts level)."""
     key = f"{view}-{panel.key}"
     if panel.figure is not None:  # one element: the title, the chart and the caption (ui/chart.py says why)
         chart(panel.figure, key=f"chart-{key}", config=viz.figure_config(key), title=panel.title,
-              caption=panel.caption)
+              caption=panel.caption, row=row)
     else:
         st.subheader(md(panel.title), anchor=False)
         if panel.caption:
@@ -135,11 +136,12 @@ def render_result(result: ViewResult, view: str, spec: FigureSpec,
         if twin is None:
             render_panel(panel, view, spec)
         else:  # "…-pe" next to "…-nope": the same figure with and without positional encoding
+            row = f"{view}-{panel.key.rpartition('-')[0]}"  # e.g. "order-diff": both titles one height
             left, right = st.columns(2, gap="medium")
             with left:
-                render_panel(panel, view, spec)
+                render_panel(panel, view, spec, row)
             with right:
-                render_panel(twin, view, spec)
+                render_panel(twin, view, spec, row)
             done.add(twin.key)
         if after and panel.key in after:
             after[panel.key]()
