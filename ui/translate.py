@@ -56,13 +56,13 @@ def decoding_steps(run: Run, loaded: Loaded, spec: FigureSpec) -> None:
             viz.decoder_self_attention_heatmap(self_w, target_labels=tgt[:step], mask=sa["allowed"][:step, :step],
                                                title=f"Decoder self-attention, layer {layer} head {head}",
                                                theme=spec.theme),
-            viz.matrix_frame(self_w, tgt[:step], tgt[:step])), "translate", spec)
+            viz.matrix_frame(self_w, tgt[:step], tgt[:step])), "translate", spec, row="translate-step")
     with right:
         render_panel(Panel(
             f"step{step}-cross", f"Step {step}: cross-attention",
             viz.cross_attention_heatmap(cross_w, target_labels=tgt[:step], source_labels=src,
                                         title=f"Cross-attention, layer {layer} head {head}", theme=spec.theme),
-            viz.matrix_frame(cross_w, tgt[:step], src)), "translate", spec)
+            viz.matrix_frame(cross_w, tgt[:step], src)), "translate", spec, row="translate-step")
 
 
 def cross_heads(run: Run, spec: FigureSpec) -> None:
