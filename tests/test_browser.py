@@ -340,6 +340,12 @@ def test_twin_charts_side_by_side_start_level_when_one_title_wraps(page):
     drawn_charts(page)
     uneven = level_twins(page, {"order-diff", "order-pooled"}, (1500, 1100))
     assert {"order-diff@1500", "order-diff@1100"} <= uneven, uneven
+    page.set_viewport_size({"width": 600, "height": 1000})  # a phone: the twins stack, no title is padded
+    page.wait_for_timeout(500)
+    stacked = page.eval_on_selector_all('[data-testid="stMain"] h3.lab-chart-title[data-row="order-diff"]',
+                                        "ts => ts.map(t => [t.getBoundingClientRect().top, t.style.minHeight])")
+    assert len(stacked) == 2 and stacked[1][0] > stacked[0][0] + 100, stacked
+    assert [height for _, height in stacked] == ["", ""], stacked
 
 
 @pytest.mark.skipif(not trained_available(), reason="the translate view needs the trained models")

@@ -138,8 +138,11 @@ function equalize(row) {
   if (!row) return;
   const titles = [...document.querySelectorAll("h3.lab-chart-title")].filter((t) => t.dataset.row === row);
   titles.forEach((t) => { t.style.minHeight = ""; });
-  const tallest = Math.max(0, ...titles.map((t) => (t.hidden ? 0 : t.getBoundingClientRect().height)));
-  titles.forEach((t) => { t.style.minHeight = tallest && titles.length > 1 ? `${tallest}px` : ""; });
+  const boxes = titles.filter((t) => !t.hidden).map((t) => t.getBoundingClientRect());
+  const tops = boxes.map((b) => b.top);
+  const level = boxes.length > 1 && Math.max(...tops) - Math.min(...tops) < 2;  // not stacked (narrow screen)
+  const tallest = Math.max(0, ...boxes.map((b) => b.height));
+  titles.forEach((t) => { t.style.minHeight = level ? `${tallest}px` : ""; });
 }
 
 function say(gd, text) {
@@ -189,8 +192,8 @@ export default function ({parentElement, data}) {
 # from the theme's CSS variables), spaced by the 1rem gap Streamlit puts between elements.
 CSS = """
 .lab-chart-title {
-  box-sizing: border-box; font-family: var(--st-heading-font); font-weight: 600; font-size: 1.75rem; line-height: 1.2;
-  letter-spacing: -0.005em; color: var(--st-heading-color); margin: 0 0 1rem 0; padding: 0.75rem 0 0 0;
+  box-sizing: border-box; font-family: var(--st-heading-font); font-weight: 600; font-size: 1.75rem;
+  line-height: 1.2; letter-spacing: -0.005em; color: var(--st-heading-color); margin: 0 0 1rem 0; padding: 0.75rem 0 0 0;
 }
 .lab-chart-caption {
   font-family: var(--st-font); font-size: 0.875rem; line-height: 1.6; color: var(--st-text-color);
