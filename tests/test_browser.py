@@ -301,56 +301,64 @@ def test_a_theme_chosen_live_draws_what_a_fresh_page_of_that_theme_draws(page, b
 
 
 TWIN_ROWS = """() => {
-    // Per row of twin charts: each title's text height (a Range: what min-height cannot change) and where
-    // each chart starts.
+    // Per row of twin charts: each title's text height (a Range: what min-height cannot change), its
+    // min-height, and where and how wide each chart is, against the main area's width.
     const rows = {};
+    const main = document.querySelector('[data-testid="stMainBlockContainer"]');
+    const inner = main.clientWidth - parseFloat(getComputedStyle(main).paddingLeft)
+                  - parseFloat(getComputedStyle(main).paddingRight);
     for (const title of document.querySelectorAll('[data-testid="stMain"] h3.lab-chart-title')) {
         if (!title.dataset.row) continue;
         const range = document.createRange();
         range.selectNodeContents(title);
-        const box = title.parentElement.querySelector('.lab-chart-box');
-        (rows[title.dataset.row] ||= []).push({text: range.getBoundingClientRect().height,
-                                              top: box.getBoundingClientRect().top});
+        const box = title.parentElement.querySelector('.lab-chart-box').getBoundingClientRect();
+        (rows[title.dataset.row] ||= []).push({text: range.getBoundingClientRect().height, top: box.top,
+                                              bottom: box.bottom, share: box.width / inner,
+                                              padded: title.style.minHeight !== ""});
     }
     return rows;
 }"""
 
 
-def level_twins(page, names: set[str], widths) -> set[str]:
-    """At each window width, the twin charts of every row in `names` start level; the rows (name@width)
-    where one title took more lines than its twin's, the case that matters."""
-    uneven = set()
-    for width in widths:
-        page.set_viewport_size({"width": width, "height": 1000})
-        page.wait_for_timeout(500)
-        rows = page.evaluate(TWIN_ROWS)
-        assert set(rows) == names, rows
-        for name, twins in rows.items():
-            assert len(twins) == 2, (name, twins)
-            left, right = twins
-            assert abs(left["top"] - right["top"]) <= 1, (width, name, twins)
-            if abs(left["text"] - right["text"]) > 10:
-                uneven.add(f"{name}@{width}")
-    assert page.locator(ERRORS).count() == 0
-    return uneven
+def twin_rows(page, width: int) -> dict:
+    page.set_viewport_size({"width": width, "height": 1000})
+    page.wait_for_timeout(500)
+    return page.evaluate(TWIN_ROWS)
 
 
-def test_twin_charts_side_by_side_start_level_when_one_title_wraps(page):
+def assert_side_by_side_and_level(rows: dict) -> None:
+    for name, (left, right) in rows.items():
+        assert abs(left["top"] - right["top"]) <= 1, (name, left, right)  # level, whatever the titles
+        assert 0.4 < left["share"] < 0.5 and 0.4 < right["share"] < 0.5, (name, left, right)
+
+
+def assert_stacked_full_width(rows: dict) -> None:
+    for name, (first, second) in rows.items():
+        assert second["top"] > first["bottom"], (name, first, second)  # one under the other
+        assert first["share"] > 0.95 and second["share"] > 0.95, (name, first, second)
+        assert not first["padded"] and not second["padded"], (name, first, second)
+
+
+def test_twin_charts_sit_level_side_by_side_and_stack_where_half_the_width_is_too_narrow(page):
     open_view(page, "6 · Order & positional encoding")
     drawn_charts(page)
-    uneven = level_twins(page, {"order-diff", "order-pooled"}, (1500, 1100))
-    assert {"order-diff@1500", "order-diff@1100"} <= uneven, uneven
-    page.set_viewport_size({"width": 600, "height": 1000})  # a phone: the twins stack, no title is padded
-    page.wait_for_timeout(500)
-    stacked = page.eval_on_selector_all('[data-testid="stMain"] h3.lab-chart-title[data-row="order-diff"]',
-                                        "ts => ts.map(t => [t.getBoundingClientRect().top, t.style.minHeight])")
-    assert len(stacked) == 2 and stacked[1][0] > stacked[0][0] + 100, stacked
-    assert [height for _, height in stacked] == ["", ""], stacked
+    rows = twin_rows(page, 1500)
+    assert set(rows) == {"order-diff", "order-pooled"} and all(len(r) == 2 for r in rows.values()), rows
+    left, right = rows["order-diff"]
+    assert left["text"] > right["text"] + 10, rows  # the case that matters: one title wraps, one does not
+    assert_side_by_side_and_level(rows)
+    for width in (1100, 600):  # a laptop with the sidebar open, a phone
+        assert_stacked_full_width(twin_rows(page, width))
+    assert_side_by_side_and_level(twin_rows(page, 1500))
+    assert page.locator(ERRORS).count() == 0
 
 
 @pytest.mark.skipif(not trained_available(), reason="the translate view needs the trained models")
-def test_the_translate_views_step_charts_start_level(page):
+def test_the_translate_views_step_charts_sit_level_or_stack(page):
     open_view(page, "7 · Translate")
     drawn_charts(page)
-    uneven = level_twins(page, {"translate-step"}, (1500, 1100))
-    assert uneven, "no width made one step title wrap: the test proves nothing"
+    rows = twin_rows(page, 1500)
+    assert set(rows) == {"translate-step"}, rows
+    assert_side_by_side_and_level(rows)
+    assert_stacked_full_width(twin_rows(page, 1100))
+    assert page.locator(ERRORS).count() == 0

@@ -200,6 +200,10 @@ CSS = """
   opacity: 0.6; margin: 1rem 0 0 0; overflow-wrap: break-word;
 }
 .lab-chart-title[hidden], .lab-chart-caption[hidden] { display: none; }
+/* Twin charts side by side (a row: st.columns, which wrap) stack, each the full width, once either
+   would be narrower than 28rem: at half of a laptop's width a heatmap clips its title and squeezes
+   its cells. */
+[data-testid="stColumn"]:has(h3.lab-chart-title[data-row]) { min-width: min(100%, 28rem); }
 """
 
 
@@ -239,7 +243,8 @@ def chart(figure, *, key: str, config: dict, title: str = "", caption: str = "",
 
     title and caption (plain text, shown as text: never HTML or markdown) are drawn above and below
     the chart in the look of st.subheader and st.caption, by the same element (CSS). Charts side by
-    side share a `row` name: their titles take the tallest one's height, so the charts start level."""
+    side (in st.columns) share a `row` name: their titles take the tallest one's height, so the charts
+    start level, and the columns stack where either would be narrower than 28rem (CSS)."""
     payload = ('{"figure":' + pio.to_json(figure, validate=False) + ',"config":' + json.dumps(config)
                + ',"title":' + json.dumps(title) + ',"caption":' + json.dumps(caption)
                + ',"row":' + json.dumps(row) + "}")
