@@ -34,10 +34,14 @@ def page(browser, streamlit_url):
     tab.set_default_timeout(60_000)
     tab.dialogs = []
     tab.on("dialog", lambda d: (tab.dialogs.append(d.message), d.dismiss()))
+    tab.script_errors = []  # uncaught exceptions in the page's JavaScript, and console errors
+    tab.on("pageerror", lambda exc: tab.script_errors.append(f"uncaught: {exc}"))
+    tab.on("console", lambda m: m.type == "error" and tab.script_errors.append(f"console: {m.text}"))
     tab.goto(streamlit_url)
     wait_idle(tab)
     yield tab
     context.close()
+    assert tab.script_errors == []  # the charts' own script (ui/chart.py) included
 
 
 def drawn_charts(page) -> int:
