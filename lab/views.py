@@ -345,6 +345,15 @@ def query_view(spec: FigureSpec, models: Models) -> ViewResult:
                        mask=None if allowed.all() else allowed, theme=spec.theme), table,
     ))
     out.panels.append(Panel(
+        "query-lines", f"Every query's weights as lines, {qlabel} in colour ({spec.block}, layer {layer}, head {head})",
+        viz.attention_lines(a["weights"], query_labels=rows, key_labels=cols, query=q, mask=a["allowed"],
+                            theme=spec.theme),
+        lambda: viz.matrix_frame(a["weights"], rows, cols),
+        caption="The same softmax weights as the heatmap of view 3, drawn as lines: queries on the left, keys on "
+                "the right, each line as opaque as its weight; a masked key (weight exactly 0) gets no line. "
+                "Hover over a key's dot for the coloured query's weight.",
+    ))
+    out.panels.append(Panel(
         "query-context", f"Context vector of {qlabel} = Σⱼ weightⱼ · vⱼ ({spec.block}, layer {layer}, head {head})",
         viz.context_vector_figure(a["weights"][q], a["v"], key_labels=cols, query_label=rows[q],
                                   context=a["context"][q], theme=spec.theme),

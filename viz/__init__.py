@@ -5,6 +5,7 @@ and applies one of the themes in viz.theme; token labels are made unique ("0:I")
 """
 
 from viz.attention import (
+    attention_lines,
     attention_step_figures,
     context_vector_figure,
     entropy_overview,
@@ -61,6 +62,7 @@ __all__ = [
     "aligned_outputs_figure",
     "apply_theme",
     "attention_step_figures",
+    "attention_lines",
     "context_vector_figure",
     "cross_attention_heatmap",
     "decoder_self_attention_heatmap",

@@ -722,3 +722,122 @@ def context_vector_figure(
         legend=dict(title_text="key (weight)"),
     )
     return apply_theme(fig, theme)
+
+
+LINES_ALL_UP_TO = 16  # keys: up to this many, every non-zero weight is a line; beyond, each query's strongest
+LINES_TOP = 8
+LINE_BANDS = 10  # weights in (0, 0.1), [0.1, 0.2), ... [0.9, 1]: one trace each, its opacity the band's middle
+
+
+def _rgba(hex_colour: str, alpha: float) -> str:
+    h = hex_colour.lstrip("#")
+    r, g, b = (int(h[i:i + 2], 16) for i in (0, 2, 4))
+    return f"rgba({r},{g},{b},{alpha:.3f})"
+
+
+def _spread(n: int) -> np.ndarray:
+    """n token positions spread over [0, 1], token 0 at 0 (drawn at the top); one token in the middle."""
+    return np.linspace(0.0, 1.0, n) if n > 1 else np.array([0.5])
+
+
+def _segments(pairs: np.ndarray, yq: np.ndarray, yk: np.ndarray) -> tuple[list, list]:
+    """x and y of one line per (query, key) pair, from x=0 to x=1, separated by None (one trace)."""
+    x: list = []
+    y: list = []
+    for i, j in pairs:
+        x += [0.0, 1.0, None]
+        y += [float(yq[i]), float(yk[j]), None]
+    return x, y
+
+
+def attention_lines(
+    weights: np.ndarray,
+    *,
+    query_labels: Sequence[str] | None,
+    key_labels: Sequence[str] | None,
+    query: int | None = None,
+    mask: np.ndarray | None = None,
+    title: str | None = None,
+    theme: str = "default",
+) -> go.Figure:
+    """Attention as lines (the "head view" of Vig 2019, BertViz): queries on the left, keys on the
+    right, one line per softmax weight, the more opaque the larger (LINE_BANDS opacity bands).
+
+    A weight of exactly 0 (a masked key) gets no line. With more than LINES_ALL_UP_TO keys, each
+    query keeps its LINES_TOP strongest keys (the title says so). The chosen `query`'s lines are drawn on
+    top in colour, as wide as their weight, with the weights on hover at the keys' ends.
+    """
+    W = np.asarray(weights, dtype=np.float64)
+    if W.ndim != 2:
+        raise ValueError(f"weights must be (n_queries, n_keys), got shape {W.shape}")
+    n_q, n_k = W.shape
+    t = theme_spec(theme)
+    qt, kt = display_labels(query_labels, n_q), display_labels(key_labels, n_k)
+    live = np.isfinite(W) & (W > 0)
+    if mask is not None:
+        live &= np.broadcast_to(np.asarray(mask, dtype=bool), W.shape)
+    notes = []
+    if n_k > LINES_ALL_UP_TO:
+        top = np.argsort(-np.where(live, W, -1.0), axis=1, kind="stable")[:, :LINES_TOP]  # (n_q, LINES_TOP)
+        keep = np.zeros_like(live)
+        np.put_along_axis(keep, top, True, axis=1)
+        live &= keep
+        notes.append(f"each query's {LINES_TOP} strongest of {n_k} keys")
+    if mask is not None and not np.all(mask):
+        notes.append("masked keys (weight exactly 0): no line")
+    yq, yk = _spread(n_q), _spread(n_k)
+    fig = Fig()
+    band = np.minimum((np.where(live, W, 0.0) * LINE_BANDS).astype(np.int64), LINE_BANDS - 1)  # (n_q, n_k)
+    chosen = None if query is None else int(query)
+    for b in range(LINE_BANDS):
+        pairs = np.argwhere(live & (band == b))
+        if chosen is not None:
+            pairs = pairs[pairs[:, 0] != chosen]  # the chosen query's lines come on top, in colour
+        if not len(pairs):
+            continue
+        x, y = _segments(pairs, yq, yk)
+        fig.add_trace(vf.scatter(
+            x=x, y=y, mode="lines", hoverinfo="skip", showlegend=False,
+            line=dict(color=_rgba(t["font_color"], (b + 0.5) / LINE_BANDS), width=t["line_width"] * 0.6),
+            meta={"role": "lines", "band": b},
+        ))
+    if chosen is not None:
+        colour = QUALITATIVE[0] if theme != "dark" else QUALITATIVE[4]
+        keys = np.flatnonzero(live[chosen])
+        for b in range(LINE_BANDS):
+            js = keys[band[chosen, keys] == b]
+            if not len(js):
+                continue
+            x, y = _segments([(chosen, j) for j in js], yq, yk)
+            fig.add_trace(vf.scatter(
+                x=x, y=y, mode="lines", hoverinfo="skip", showlegend=False,
+                line=dict(color=_rgba(colour, 0.35 + 0.65 * (b + 0.5) / LINE_BANDS),
+                          width=t["line_width"] * (0.75 + 2.5 * (b + 0.5) / LINE_BANDS)),
+                meta={"role": "query-lines", "band": b},
+            ))
+        all_keys = np.arange(n_k)
+        fig.add_trace(vf.scatter(
+            x=np.ones(n_k), y=yk, mode="markers", showlegend=False,
+            marker=dict(size=np.where(live[chosen], 0.5, 0.3).astype(np.float32) * t["font_size"], color=colour),
+            customdata=np.stack([W[chosen], all_keys], axis=1).astype(np.float32),
+            text=[f"{qt[chosen]} → {k}" for k in kt],
+            hovertemplate="%{text}<br>weight %{customdata[0]:.4f}<extra></extra>",
+            meta={"role": "query-keys"},
+        ))
+        fig.add_trace(vf.scatter(
+            x=[0.0], y=[float(yq[chosen])], mode="markers", showlegend=False, hoverinfo="skip",
+            marker=dict(size=0.7 * t["font_size"], color=colour), meta={"role": "query"},
+        ))
+    # Token labels: the queries on the left axis, the keys on a second axis on the right.
+    height = int(min(900, max(360, 120 + 24 * max(n_q, n_k))))
+    budget = tick_budget(height - 120, t["font_size"])
+    q_step = 1 if n_q <= budget else _nice_step(n_q / budget)
+    k_step = 1 if n_k <= budget else _nice_step(n_k / budget)
+    fig.update_yaxes(tickmode="array", tickvals=yq[::q_step].tolist(), ticktext=qt[::q_step],
+                     range=[1.04, -0.04], showgrid=False, zeroline=False)
+    fig.add_label_axis("y2", yk, yk[::k_step].tolist(), kt[::k_step], side="right", across=1.0)
+    fig.update_xaxes(range=[-0.02, 1.02], showgrid=False, zeroline=False, showline=False, ticks="",
+                     tickmode="array", tickvals=[0.0, 1.0], ticktext=["query", "key"])  # under each column
+    default = "Attention as lines: query → key, more opaque = larger weight"
+    fig.update_layout(title=title_layout(title or default, notes), height=height, hovermode="closest")
+    return apply_theme(fig, theme)

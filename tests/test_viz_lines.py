@@ -1,0 +1,136 @@
+"""viz.attention_lines: attention as lines (queries left, keys right). Every line is one softmax weight,
+in the opacity band of that weight; a weight of exactly 0 (a masked key) has no line; long inputs keep
+each query's strongest keys; the coloured query's lines and hover values are its own weights."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import numpy as np
+import pytest
+
+import viz
+from lab.compute import load_model
+from lab.spec import FigureSpec
+from lab.views import Models, build_view, head_arrays, record
+from viz.attention import LINE_BANDS, LINES_ALL_UP_TO, LINES_TOP
+
+
+def softmax_rows(rng, n_q, n_k, mask=None):
+    s = rng.normal(size=(n_q, n_k)) * 2
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    e = np.exp(s - s.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def drawn(fig, role: str) -> dict[tuple[int, int], tuple[int, str, float]]:
+    """{(query, key): (band, colour, width)} of every line segment of the traces with `role`, read back
+    from the coordinates (queries at x=0, keys at x=1, tokens spread over y in [0, 1])."""
+    out = {}
+    for t in fig.data:
+        if (t.meta or {}).get("role") != role:
+            continue
+        x, y = list(t.x), list(t.y)
+        assert len(x) % 3 == 0
+        for s in range(0, len(x), 3):
+            assert x[s:s + 3] == [0.0, 1.0, None] and y[s + 2] is None
+            pair = (y[s], y[s + 1])
+            assert pair not in out, "a pair drawn twice"
+            out[pair] = (t.meta["band"], t.line.color, t.line.width)
+    return out
+
+
+def notes(fig) -> str:
+    """The note lines apply_theme puts under the title (a "notes" annotation)."""
+    return " ".join(a.text for a in fig.layout.annotations or () if a.name == "notes")
+
+
+def index(pos: float, n: int) -> int:
+    return 0 if n == 1 else int(round(pos * (n - 1)))
+
+
+def as_pairs(lines, n_q, n_k):
+    return {(index(a, n_q), index(b, n_k)): v for (a, b), v in lines.items()}
+
+
+def alpha(colour: str) -> float:
+    return float(re.fullmatch(r"rgba\(\d+,\d+,\d+,([0-9.]+)\)", colour).group(1))
+
+
+@pytest.mark.parametrize("n_q, n_k", [(5, 7), (4, 4), (1, 3)])  # cross attention too (Tq != Tk)
+def test_every_nonzero_weight_is_one_line_in_its_band_and_masked_keys_have_none(n_q, n_k):
+    rng = np.random.default_rng(n_q * 10 + n_k)
+    mask = np.tril(np.ones((n_q, n_k), dtype=bool), k=n_k - n_q)  # a causal-style mask, every row keeps a key
+    W = softmax_rows(rng, n_q, n_k, mask)
+    fig = viz.attention_lines(W, query_labels=[f"q{i}" for i in range(n_q)],
+                              key_labels=[f"k{j}" for j in range(n_k)], mask=mask)
+    lines = as_pairs(drawn(fig, "lines"), n_q, n_k)
+    assert set(lines) == {(i, j) for i in range(n_q) for j in range(n_k) if W[i, j] > 0}
+    assert not any(not mask[i, j] for i, j in lines)  # masked: weight exactly 0, no line
+    for (i, j), (band, colour, _) in lines.items():
+        assert band == min(int(W[i, j] * LINE_BANDS), LINE_BANDS - 1)
+        assert alpha(colour) == pytest.approx((band + 0.5) / LINE_BANDS, abs=1e-3)  # heavier = more opaque
+    assert ("no line" in notes(fig)) == (not mask.all())  # the figure says masked keys draw nothing
+    unmasked = viz.attention_lines(W, query_labels=None, key_labels=None)  # the zeros alone draw no line
+    assert as_pairs(drawn(unmasked, "lines"), n_q, n_k) == lines
+
+
+def test_the_chosen_querys_lines_are_its_own_weights_in_colour_and_on_hover():
+    rng = np.random.default_rng(1)
+    W = softmax_rows(rng, 6, 6)
+    q = 2
+    fig = viz.attention_lines(W, query_labels=list("abcdef"), key_labels=list("abcdef"), query=q)
+    background = as_pairs(drawn(fig, "lines"), 6, 6)
+    coloured = as_pairs(drawn(fig, "query-lines"), 6, 6)
+    assert {i for i, _ in coloured} == {q} and {j for _, j in coloured} == set(range(6))
+    assert not any(i == q for i, _ in background)  # drawn once, on top
+    widths = {j: width for (_, j), (_, _, width) in coloured.items()}
+    order = np.argsort(W[q])
+    assert all(widths[a] <= widths[b] for a, b in zip(order, order[1:], strict=False))  # wider = heavier
+    (keys,) = [t for t in fig.data if t.meta["role"] == "query-keys"]
+    np.testing.assert_allclose(np.asarray(keys.customdata)[:, 0], W[q], rtol=1e-6)
+    assert list(keys.text) == [f"2:c → {k}" for k in fig.layout.yaxis2.ticktext]
+
+
+def test_long_inputs_keep_each_querys_strongest_keys():
+    n = LINES_ALL_UP_TO + 24
+    rng = np.random.default_rng(2)
+    W = softmax_rows(rng, n, n)
+    fig = viz.attention_lines(W, query_labels=None, key_labels=None, query=0)
+    lines = as_pairs(drawn(fig, "lines"), n, n) | as_pairs(drawn(fig, "query-lines"), n, n)
+    for i in range(n):
+        keys = {j for r, j in lines if r == i}
+        assert keys == set(np.argsort(-W[i])[:LINES_TOP]), i
+    assert f"{LINES_TOP} strongest of {n} keys" in notes(fig)
+
+
+def test_repeated_tokens_keep_a_label_each_and_the_dark_theme_draws_light_lines():
+    W = np.full((4, 4), 0.25)
+    fig = viz.attention_lines(W, query_labels=["I", " ", "I", "I"], key_labels=["I", " ", "I", "I"],
+                              theme="dark")
+    assert len(set(fig.layout.yaxis.ticktext)) == 4 and len(set(fig.layout.yaxis2.ticktext)) == 4
+    (trace,) = [t for t in fig.data if t.meta["role"] == "lines"]
+    assert trace.line.color.startswith("rgba(250,250,250,")  # the dark theme's text colour, not black
+
+
+def test_the_query_views_lines_are_the_models_weights():
+    spec = FigureSpec(sentence_a="我爱我家", sentence_b="我家爱我", d_model=16, n_heads=2, n_layers=2, d_ff=32,
+                      views=("query",), query=1, head=1, layer=1)
+    models = Models(load_model)
+    result = build_view("query", spec, models)
+    p = {panel.key: panel for panel in result.panels}
+    run = models.run(spec)
+    a = head_arrays(record(run.trace, spec.block, 1), 0, 1)
+    np.testing.assert_allclose(p["query-lines"].table.to_numpy(), a["weights"], rtol=1e-6)
+    fig = p["query-lines"].figure
+    (keys,) = [t for t in fig.data if t.meta["role"] == "query-keys"]
+    np.testing.assert_allclose(np.asarray(keys.customdata)[:, 0], p["query-bars"].table["weight"], rtol=1e-6)
+    lines = as_pairs(drawn(fig, "lines"), 4, 4) | as_pairs(drawn(fig, "query-lines"), 4, 4)
+    assert set(lines) == {(i, j) for i in range(4) for j in range(4) if a["weights"][i, j] > 0}
+    causal = dataclasses.replace(spec, block="decoder self")  # [BOS] + tokens: a look-ahead mask
+    fig = {panel.key: panel for panel in build_view("query", causal, models).panels}["query-lines"].figure
+    n = len(fig.layout.yaxis.ticktext)
+    lines = as_pairs(drawn(fig, "lines"), n, n) | as_pairs(drawn(fig, "query-lines"), n, n)
+    assert lines and all(j <= i for i, j in lines)  # no line to a future token
