@@ -306,7 +306,7 @@ def test_a_theme_chosen_live_draws_what_a_fresh_page_of_that_theme_draws(page, b
 
 TWIN_ROWS = """() => {
     // Per row of twin charts: each title's text height (a Range: what min-height cannot change), its
-    // min-height, and where and how wide each chart is, against the main area's width.
+    // min-height, and where and how wide each chart and its plot area are, against the main area's width.
     const rows = {};
     const main = document.querySelector('[data-testid="stMainBlockContainer"]');
     const inner = main.clientWidth - parseFloat(getComputedStyle(main).paddingLeft)
@@ -316,7 +316,9 @@ TWIN_ROWS = """() => {
         const range = document.createRange();
         range.selectNodeContents(title);
         const box = title.parentElement.querySelector('.lab-chart-box').getBoundingClientRect();
+        const gd = title.parentElement.querySelector('.js-plotly-plot');
         (rows[title.dataset.row] ||= []).push({text: range.getBoundingClientRect().height, top: box.top,
+                                              plot: box.top + gd._fullLayout._size.t,  // the plot area's top
                                               bottom: box.bottom, share: box.width / inner,
                                               padded: title.style.minHeight !== ""});
     }
@@ -333,6 +335,7 @@ def twin_rows(page, width: int) -> dict:
 def assert_side_by_side_and_level(rows: dict) -> None:
     for name, (left, right) in rows.items():
         assert abs(left["top"] - right["top"]) <= 1, (name, left, right)  # level, whatever the titles
+        assert abs(left["plot"] - right["plot"]) <= 1, (name, left, right)  # and so are the plots' first rows
         assert 0.4 < left["share"] < 0.5 and 0.4 < right["share"] < 0.5, (name, left, right)
 
 

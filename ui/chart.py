@@ -78,13 +78,29 @@ function sizeKey(gd) {
                                             : `${box.parentElement.clientWidth}`;
 }
 
+function twins(row) {
+  // The charts of one row (side by side), this one included.
+  return [...document.querySelectorAll("div.lab-chart")].filter((g) => g.__lab && g.__lab.spec &&
+                                                                      g.__lab.spec.row === row);
+}
+
+function rowTop(row) {
+  // The row's largest top margin: every twin's plot then starts at the same height, whatever notes
+  // one figure has under its title that the other has not.
+  return Math.max(0, ...twins(row).map((g) => ((g.__lab.spec.figure.layout || {}).margin || {}).t || 0));
+}
+
 function draw(Plotly, gd) {
   // The figure's own size, its width the container's unless it sets one; the whole screen in full screen.
-  const {figure, config} = gd.__lab.spec;
+  const {figure, config, row} = gd.__lab.spec;
   const box = gd.parentElement;
   gd.__lab.size = sizeKey(gd);
   const layout = Object.assign({}, figure.layout);
   const fullscreen = document.fullscreenElement === box;
+  gd.__lab.top = row && !fullscreen ? rowTop(row) : 0;
+  if (gd.__lab.top > ((layout.margin || {}).t || 0)) {
+    layout.margin = Object.assign({}, layout.margin, {t: gd.__lab.top});
+  }
   box.style.background = fullscreen ? (layout.paper_bgcolor || "white") : "";  // not the browser's black
   if (fullscreen) {
     layout.width = window.innerWidth;
@@ -164,6 +180,10 @@ export default function ({parentElement, data}) {
     try {
       draw(Plotly, gd);
       say(gd, "");
+      const row = gd.__lab.spec.row;  // a twin drawn before this figure came may need the new top margin
+      for (const g of row ? twins(row) : []) {
+        if (g !== gd && g._fullLayout && g.__lab.top !== rowTop(row)) draw(Plotly, g);
+      }
     } catch (err) {
       say(gd, "This chart could not be drawn: " + err.message);
       return;
