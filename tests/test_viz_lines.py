@@ -90,7 +90,7 @@ def test_the_chosen_querys_lines_are_its_own_weights_in_colour_and_on_hover():
     order = np.argsort(W[q])
     assert all(widths[a] <= widths[b] for a, b in zip(order, order[1:], strict=False))  # wider = heavier
     (keys,) = [t for t in fig.data if t.meta["role"] == "query-keys"]
-    np.testing.assert_allclose(np.asarray(keys.customdata)[:, 0], W[q], rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(keys.customdata), W[q], rtol=1e-6)
     assert list(keys.text) == [f"2:c → {k}" for k in fig.layout.yaxis2.ticktext]
 
 
@@ -126,7 +126,7 @@ def test_the_query_views_lines_are_the_models_weights():
     np.testing.assert_allclose(p["query-lines"].table.to_numpy(), a["weights"], rtol=1e-6)
     fig = p["query-lines"].figure
     (keys,) = [t for t in fig.data if t.meta["role"] == "query-keys"]
-    np.testing.assert_allclose(np.asarray(keys.customdata)[:, 0], p["query-bars"].table["weight"], rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(keys.customdata), p["query-bars"].table["weight"], rtol=1e-6)
     lines = as_pairs(drawn(fig, "lines"), 4, 4) | as_pairs(drawn(fig, "query-lines"), 4, 4)
     assert set(lines) == {(i, j) for i in range(4) for j in range(4) if a["weights"][i, j] > 0}
     causal = dataclasses.replace(spec, block="decoder self")  # [BOS] + tokens: a look-ahead mask

@@ -152,7 +152,7 @@ function equalize(row) {
   // Charts side by side (one row) give their titles the tallest one's height, so that a title that
   // wraps to two lines does not push its chart below its twin's. Runs on every title change and resize.
   if (!row) return;
-  const titles = [...document.querySelectorAll("h3.lab-chart-title")].filter((t) => t.dataset.row === row);
+  const titles = twins(row).map((g) => g.__lab.title);
   titles.forEach((t) => { t.style.minHeight = ""; });
   const boxes = titles.filter((t) => !t.hidden).map((t) => t.getBoundingClientRect());
   const tops = boxes.map((b) => b.top);

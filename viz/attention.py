@@ -12,6 +12,7 @@ import warnings
 from collections.abc import Sequence
 
 import numpy as np
+import plotly.colors
 import plotly.graph_objects as go
 
 from viz import fig as vf
@@ -730,8 +731,7 @@ LINE_BANDS = 10  # weights in (0, 0.1), [0.1, 0.2), ... [0.9, 1]: one trace each
 
 
 def _rgba(hex_colour: str, alpha: float) -> str:
-    h = hex_colour.lstrip("#")
-    r, g, b = (int(h[i:i + 2], 16) for i in (0, 2, 4))
+    r, g, b = plotly.colors.hex_to_rgb(hex_colour)
     return f"rgba({r},{g},{b},{alpha:.3f})"
 
 
@@ -815,13 +815,12 @@ def attention_lines(
                           width=t["line_width"] * (0.75 + 2.5 * (b + 0.5) / LINE_BANDS)),
                 meta={"role": "query-lines", "band": b},
             ))
-        all_keys = np.arange(n_k)
         fig.add_trace(vf.scatter(
             x=np.ones(n_k), y=yk, mode="markers", showlegend=False,
             marker=dict(size=np.where(live[chosen], 0.5, 0.3).astype(np.float32) * t["font_size"], color=colour),
-            customdata=np.stack([W[chosen], all_keys], axis=1).astype(np.float32),
+            customdata=W[chosen].astype(np.float32),  # (n_k,) the hover's weights
             text=[f"{qt[chosen]} → {k}" for k in kt],
-            hovertemplate="%{text}<br>weight %{customdata[0]:.4f}<extra></extra>",
+            hovertemplate="%{text}<br>weight %{customdata:.4f}<extra></extra>",
             meta={"role": "query-keys"},
         ))
         fig.add_trace(vf.scatter(
