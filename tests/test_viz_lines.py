@@ -106,6 +106,25 @@ def test_long_inputs_keep_each_querys_strongest_keys():
     assert f"{LINES_TOP} strongest of {n} keys" in notes(fig)
 
 
+def test_equal_weights_keep_the_lowest_key_indices_like_a_stable_sort():
+    """Uniform rows and coarse weights tie at the LINES_TOP-th place: the earlier keys are kept, each
+    query keeps exactly LINES_TOP keys (or all its non-zero ones), and zeros are never drawn."""
+    n = LINES_ALL_UP_TO + 14
+    rng = np.random.default_rng(3)
+    W = rng.integers(0, 4, size=(n, n)) / 4.0  # many ties, some zeros
+    W[0] = 1.0 / n  # a uniform row
+    W[1, :] = 0.0
+    W[1, 5:7] = 0.5  # only two live keys
+    fig = viz.attention_lines(W, query_labels=None, key_labels=None)
+    lines = as_pairs(drawn(fig, "lines"), n, n)
+    for i in range(n):
+        live = np.flatnonzero(W[i] > 0)
+        expected = live[np.argsort(-W[i, live], kind="stable")[:LINES_TOP]]  # ties: lower index first
+        assert {j for r, j in lines if r == i} == set(expected.tolist()), i
+    assert {j for r, j in lines if r == 0} == set(range(LINES_TOP))
+    assert {j for r, j in lines if r == 1} == {5, 6}
+
+
 def test_repeated_tokens_keep_a_label_each_and_the_dark_theme_draws_light_lines():
     W = np.full((4, 4), 0.25)
     fig = viz.attention_lines(W, query_labels=["I", " ", "I", "I"], key_labels=["I", " ", "I", "I"],

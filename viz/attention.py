@@ -742,12 +742,26 @@ def _spread(n: int) -> np.ndarray:
 
 def _segments(pairs: np.ndarray, yq: np.ndarray, yk: np.ndarray) -> tuple[list, list]:
     """x and y of one line per (query, key) pair, from x=0 to x=1, separated by None (one trace)."""
-    x: list = []
-    y: list = []
-    for i, j in pairs:
-        x += [0.0, 1.0, None]
-        y += [float(yq[i]), float(yk[j]), None]
-    return x, y
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)  # (n, 2): (query, key) per line
+    y = np.empty((len(pairs), 3), dtype=object)  # (n, 3): query's y, key's y, None (a gap)
+    y[:, 0] = yq[pairs[:, 0]].tolist()
+    y[:, 1] = yk[pairs[:, 1]].tolist()
+    y[:, 2] = None
+    return [0.0, 1.0, None] * len(pairs), y.ravel().tolist()  # (3n,) each
+
+
+def _strongest(live: np.ndarray, W: np.ndarray, k: int) -> np.ndarray:
+    """live restricted to each row's k largest live weights; among equal weights the lower key index
+    wins (what a stable descending sort would keep), found in O(n) per row with np.partition."""
+    k = min(k, W.shape[1])
+    score = np.where(live, W, -1.0)  # (n_q, n_k); weights are >= 0, so dead keys sort last
+    kth = -np.partition(-score, k - 1, axis=1)[:, k - 1:k]  # (n_q, 1) each row's k-th largest score
+    above = score > kth
+    ties = score == kth
+    room = k - above.sum(axis=1)  # (n_q,) places left for keys equal to the k-th
+    crowded = np.flatnonzero(ties.sum(axis=1) > room)  # rows with more such keys than places (rare)
+    ties[crowded] &= np.cumsum(ties[crowded], axis=1) <= room[crowded, None]  # the lowest indices
+    return live & (above | ties)
 
 
 def attention_lines(
@@ -778,10 +792,7 @@ def attention_lines(
         live &= np.broadcast_to(np.asarray(mask, dtype=bool), W.shape)
     notes = []
     if n_k > LINES_ALL_UP_TO:
-        top = np.argsort(-np.where(live, W, -1.0), axis=1, kind="stable")[:, :LINES_TOP]  # (n_q, LINES_TOP)
-        keep = np.zeros_like(live)
-        np.put_along_axis(keep, top, True, axis=1)
-        live &= keep
+        live = _strongest(live, W, LINES_TOP)
         notes.append(f"each query's {LINES_TOP} strongest of {n_k} keys")
     if mask is not None and not np.all(mask):
         notes.append("masked keys (weight exactly 0): no line")
@@ -789,10 +800,12 @@ def attention_lines(
     fig = Fig()
     band = np.minimum((np.where(live, W, 0.0) * LINE_BANDS).astype(np.int64), LINE_BANDS - 1)  # (n_q, n_k)
     chosen = None if query is None else int(query)
+    every = np.argwhere(live)  # (n, 2) every line's (query, key), row-major
+    if chosen is not None:
+        every = every[every[:, 0] != chosen]  # the chosen query's lines come on top, in colour
+    every_band = band[every[:, 0], every[:, 1]]  # (n,)
     for b in range(LINE_BANDS):
-        pairs = np.argwhere(live & (band == b))
-        if chosen is not None:
-            pairs = pairs[pairs[:, 0] != chosen]  # the chosen query's lines come on top, in colour
+        pairs = every[every_band == b]
         if not len(pairs):
             continue
         x, y = _segments(pairs, yq, yk)
@@ -808,7 +821,7 @@ def attention_lines(
             js = keys[band[chosen, keys] == b]
             if not len(js):
                 continue
-            x, y = _segments([(chosen, j) for j in js], yq, yk)
+            x, y = _segments(np.stack([np.full_like(js, chosen), js], axis=1), yq, yk)
             fig.add_trace(vf.scatter(
                 x=x, y=y, mode="lines", hoverinfo="skip", showlegend=False,
                 line=dict(color=_rgba(colour, 0.35 + 0.65 * (b + 0.5) / LINE_BANDS),
