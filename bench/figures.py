@@ -143,7 +143,10 @@ def minimum_trace_bytes(config, S: int, T: int, batch: int = 1) -> int:
     "Stored: q, k, v (B, H, T, d_k) of every block, each layer's output, the embeddings, the "
     "masks and the logits; scores and weights are NOT stored but derived on demand. So the "
     "trace grows as T * d_model and the 'minimum' as H * T^2: above it at short inputs, below "
-    "it at long ones. blocks = enc layers + 2 x dec layers.",
+    "it at long ones. blocks = enc layers + 2 x dec layers. layer_outputs_ratio = the layers' "
+    "outputs alone (B, T, d_model each: the residual stream a trace of the forward pass is for, and "
+    "what the app's trace download holds) over the same minimum: where it is above 1.25, no trace "
+    "that keeps them can meet the target.",
 )
 def trace_memory(ctx: Context) -> list[Record]:
     records = []
@@ -153,10 +156,12 @@ def trace_memory(ctx: Context) -> list[Record]:
             src, tgt, src_mask, tgt_mask = ctx.inputs(name, T)
             _, trace = model(src, tgt, src_mask, tgt_mask, return_trace=True)
             stored, minimum = trace.nbytes(), minimum_trace_bytes(config, T, T, ctx.batch)
+            outputs = sum(layer.output.nbytes for stack in (trace.encoder, trace.decoder) for layer in stack.layers)
             records += [
                 Record(f"{name}.trace_MiB", T, stored / MiB, "MiB"),
                 Record(f"{name}.trace_minimum_MiB", T, minimum / MiB, "MiB"),
                 Record(f"{name}.trace_memory_ratio", T, stored / minimum, "x", MEMORY_TARGET),
+                Record(f"{name}.layer_outputs_ratio", T, outputs / minimum, "x"),
             ]
     return records
 

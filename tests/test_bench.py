@@ -190,6 +190,7 @@ def test_quick_run_writes_one_record_per_expected_figure(tmp_path, capsys):
         "trace_MiB",
         "trace_minimum_MiB",
         "trace_memory_ratio",
+        "layer_outputs_ratio",
     ]
     pe = [
         "vectorised_ms",
@@ -219,6 +220,10 @@ def test_quick_run_writes_one_record_per_expected_figure(tmp_path, capsys):
     # the memory ratio is pure arithmetic: check it against the two MiB figures it comes from
     ratio = by_name["app.trace_MiB"]["value"] / by_name["app.trace_minimum_MiB"]["value"]
     assert by_name["app.trace_memory_ratio"]["value"] == pytest.approx(ratio)
+    # the layers' outputs alone over the minimum, in closed form: d_model (L_enc + L_dec) / (H T (L_enc + 2 L_dec))
+    c, T = DEFAULT_APP_CONFIG, 8
+    floor = c.d_model * (c.n_layers + c.decoder_layers) / (c.n_heads * T * (c.n_layers + 2 * c.decoder_layers))
+    assert by_name["app.layer_outputs_ratio"]["value"] == pytest.approx(floor)
     assert by_name["run.on_cuda"]["value"] == 0  # --device defaults to the CPU
     out = capsys.readouterr().out
     assert "torch threads:" in out and "targets met:" in out and "device: cpu" in out
