@@ -19,7 +19,14 @@ import torch
 import viz
 from lab.compute import Loaded, Run, model_fields, read_source, run
 from lab.spec import FigureSpec
-from model.analysis import OrderReport, all_head_weights, head_arrays, order_report, record
+from model.analysis import (
+    OrderReport,
+    all_head_weights,
+    head_arrays,
+    order_report,
+    record,
+    unscaled_weights,
+)
 from model.examples import JOURNEY_TEXT, journey_example
 from model.positional import offset_dot_products, sinusoidal_at, sinusoidal_encoding
 
@@ -336,13 +343,25 @@ def query_view(spec: FigureSpec, models: Models) -> ViewResult:
     qlabel = f"{q}:{rows[q]}"
     out = ViewResult(notices=list(run_.notices))
     allowed = a["allowed"][q]
+    unscaled = unscaled_weights(rec, row, head)[q]  # (Tk,) softmax(q·k) without ÷√d_k: what the scaling prevents
     def table():
         return pd.DataFrame({"key": cols, "score": a["scores"][q], "scaled": a["scaled"][q],
-                             "may attend": allowed, "weight": a["weights"][q]})
+                             "may attend": allowed, "weight": a["weights"][q],
+                             "weight without ÷√d_k": unscaled})
+    d_k = a["q"].shape[-1]
+    raw = a["scores"][a["allowed"]]  # this head's raw scores q·k over every allowed (query, key)
+    spread = (f" This head's raw scores have variance {raw.var():.3g}; its scaled scores, {raw.var() / d_k:.3g}."
+              if raw.size > 1 else "")
     out.panels.append(Panel(
         "query-bars", f"Query {qlabel}: scores, scaled scores and softmax weights over every key",
         viz.query_bars(a["scores"][q], a["scaled"][q], a["weights"][q], key_labels=cols, query_label=rows[q],
-                       mask=None if allowed.all() else allowed, theme=spec.theme), table,
+                       mask=None if allowed.all() else allowed, unscaled_weights=unscaled, theme=spec.theme),
+        table,
+        caption=f"Why ÷√d_k (§3.2.1): if q and k have independent components of mean 0 and variance 1, q·k has "
+                f"variance d_k (here {d_k}): the larger d_k, the larger the raw scores, until softmax puts nearly "
+                f"all the weight on one key, where its gradients vanish. Dividing by √d_k brings the variance back "
+                f"to 1. The outlined bars "
+                f"show the weights softmax would give the raw scores.{spread}",
     ))
     out.panels.append(Panel(
         "query-lines", f"Every query's weights as lines, {qlabel} in colour ({spec.block}, layer {layer}, head {head})",

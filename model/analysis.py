@@ -90,6 +90,14 @@ def head_arrays(rec: AttentionRecord, batch: int = 0, head: int = 0) -> dict[str
     }
 
 
+def unscaled_weights(rec: AttentionRecord, batch: int = 0, head: int = 0) -> np.ndarray:
+    """One head's softmax weights WITHOUT eq. 1's 1/sqrt(d_k), (Tq, Tk) float64: what the scaling
+    prevents (AttentionRecord.unscaled_weights)."""
+    if not 0 <= head < rec.n_heads:
+        raise ValueError(f"head {head} does not exist: this block has {rec.n_heads} heads")
+    return rec.select(batch, head).unscaled_weights[0, 0].detach().to("cpu", torch.float64).numpy()
+
+
 def all_head_weights(trace: Trace, block: str, batch: int = 0, dtype: torch.dtype = torch.float64) -> np.ndarray:
     """(layers, heads, Tq, Tk) softmax weights of one block kind, for grids and overviews.
 

@@ -66,8 +66,12 @@ def _blocked_and_empty(mask: torch.Tensor) -> tuple[torch.Tensor | None, torch.T
     return ~mask, (empty if bool(empty.any()) else None)
 
 
-def attention_weights(q: torch.Tensor, k: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+def attention_weights(q: torch.Tensor, k: torch.Tensor, mask: torch.Tensor | None,
+                      scale: float | None = None) -> torch.Tensor:
     """softmax(Q K^T / sqrt(d_k), masked cells at -inf) over keys (eq. 1): (B, H, Tq, Tk).
+
+    scale replaces eq. 1's 1/sqrt(d_k) (as F.scaled_dot_product_attention's `scale` does); only
+    AttentionRecord.unscaled_weights passes one (1.0), to show what the scaling is for.
 
     The forward pass and AttentionRecord.weights both call this, so the record's weights are the
     numbers the forward used. Every step is explicit, on ONE (B, H, Tq, Tk) buffer:
@@ -78,7 +82,8 @@ def attention_weights(q: torch.Tensor, k: torch.Tensor, mask: torch.Tensor | Non
     A row with no allowed key gets all-zero weights instead of the softmax's NaN.
     """
     blocked, empty = mask_cells(mask)
-    q_scaled = q / math.sqrt(q.size(-1))  # eq. 1's 1/sqrt(d_k), applied to Q: (B, H, Tq, d_k)
+    # eq. 1's 1/sqrt(d_k), applied to Q: (B, H, Tq, d_k)
+    q_scaled = q / math.sqrt(q.size(-1)) if scale is None else q * scale
     scores = q_scaled @ k.transpose(-2, -1)  # Q K^T / sqrt(d_k): (B, H, Tq, d_k) @ (B, H, d_k, Tk) -> (B, H, Tq, Tk)
     if blocked is not None:
         scores.masked_fill_(blocked, float("-inf"))  # masked cells -> -inf, so their weight is 0
@@ -160,6 +165,14 @@ class AttentionRecord:
 
         Computed by attention_weights, the forward pass's own function: the numbers it used."""
         return attention_weights(self.q, self.k, self.mask)
+
+    @property
+    def unscaled_weights(self) -> torch.Tensor:
+        """What the weights would be WITHOUT eq. 1's 1/sqrt(d_k): softmax(Q K^T, masked cells at
+        -inf), (B, H, Tq, Tk), by attention_weights with scale 1 (the same masks, the same all-zero
+        rows). The forward pass never uses it: views show it to explain the scaling (section 3.2.1:
+        q.k has variance d_k for unit-variance components, which pushes softmax towards one key)."""
+        return attention_weights(self.q, self.k, self.mask, scale=1.0)
 
     @property
     def context(self) -> torch.Tensor:

@@ -504,13 +504,16 @@ def query_bars(
     query_label: str = "",
     mask: np.ndarray | None = None,
     masked_text: str = "−∞",
+    unscaled_weights: np.ndarray | None = None,
     title: str | None = None,
     theme: str = "default",
 ) -> go.Figure:
     """One query row: its scores, scaled scores (same y range) and softmax weights per key.
 
     Masked keys (mask False, or -inf scores) get grey hatched bars labelled `masked_text`;
-    their weight is drawn as a ✕ at 0.
+    their weight is drawn as a ✕ at 0. `unscaled_weights` (softmax of the raw scores, without
+    ÷√d_k) are drawn over the weights as outlined bars (unmasked keys only), so the saturation the
+    scaling prevents is seen; the note under the title gives both largest weights.
     """
     s, ss, w = (np.asarray(a, dtype=np.float64).ravel() for a in (scores, scaled_scores, weights))
     n = s.size
@@ -518,6 +521,9 @@ def query_bars(
         raise ValueError(
             f"scores, scaled_scores and weights differ in length: {n}, {ss.size}, {w.size}"
         )
+    u = None if unscaled_weights is None else np.asarray(unscaled_weights, dtype=np.float64).ravel()
+    if u is not None and u.size != n:
+        raise ValueError(f"unscaled_weights has {u.size} keys, the scores {n}")
     t = theme_spec(theme)
     masked = np.isneginf(s) | np.isneginf(ss)
     if mask is not None:
@@ -536,7 +542,7 @@ def query_bars(
         subplot_titles=(
             "score q·kⱼ",
             "scaled score q·kⱼ / √d_k (same axis)",
-            "weight = softmax(scaled)ⱼ",
+            "weight = softmax(scaled)ⱼ" + ("; outline: softmax(score)ⱼ, without ÷√d_k" if u is not None else ""),
         ),
     )
     for row, vals, name, color in (
@@ -598,6 +604,23 @@ def query_bars(
     notes = []
     if not np.isfinite(w[~masked]).all() or (~masked).sum() == 0:
         notes.append(f"weights are NaN: {NAN_SOFTMAX}")
+    if u is not None:
+        ok = ~masked & np.isfinite(u)
+        fig.add_trace(
+            vf.bar(  # an outline over each weight bar, as wide: where the weight would be without ÷√d_k
+                x=x[ok],
+                y=u[ok].astype(np.float32),
+                marker=dict(color="rgba(0,0,0,0)", line=dict(width=max(1.5, t["line_width"]), color=t["font_color"])),
+                showlegend=False,
+                customdata=[ticks[i] for i in x[ok]],
+                hovertemplate="key %{customdata}<br>without ÷√d_k: softmax(score) %{y:.6g}<extra></extra>",
+                meta={"role": "unscaled_weights"},
+            ),
+            row=3,
+            col=1,
+        )
+        if ok.any():
+            notes.append(f"largest weight {np.nanmax(w[ok]):.3g}; without ÷√d_k it would be {u[ok].max():.3g}")
     fig.update_yaxes(range=[-peak, peak], row=1, col=1)
     fig.update_yaxes(range=[-peak, peak], row=2, col=1)
     fig.update_yaxes(range=[0, 1.05], row=3, col=1, title_text="weight")
