@@ -28,7 +28,13 @@ from model.analysis import (
     unscaled_weights,
 )
 from model.examples import JOURNEY_TEXT, journey_example
-from model.positional import offset_dot_products, sinusoidal_at, sinusoidal_encoding
+from model.positional import (
+    frequencies,
+    offset_dot_products,
+    relative_rotation,
+    sinusoidal_at,
+    sinusoidal_encoding,
+)
 
 
 class Panel:
@@ -155,6 +161,9 @@ class PEReference:
     curves: np.ndarray  # (F, len(dims)) sinusoidal_at(fine, d, dims)
     offsets: np.ndarray  # (2 span - 1,) -span + 1 ... span - 1
     dots: np.ndarray  # (2 span - 1,) offset_dot_products(offsets, d)
+    pairs: tuple[int, ...]  # the (sin, cos) pairs i the clock-hand figure draws
+    omegas: tuple[float, ...]  # their frequencies omega_i
+    rotation_error: float  # max |PE(pos + 1) - R_1 PE(pos)| over positions 0 .. span - 2, float64
 
 
 @functools.lru_cache(maxsize=16)
@@ -168,7 +177,16 @@ def pe_reference(span: int, d: int) -> PEReference:
     for a in arrays:
         a.setflags(write=False)  # shared by every session: nothing may change them
     table, fine_np, curves, offsets_np, dots = arrays
-    return PEReference(table, tuple(dims), fine_np, curves, offsets_np, dots)
+    # PE(pos + 1) = R_1 PE(pos): one 2x2 rotation by omega_i per (sin, cos) pair, the same for every pos
+    exact = sinusoidal_at(torch.arange(span, dtype=torch.float64), d)  # (span, d) float64
+    shifted = exact[:-1] @ relative_rotation(1, d).T  # (span - 1, d): R_1 PE(pos), row by row
+    error = float((exact[1:] - shifted).abs().max()) if span > 1 else 0.0
+    pairs = tuple(sorted({0, d // 16, d // 8} & set(range(d // 2))))  # omega 1, 10^-0.5, 10^-1 rad per position
+    omegas = tuple(frequencies(d)[list(pairs)].tolist())
+    return PEReference(table, tuple(dims), fine_np, curves, offsets_np, dots, pairs, omegas, error)
+
+
+ROTATION_MIN = 12  # positions the clock-hand figure draws at least: enough for the slow hands to be seen turning
 
 
 def positional_view(spec: FigureSpec, models: Models) -> ViewResult:
@@ -195,6 +213,21 @@ def positional_view(spec: FigureSpec, models: Models) -> ViewResult:
         viz.pe_curves(ref.fine, ref.curves, dims=dims, d_model=d,
                       marked_positions=list(range(n)), marked_labels=list(sentence.encoding.pieces), theme=th),
         lambda: viz.matrix_frame(table[:, dims], col_labels=[f"dim {j}" for j in dims]),
+    ))
+    rotation_cols = [f"PE(pos, {2 * i + j})" for i in ref.pairs for j in (0, 1)]
+    out.panels.append(Panel(
+        "pe-rotation", "Each (sin, cos) pair turns by a fixed angle per position: PE(pos + k) = R_k · PE(pos)",
+        viz.pe_rotation(table[:max(n, ROTATION_MIN)], pairs=ref.pairs, omegas=ref.omegas, labels=list(sentence.encoding.pieces),
+                        error=ref.rotation_error, theme=th),
+        lambda: pd.DataFrame(
+            table[:max(n, ROTATION_MIN), [2 * i + j for i in ref.pairs for j in (0, 1)]],
+            index=pd.Index(viz.unique_labels(list(sentence.encoding.pieces) + [""] * (ROTATION_MIN - n)),
+                           name="position"),
+            columns=rotation_cols),
+        caption="Pair i of dimensions (2i, 2i+1) holds (sin ωᵢ·pos, cos ωᵢ·pos): a point on the unit circle that "
+                "turns by ωᵢ radians from one position to the next. So moving k positions is a fixed rotation "
+                "R_k, the same at every position, which is why PE(i)·PE(j) depends only on j − i (below) and "
+                "attention can learn relative offsets (§3.5).",
     ))
     own = table[:n]
     gram = own @ own.T

@@ -28,6 +28,7 @@ from viz.positional import (
     pe_dot_curve,
     pe_dot_matrix,
     pe_heatmap,
+    pe_rotation,
 )
 from viz.tables import (
     highlight_differences,
@@ -84,6 +85,7 @@ __all__ = [
     "pe_dot_curve",
     "pe_dot_matrix",
     "pe_heatmap",
+    "pe_rotation",
     "pooled_outputs_figure",
     "qkv_figure",
     "query_bars",

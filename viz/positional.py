@@ -310,3 +310,72 @@ def embedding_pe_figure(
         title=title_layout(title, unique_notes(notes)),
     )
     return apply_theme(fig, theme)
+
+
+ROTATION_POINTS = 24  # positions drawn on each circle: beyond, the hands wrap around too often to follow
+
+
+def pe_rotation(
+    pe: np.ndarray,
+    *,
+    pairs: Sequence[int],
+    omegas: Sequence[float],
+    labels: Sequence[str] | None = None,
+    error: float | None = None,
+    offset: int = 1,
+    title: str | None = "Each (sin, cos) pair is a clock hand turning ωᵢ per position",
+    theme: str = "default",
+) -> go.Figure:
+    """One circle per (sin, cos) pair i: the point (PE(pos, 2i), PE(pos, 2i+1)) of every position,
+    joined in position order, so the hand's turn of ωᵢ radians per position is seen.
+
+    pe: (positions, d_model) sinusoidal encodings; pairs: the pair indices i to draw; omegas: their
+    ωᵢ; error: max |PE(pos + offset) − R_offset·PE(pos)| as the model measured it (the note says it).
+    Positions beyond ROTATION_POINTS are not drawn (the note says so).
+    """
+    p = np.asarray(pe, dtype=np.float64)
+    if p.ndim != 2:
+        raise ValueError(f"pe must be (positions, d_model), got shape {p.shape}")
+    if len(pairs) != len(omegas) or not pairs:
+        raise ValueError(f"one ω per pair: {len(pairs)} pairs, {len(omegas)} ω")
+    n = min(p.shape[0], ROTATION_POINTS)
+    text = _position_text(p.shape[0], labels)[:n]
+    t = theme_spec(theme)
+    circle = np.linspace(0.0, 2 * math.pi, 181)
+    fig = subplots(
+        rows=1,
+        cols=len(pairs),
+        horizontal_spacing=0.06,
+        subplot_titles=[f"dims {2 * i}, {2 * i + 1}: ω = {math.degrees(w):.3g}°"
+                        for i, w in zip(pairs, omegas, strict=True)],
+    )
+    for c, i in enumerate(pairs, start=1):
+        fig.add_trace(vf.scatter(x=np.sin(circle), y=np.cos(circle), mode="lines", hoverinfo="skip",
+                                 showlegend=False, line=dict(color=t["grid_color"] if t["grid"] else "#d0d0d0",
+                                                             width=1), meta={"role": "circle"}),
+                      row=1, col=c)
+        fig.add_trace(vf.scatter(
+            x=p[:n, 2 * i].astype(np.float32), y=p[:n, 2 * i + 1].astype(np.float32),
+            mode="lines+markers+text" if n <= 12 else "lines+markers",
+            text=[s.split(":", 1)[0] for s in text], textposition="top center",
+            customdata=text, showlegend=False,
+            line=dict(color=QUALITATIVE[c % len(QUALITATIVE)], width=t["line_width"] * 0.6),
+            marker=dict(size=np.where(np.arange(n) == 0, 1.6, 1.0).astype(np.float32) * 0.55 * t["font_size"]),
+            hovertemplate=f"position %{{customdata}}, ω = {omegas[c - 1]:.4g} rad"
+                          f"<br>PE(pos, {2 * i}) = sin = %{{x:.4f}}"
+                          f"<br>PE(pos, {2 * i + 1}) = cos = %{{y:.4f}}<extra></extra>",
+            meta={"role": "positions", "pair": int(i)},
+        ), row=1, col=c)
+        fig.update_xaxes(range=[-1.25, 1.25], zeroline=True, showgrid=False, title_text=f"sin (dim {2 * i})",
+                         row=1, col=c)
+        fig.update_yaxes(range=[-1.25, 1.25], zeroline=True, showgrid=False, scaleanchor=f"x{'' if c == 1 else c}",
+                         scaleratio=1, constrain="domain", title_text=f"cos (dim {2 * i + 1})" if c == 1 else "",
+                         row=1, col=c)
+    notes = ["position 0 is the larger dot, at the top (sin 0 = 0, cos 0 = 1)"]
+    if error is not None:
+        notes.append(f"PE(pos + {offset}) = R_{offset}·PE(pos), one 2×2 rotation by ωᵢ·{offset} per pair: "
+                     f"max |difference| {error:.1e}")
+    if p.shape[0] > n:
+        notes.append(f"the first {n} of {p.shape[0]} positions")
+    fig.update_layout(title=title_layout(title, notes), height=420)
+    return apply_theme(fig, theme)

@@ -1,0 +1,78 @@
+"""View 2's clock hands: each (sin, cos) pair of the sinusoidal PE is a point on the unit circle that
+turns by ωᵢ per position, so PE(pos + k) = R_k·PE(pos) (§3.5). The figure draws the closed form, the
+angle between consecutive positions is ωᵢ, and the error the note states is the model's own."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+
+import viz
+from lab.compute import load_model
+from lab.spec import FigureSpec
+from lab.views import ROTATION_MIN, Models, build_view, pe_reference
+from viz.positional import ROTATION_POINTS
+
+
+def notes(fig) -> str:
+    return " ".join(a.text for a in fig.layout.annotations or () if a.name == "notes")
+
+
+def hands(fig) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    return {t.meta["pair"]: (np.asarray(t.x, float), np.asarray(t.y, float))
+            for t in fig.data if (t.meta or {}).get("role") == "positions"}
+
+
+@pytest.mark.parametrize("text, d_model", [("你喜欢她", 64), ("我爱我家我爱我家我爱我家我爱我家我爱", 32)])
+def test_the_hands_are_the_closed_form_and_turn_omega_per_position(text, d_model):
+    spec = FigureSpec(sentence_a=text, d_model=d_model, n_heads=4, n_layers=1, d_ff=32, views=("positional",))
+    panel = {p.key: p for p in build_view("positional", spec, Models(load_model)).panels}["pe-rotation"]
+    drawn = hands(panel.figure)
+    n = len(text)
+    shown = min(max(n, ROTATION_MIN), ROTATION_POINTS)
+    assert sorted(drawn) == sorted({0, d_model // 16, d_model // 8})  # ω = 1, 10^-0.5, 10^-1 rad per position
+    pos = np.arange(shown)
+    for i, (x, y) in drawn.items():
+        omega = 10000.0 ** (-2 * i / d_model)  # closed form, independent of model/positional.py
+        np.testing.assert_allclose(x, np.sin(pos * omega), atol=1e-6)  # PE(pos, 2i)
+        np.testing.assert_allclose(y, np.cos(pos * omega), atol=1e-6)  # PE(pos, 2i + 1)
+        turn = np.diff(np.unwrap(np.arctan2(x, y)))  # the angle from "12 o'clock", clockwise
+        np.testing.assert_allclose(turn, omega, atol=1e-5)  # the same turn at every step
+        assert np.allclose(x ** 2 + y ** 2, 1.0, atol=1e-6)  # on the unit circle
+    table = panel.table
+    assert table.shape == (max(n, ROTATION_MIN), 2 * len(drawn))
+    assert list(table.columns) == [f"PE(pos, {2 * i + j})" for i in sorted(drawn) for j in (0, 1)]
+
+
+def test_the_stated_rotation_error_is_the_models_and_a_wrong_rotation_would_show():
+    d = 64
+    ref = pe_reference(50, d)
+    assert ref.rotation_error < 1e-12
+    # the same check by hand: R_1 built here in closed form, applied to PE(pos)
+    omega = 10000.0 ** (-np.arange(0, d, 2) / d)
+    pos = np.arange(50)[:, None]
+    pe = np.empty((50, d))
+    pe[:, 0::2], pe[:, 1::2] = np.sin(pos * omega), np.cos(pos * omega)
+    c, s = np.cos(omega), np.sin(omega)
+    sin_next, cos_next = pe[:-1, 0::2] * c + pe[:-1, 1::2] * s, pe[:-1, 1::2] * c - pe[:-1, 0::2] * s
+    assert max(abs(sin_next - pe[1:, 0::2]).max(), abs(cos_next - pe[1:, 1::2]).max()) < 1e-12
+    wrong = pe[:-1, 0::2] * c - pe[:-1, 1::2] * s  # the rotation the other way round
+    assert abs(wrong - pe[1:, 0::2]).max() > 0.1
+    fig = viz.pe_rotation(ref.table[:12], pairs=ref.pairs, omegas=ref.omegas, error=ref.rotation_error)
+    stated = re.search(r"max \|difference\| ([0-9.e+-]+)", notes(fig)).group(1)
+    assert float(stated) == pytest.approx(ref.rotation_error, rel=0.06)
+
+
+def test_long_inputs_draw_the_first_positions_and_bad_arguments_are_refused():
+    ref = pe_reference(60, 16)
+    fig = viz.pe_rotation(ref.table, pairs=ref.pairs, omegas=ref.omegas, theme="dark")
+    assert all(len(x) == ROTATION_POINTS for x, _ in hands(fig).values())
+    assert f"the first {ROTATION_POINTS} of 60 positions" in notes(fig)
+    with pytest.raises(ValueError, match="one ω per pair"):
+        viz.pe_rotation(ref.table, pairs=(0, 1), omegas=(1.0,))
+    with pytest.raises(ValueError, match="positions, d_model"):
+        viz.pe_rotation(ref.table[0], pairs=(0,), omegas=(1.0,))
+    assert math.isclose(ref.omegas[0], 1.0)
