@@ -323,7 +323,7 @@ def pe_rotation(
     labels: Sequence[str] | None = None,
     error: float | None = None,
     offset: int = 1,
-    title: str | None = "Each (sin, cos) pair is a clock hand turning ωᵢ per position",
+    title: str | None = "Each (sin, cos) pair turns by ωᵢ per position",
     theme: str = "default",
 ) -> go.Figure:
     """One circle per (sin, cos) pair i: the point (PE(pos, 2i), PE(pos, 2i+1)) of every position,
@@ -346,8 +346,7 @@ def pe_rotation(
         rows=1,
         cols=len(pairs),
         horizontal_spacing=0.06,
-        subplot_titles=[f"dims {2 * i}, {2 * i + 1}: ω = {math.degrees(w):.3g}°"
-                        for i, w in zip(pairs, omegas, strict=True)],
+        subplot_titles=[f"ω = {math.degrees(w):.3g}°" for w in omegas],  # the axis titles name the dims
     )
     for c, i in enumerate(pairs, start=1):
         fig.add_trace(vf.scatter(x=np.sin(circle), y=np.cos(circle), mode="lines", hoverinfo="skip",
@@ -357,7 +356,10 @@ def pe_rotation(
         fig.add_trace(vf.scatter(
             x=p[:n, 2 * i].astype(np.float32), y=p[:n, 2 * i + 1].astype(np.float32),
             mode="lines+markers+text" if n <= 12 else "lines+markers",
-            text=[s.split(":", 1)[0] for s in text], textposition="top center",
+            # position numbers, every k-th where the hand turns less than 12° a step (they would overlap)
+            text=[s.split(":", 1)[0] if j % max(1, math.ceil(12 / math.degrees(omegas[c - 1]))) == 0 else ""
+                  for j, s in enumerate(text)],
+            textposition="top center", cliponaxis=False,
             customdata=text, showlegend=False,
             line=dict(color=QUALITATIVE[c % len(QUALITATIVE)], width=t["line_width"] * 0.6),
             marker=dict(size=np.where(np.arange(n) == 0, 1.6, 1.0).astype(np.float32) * 0.55 * t["font_size"]),
@@ -373,7 +375,8 @@ def pe_rotation(
                          row=1, col=c)
     notes = ["position 0 is the larger dot, at the top (sin 0 = 0, cos 0 = 1)"]
     if error is not None:
-        notes.append(f"PE(pos + {offset}) = R_{offset}·PE(pos), one 2×2 rotation by ωᵢ·{offset} per pair: "
+        angle = "ωᵢ" if offset == 1 else f"ωᵢ·{offset}"
+        notes.append(f"PE(pos + {offset}) = R_{offset}·PE(pos), one 2×2 rotation by {angle} per pair: "
                      f"max |difference| {error:.1e}")
     if p.shape[0] > n:
         notes.append(f"the first {n} of {p.shape[0]} positions")
