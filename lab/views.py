@@ -377,6 +377,7 @@ def query_view(spec: FigureSpec, models: Models) -> ViewResult:
     out = ViewResult(notices=list(run_.notices))
     allowed = a["allowed"][q]
     unscaled = unscaled_weights(rec, row, head)[q]  # (Tk,) softmax(q·k) without ÷√d_k: what the scaling prevents
+
     def table():
         return pd.DataFrame({"key": cols, "score": a["scores"][q], "scaled": a["scaled"][q],
                              "may attend": allowed, "weight": a["weights"][q],
@@ -393,8 +394,7 @@ def query_view(spec: FigureSpec, models: Models) -> ViewResult:
         caption=f"Why ÷√d_k (§3.2.1): if q and k have independent components of mean 0 and variance 1, q·k has "
                 f"variance d_k (here {d_k}): the larger d_k, the larger the raw scores, until softmax puts nearly "
                 f"all the weight on one key, where its gradients vanish. Dividing by √d_k brings the variance back "
-                f"to 1. The outlined bars "
-                f"show the weights softmax would give the raw scores.{spread}",
+                f"to 1. The outlined bars show the weights softmax would give the raw scores.{spread}",
     ))
     out.panels.append(Panel(
         "query-lines", f"Every query's weights as lines, {qlabel} in colour ({spec.block}, layer {layer}, head {head})",
