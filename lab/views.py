@@ -301,10 +301,23 @@ def attention_view(spec: FigureSpec, models: Models) -> ViewResult:
         else:
             def table(matrix=matrix, r=r, c=c):
                 return viz.matrix_frame(matrix, r, c)
-        out.panels.append(Panel(f"attention-{key}", title, fig, table))
+        caption = _nothing_masked(spec) if key == "mask" and a["allowed"].all() else ""
+        out.panels.append(Panel(f"attention-{key}", title, fig, table, caption=caption))
     if spec.mask == "none" and any("[PAD]" in p for p in rows + cols):
         out.notices.append("Mask 'none': the [PAD] tokens added to line up A and B are attended to like words.")
     return out
+
+
+def _nothing_masked(spec: FigureSpec) -> str:
+    """Where to look to see a mask, when the one shown masks nothing (the default view often)."""
+    if spec.mask == "none":
+        return "The sidebar's Mask is 'none': nothing is ever masked. Choose 'paper' to see the masks."
+    ways = []
+    if spec.mask in ("paper", "look-ahead") and spec.block != "decoder self":
+        ways.append("choose the block 'decoder self' for the look-ahead mask (no token sees the future)")
+    if spec.mask in ("paper", "padding"):
+        ways.append("make the other sentence longer: this one is then padded with [PAD] keys, which are masked")
+    return ("Nothing is masked here. To see a mask, " + "; or ".join(ways) + ".") if ways else ""
 
 
 # -- 4. heads ---------------------------------------------------------------------------------

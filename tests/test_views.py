@@ -163,3 +163,21 @@ def test_order_difference_maps_share_one_colour_range(models):
     p, _ = panels("order", SPEC, models)
     ranges = {key: p[key].figure.data[0].zmax for key in ("diff-pe", "diff-nope")}
     assert ranges["diff-pe"] == ranges["diff-nope"] and ranges["diff-pe"] > 0
+
+
+def test_a_mask_that_masks_nothing_says_where_to_see_one_and_the_advice_works(models):
+    same = dataclasses.replace(SPEC, sentence_a="你喜欢她", sentence_b="她喜欢你", mask="paper", block="encoder self")
+    p, _ = panels("attention", same, models)
+    table = p["attention-mask"].table.to_numpy()
+    assert table.all()  # encoder self, A and B the same length: nothing masked
+    hint = p["attention-mask"].caption
+    assert "'decoder self'" in hint and "longer" in hint
+    # following either piece of advice shows a mask, and the hint goes away
+    for advice in (dict(block="decoder self"), dict(sentence_b="她喜欢你吗？我不知道")):
+        p, _ = panels("attention", dataclasses.replace(same, **advice), models)
+        assert not p["attention-mask"].table.to_numpy().all(), advice
+        assert p["attention-mask"].caption == ""
+    p, _ = panels("attention", dataclasses.replace(same, mask="padding"), models)
+    assert "longer" in p["attention-mask"].caption and "decoder self" not in p["attention-mask"].caption
+    p, _ = panels("attention", dataclasses.replace(same, mask="none", block="decoder self"), models)
+    assert p["attention-mask"].table.to_numpy().all() and "'none'" in p["attention-mask"].caption
