@@ -313,11 +313,12 @@ def _nothing_masked(spec: FigureSpec) -> str:
     if spec.mask == "none":
         return "The sidebar's Mask is 'none': nothing is ever masked. Choose 'paper' to see the masks."
     ways = []
-    if spec.mask in ("paper", "look-ahead") and spec.block != "decoder self":
+    if spec.mask == "paper" and spec.block != "decoder self":
         ways.append("choose the block 'decoder self' for the look-ahead mask (no token sees the future)")
-    if spec.mask in ("paper", "padding"):
-        ways.append("make the other sentence longer: this one is then padded with [PAD] keys, which are masked")
-    return ("Nothing is masked here. To see a mask, " + "; or ".join(ways) + ".") if ways else ""
+    if spec.mask == "look-ahead" and spec.block != "cross":
+        ways.append("type a longer sentence: one token has no future to hide")
+    ways.append("make the other sentence longer: this one is then padded with [PAD] keys, which are masked")
+    return "Nothing is masked here. To see a mask, " + "; or ".join(ways) + "."
 
 
 # -- 4. heads ---------------------------------------------------------------------------------

@@ -181,3 +181,18 @@ def test_a_mask_that_masks_nothing_says_where_to_see_one_and_the_advice_works(mo
     assert "longer" in p["attention-mask"].caption and "decoder self" not in p["attention-mask"].caption
     p, _ = panels("attention", dataclasses.replace(same, mask="none", block="decoder self"), models)
     assert p["attention-mask"].table.to_numpy().all() and "'none'" in p["attention-mask"].caption
+
+
+def test_every_mask_setting_that_masks_nothing_gets_advice_that_shows_a_mask(models):
+    """Each hint's advice, followed, shows masked cells (look-ahead masks every self-attention)."""
+    for mask in ("paper", "padding", "look-ahead"):
+        for block in ("encoder self", "decoder self", "cross"):
+            spec = dataclasses.replace(SPEC, sentence_a="你", sentence_b="她", mask=mask, block=block)
+            p, _ = panels("attention", spec, models)
+            if not p["attention-mask"].table.to_numpy().all():
+                continue  # something is masked already: no hint
+            hint = p["attention-mask"].caption
+            assert hint.startswith("Nothing is masked here"), (mask, block)
+            longer = dataclasses.replace(spec, sentence_b="她喜欢你吗")
+            p, _ = panels("attention", longer, models)
+            assert not p["attention-mask"].table.to_numpy().all(), (mask, block)
