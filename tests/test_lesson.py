@@ -1,0 +1,112 @@
+"""docs/lesson.md stays true: every step's link opens its view with no error, and what the page says
+the students should see is checked against the app's own numbers (lab.views.build_view, the function
+the app draws with)."""
+
+from __future__ import annotations
+
+import functools
+import re
+from pathlib import Path
+from urllib.parse import parse_qsl, urlsplit
+
+import numpy as np
+import pytest
+
+from lab.compute import load_model
+from lab.spec import FigureSpec
+from lab.views import Models, build_view
+
+LESSON = Path(__file__).resolve().parents[1] / "docs" / "lesson.md"
+LINK = re.compile(r"\[Open step (\d+)\]\((http://localhost:8501/\?[^)\s]+)\)")
+
+
+def steps() -> dict[int, dict[str, str]]:
+    found = LINK.findall(LESSON.read_text(encoding="utf-8"))
+    return {int(n): dict(parse_qsl(urlsplit(url).query, strict_parsing=True)) for n, url in found}
+
+
+@pytest.fixture(scope="module")
+def models():
+    return Models(functools.lru_cache(maxsize=None)(load_model))
+
+
+def panels(step: int, models) -> dict:
+    spec = FigureSpec.from_query(steps()[step])
+    return {p.key: p for p in build_view(spec.views[0], spec, models).panels}
+
+
+def notes(fig) -> str:
+    return " ".join(a.text for a in fig.layout.annotations or () if a.name == "notes")
+
+
+def test_the_lesson_has_seven_steps_one_link_each_in_order():
+    assert sorted(steps()) == list(range(1, 8))
+    views = [FigureSpec.from_query(steps()[n]).views[0] for n in range(1, 8)]
+    assert views == ["tokens", "positional", "attention", "query", "heads", "order", "translate"]
+
+
+@pytest.mark.parametrize("step", range(1, 8))
+def test_each_link_opens_its_view_with_no_error(make_app, step):
+    link = steps()[step]
+    at = make_app(link=link)
+    assert not at.exception and not at.error, [e.value for e in list(at.exception) + list(at.error)]
+    assert at.session_state["view"] == link["views"]
+    assert at.session_state["sentence_a"] == "你喜欢她" and at.session_state["sentence_b"] == "她喜欢你"
+
+
+def test_step_1_same_tokens_only_positions_0_and_3_differ(models):
+    p = panels(1, models)
+    a, b = p["tokens-a"].table, p["tokens-b"].table
+    assert sorted(a["piece"]) == sorted(b["piece"]) and len(a) == 4
+    table = p["tokens-compare"].table
+    assert list(table.loc[table["differs"], "position"]) == [0, 3]
+
+
+def test_step_2_one_rotation_for_every_position_and_a_toeplitz_gram_matrix(models):
+    p = panels(2, models)
+    error = float(re.search(r"max \|difference\| ([0-9.e+-]+)", notes(p["pe-rotation"].figure)).group(1))
+    assert error < 1e-12
+    gram = p["pe-dot-matrix"].table.to_numpy()
+    for k in range(-gram.shape[0] + 1, gram.shape[0]):
+        diagonal = np.diagonal(gram, offset=k)
+        assert np.allclose(diagonal, diagonal[0], atol=1e-4), k
+
+
+def test_step_3_the_look_ahead_mask_zero_weights_above_the_diagonal_rows_sum_to_1(models):
+    p = panels(3, models)
+    mask = p["attention-mask"].table.to_numpy().astype(bool)
+    n = mask.shape[0]
+    assert n == 5  # [BOS] + four characters
+    np.testing.assert_array_equal(mask, np.tril(np.ones((n, n), dtype=bool)))
+    weights = p["attention-weights"].table.to_numpy()
+    assert np.all(weights[~mask] == 0.0)
+    np.testing.assert_allclose(weights.sum(axis=1), 1.0, atol=1e-6)
+
+
+def test_step_4_without_scaling_the_largest_weight_is_larger(models):
+    table = panels(4, models)["query-bars"].table
+    assert table["weight without ÷√d_k"].max() > table["weight"].max()
+
+
+def test_step_5_rows_sum_to_1_and_heads_differ_in_entropy(models):
+    p = panels(5, models)
+    grid = p["layers-heads"].table  # one row per (layer, head, query), one column per key
+    assert len(grid) == 2 * 4 * 4  # 2 layers x 4 heads x 4 queries
+    np.testing.assert_allclose(grid.to_numpy().sum(axis=1), 1.0, atol=1e-6)
+    entropy = p["entropy"].table.to_numpy()
+    assert np.ptp(entropy) > 0.01
+
+
+def test_step_6_with_pe_the_translations_differ_without_pe_they_are_identical(models):
+    p = panels(6, models)
+    t = p["translations"].table
+    with_pe, without = list(t.iloc[:, 1]), list(t.iloc[:, 2])
+    assert with_pe == ["you like her", "she likes you"]
+    assert without[0] == without[1]
+    numbers = p["order-numbers"].table.set_index("model")
+    assert bool(numbers.loc["without PE", "pooled outputs equal"]) is True
+    assert bool(numbers.loc["without PE", "equivariant"]) is True
+
+
+def test_step_7_the_translation(models):
+    assert panels(7, models)["translation"].caption == "你喜欢她 → you like her"
