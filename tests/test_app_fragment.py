@@ -289,3 +289,40 @@ def test_every_rerun_and_fragment_rerun_runs_torch_on_the_app_threads(monkeypatc
     at.selectbox(key="head").set_value(1).run()
     clean(at)
     assert len(seen) >= 2 and seen == [want] * len(seen)
+
+
+def test_previous_and_next_buttons_step_head_and_layer_round_in_fragment_runs(make_app, calls, fragment_runs):
+    """◂ ▸ after the head and layer boxes (keys ← → and Shift+← →): one step, wrapping round, no forward."""
+    at = make_app(view="attention", sentence_a=unique_sentence(), **SMALL)  # SMALL: 2 layers, 2 heads
+    clean(at)
+    fragment_runs(at)
+    n_heads, n_layers = SMALL["n_heads"], SMALL["n_layers"]
+    seen = []
+    for _ in range(n_heads):
+        at.button(key="head-next").click().run()
+        clean(at)
+        seen.append(at.session_state["head"])
+        assert at.selectbox(key="head").value == seen[-1]
+        assert any(f"layer 0, head {seen[-1]}" in t for t in titles(at)), titles(at)
+    assert seen == [*range(1, n_heads), 0]  # every head once, then round to the first
+    at.button(key="head-prev").click().run()
+    assert at.session_state["head"] == n_heads - 1  # back from the first: the last
+    at.button(key="layer-next").click().run()
+    clean(at)
+    assert (at.session_state["layer"], at.session_state["head"]) == (1, n_heads - 1)
+    assert any(f"layer 1, head {n_heads - 1}" in t for t in titles(at)), titles(at)
+    at.button(key="layer-prev").click().run()
+    at.button(key="layer-prev").click().run()
+    assert at.session_state["layer"] == n_layers - 1
+    assert at.query_params["layer"] == str(n_layers - 1)  # the share link follows
+    assert calls == {"forward": 1, "sidebar": 1}
+    shortcuts = {b.key: b.proto.shortcut for b in at.button if b.key and b.key.startswith(("head-", "layer-"))}
+    assert shortcuts == {"head-prev": "left", "head-next": "right", "layer-prev": "shift+left",
+                         "layer-next": "shift+right"}  # as Streamlit normalises them
+
+
+def test_one_head_disables_the_head_buttons(make_app):
+    at = make_app(view="attention", **(SMALL | {"n_heads": 1}))
+    clean(at)
+    assert at.button(key="head-next").disabled and at.button(key="head-prev").disabled
+    assert not at.button(key="layer-next").disabled

@@ -154,6 +154,31 @@ def test_layer_head_and_view_changes_rerun_only_the_main_area(page):
     assert page.locator(ERRORS).count() == 0
 
 
+def test_arrow_keys_step_the_head_shift_arrows_the_layer_but_not_while_typing(page):
+    """For a projector: → / ← flip through heads, Shift+→ / Shift+← through layers (the ◂ ▸ buttons' shortcuts);
+    the same keys inside a sentence box only move its cursor."""
+    open_view(page, "3 · Attention step by step")
+    page.locator('[data-testid="stMain"] h3').first.click()  # the focus on the page, not on a control
+    for head in ("1", "2"):
+        page.keyboard.press("ArrowRight")
+        wait_for_setting(page, "head", head)
+    page.keyboard.press("ArrowLeft")
+    wait_for_setting(page, "head", "1")
+    page.keyboard.press("Shift+ArrowRight")
+    wait_for_setting(page, "layer", "1")
+    assert "layer 1, head 1" in headings(page)
+    assert page.locator(".st-key-head [role='combobox']").input_value() == "head 1"
+    box = page.locator(".st-key-sentence_a input")
+    box.click()
+    for key in ("ArrowRight", "ArrowLeft", "Shift+ArrowRight", "ArrowRight"):
+        box.press(key)
+    page.wait_for_timeout(1500)  # time for a rerun that must not come
+    wait_idle(page)
+    assert page.evaluate("() => Object.fromEntries(new URLSearchParams(window.location.search))").get("head") == "1"
+    assert page.locator(".st-key-head [role='combobox']").input_value() == "head 1"
+    assert "layer 1, head 1" in headings(page)
+
+
 def test_a_share_link_opens_the_same_view_layer_and_head(page, streamlit_url):
     page.goto(f"{streamlit_url}/?views=attention&layer=1&head=3&block=cross")
     wait_idle(page)

@@ -15,7 +15,7 @@ import streamlit as st
 from lab.compute import Run, model_fields
 from lab.spec import BLOCKS, FigureSpec
 from ui import cache
-from ui.state import keep_choice
+from ui.state import keep_choice, step_choice
 from viz import visible_whitespace
 
 BLOCK_HELP = ("encoder self: the source attends to itself. decoder self: the decoder input ([BOS] + tokens) "
@@ -34,6 +34,10 @@ USES = {
 KEYS = tuple(USES)  # session_state keys of these controls (kept while a view does not draw them)
 # Fixed widths keep the row compact and stable: the controls do not jump when labels change.
 WIDTHS = {"block": 170, "layer": 120, "head": 120, "heads": 300, "query": 240}
+# Keyboard shortcuts of the previous/next buttons (for a projector: flip through heads and layers).
+# Streamlit ignores them while the focus is in a text box, so typing a sentence never triggers them.
+SHORTCUTS = {"head": ("Left", "Right"), "layer": ("Shift+Left", "Shift+Right")}
+KEY_NAMES = {"Left": "←", "Right": "→", "Shift+Left": "Shift+←", "Shift+Right": "Shift+→"}
 
 
 def uses(view: str) -> set[str]:
@@ -59,6 +63,16 @@ def query_labels(run: Run | None, spec: FigureSpec) -> list[str]:
     return [f"{i}: {visible_whitespace(p)}" for i, p in enumerate(pieces)]
 
 
+def steppers(key: str, count: int) -> None:
+    """◂ ▸ buttons after a layer or head select box: the previous / next one, wrapping round, also on
+    the keyboard (SHORTCUTS)."""
+    for delta, shortcut, icon, word in ((-1, SHORTCUTS[key][0], ":material/chevron_left:", "Previous"),
+                                        (1, SHORTCUTS[key][1], ":material/chevron_right:", "Next")):
+        st.button("", icon=icon, key=f"{key}-{'prev' if delta < 0 else 'next'}", on_click=step_choice,
+                  args=(key, count, delta), shortcut=shortcut, disabled=count < 2,
+                  help=f"{word} {key} (key {KEY_NAMES[shortcut]})")
+
+
 def look_controls(view: str, base: FigureSpec | None, notes: list[str]) -> None:
     """The controls `view` uses, in one horizontal row; values out of range become the first option."""
     used = uses(view)
@@ -78,10 +92,12 @@ def look_controls(view: str, base: FigureSpec | None, notes: list[str]) -> None:
             keep_choice("layer", list(range(n_layers)), notes)
             st.selectbox("Layer", list(range(n_layers)), key="layer", format_func=lambda i: f"layer {i}",
                          width=WIDTHS["layer"])
+            steppers("layer", n_layers)
         if "head" in used:
             keep_choice("head", list(range(n_heads)), notes)
             st.selectbox("Head", list(range(n_heads)), key="head", format_func=lambda i: f"head {i}",
                          width=WIDTHS["head"])
+            steppers("head", n_heads)
         if "heads" in used:
             ss["heads"] = [h for h in ss["heads"] if 0 <= h < n_heads]
             st.multiselect("Heads in the grid", list(range(n_heads)), key="heads", format_func=lambda i: f"head {i}",

@@ -122,6 +122,12 @@ def keep_choice(key: str, options: Sequence, note: list[str] | None = None) -> N
         st.session_state[key] = options[0]
 
 
+def step_choice(key: str, count: int, delta: int) -> None:
+    """A previous/next button's callback: the option `delta` steps from the current one, wrapping round
+    (options 0 .. count-1, as the layer and head select boxes have)."""
+    st.session_state[key] = (int(st.session_state.get(key) or 0) + delta) % max(1, count)
+
+
 def keep_in_range(key: str, lo: int | float, hi: int | float) -> None:
     value = st.session_state.get(key)
     st.session_state[key] = min(max(value, lo), hi)
