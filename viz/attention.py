@@ -545,26 +545,31 @@ def query_bars(
             "weight = softmax(scaled)ⱼ" + ("; outline: softmax(score)ⱼ, without ÷√d_k" if u is not None else ""),
         ),
     )
-    for row, vals, name, color in (
-        (1, s, "score", QUALITATIVE[0]),
-        (2, ss, "scaled score", QUALITATIVE[4]),
-        (3, w, "weight", QUALITATIVE[2]),
-    ):
+    def bars(vals: np.ndarray, row: int, name: str, marker: dict, role: str) -> np.ndarray:
+        """One bar per unmasked key with a finite value, on panel `row`; which keys got one."""
         ok = ~masked & np.isfinite(vals)
         fig.add_trace(
             vf.bar(
                 x=x[ok],
                 y=vals[ok].astype(np.float32),
                 name=name,
-                marker_color=color,
+                marker=marker,
                 customdata=[ticks[i] for i in x[ok]],
                 showlegend=False,
                 hovertemplate=f"key %{{customdata}}<br>{name} %{{y:.6g}}<extra></extra>",
-                meta={"role": "bars"},
+                meta={"role": role},
             ),
             row=row,
             col=1,
         )
+        return ok
+
+    for row, vals, name, color in (
+        (1, s, "score", QUALITATIVE[0]),
+        (2, ss, "scaled score", QUALITATIVE[4]),
+        (3, w, "weight", QUALITATIVE[2]),
+    ):
+        bars(vals, row, name, dict(color=color), "bars")
         if masked.any() and row < 3:
             fig.add_trace(
                 vf.bar(
@@ -604,21 +609,9 @@ def query_bars(
     notes = []
     if not np.isfinite(w[~masked]).all() or (~masked).sum() == 0:
         notes.append(f"weights are NaN: {NAN_SOFTMAX}")
-    if u is not None:
-        ok = ~masked & np.isfinite(u)
-        fig.add_trace(
-            vf.bar(  # an outline over each weight bar, as wide: where the weight would be without ÷√d_k
-                x=x[ok],
-                y=u[ok].astype(np.float32),
-                marker=dict(color="rgba(0,0,0,0)", line=dict(width=max(1.5, t["line_width"]), color=t["font_color"])),
-                showlegend=False,
-                customdata=[ticks[i] for i in x[ok]],
-                hovertemplate="key %{customdata}<br>without ÷√d_k: softmax(score) %{y:.6g}<extra></extra>",
-                meta={"role": "unscaled_weights"},
-            ),
-            row=3,
-            col=1,
-        )
+    if u is not None:  # an outline over each weight bar, as wide: where the weight would be without ÷√d_k
+        outline = dict(color="rgba(0,0,0,0)", line=dict(width=max(1.5, t["line_width"]), color=t["font_color"]))
+        ok = bars(u, 3, "without ÷√d_k: softmax(score)", outline, "unscaled_weights")
         if ok.any():
             notes.append(f"largest weight {np.nanmax(w[ok]):.3g}; without ÷√d_k it would be {u[ok].max():.3g}")
     fig.update_yaxes(range=[-peak, peak], row=1, col=1)
