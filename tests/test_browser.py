@@ -352,9 +352,18 @@ TWIN_ROWS = """() => {
 
 
 def twin_rows(page, width: int) -> dict:
+    """TWIN_ROWS once the page has settled at this width: two readings 250 ms apart agree (the charts
+    redraw to a new width one by one, each on its own resize callback; a busy machine takes longer)."""
     page.set_viewport_size({"width": width, "height": 1000})
-    page.wait_for_timeout(500)
-    return page.evaluate(TWIN_ROWS)
+    page.wait_for_timeout(250)
+    last = page.evaluate(TWIN_ROWS)
+    for _ in range(80):  # at most ~20 s
+        page.wait_for_timeout(250)
+        rows = page.evaluate(TWIN_ROWS)
+        if rows == last:
+            return rows
+        last = rows
+    return last
 
 
 def assert_side_by_side_and_level(rows: dict) -> None:
