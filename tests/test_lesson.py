@@ -110,3 +110,19 @@ def test_step_6_with_pe_the_translations_differ_without_pe_they_are_identical(mo
 
 def test_step_7_the_translation(models):
     assert panels(7, models)["translation"].caption == "你喜欢她 → you like her"
+
+
+def test_the_sidebar_shows_the_lesson_with_links_to_this_app(make_app):
+    """The sidebar's "A 20-minute lesson" (drawn only when opened) holds every step's link, relative, so
+    it opens the app it is shown in (a class server as well as localhost)."""
+    at = make_app()
+    assert not at.exception
+    assert not [m for m in at.sidebar.markdown if "Open step" in str(m.value)]  # closed: not drawn
+    at.session_state["lesson"] = True  # the user opens it
+    at.run()
+    assert not at.exception
+    shown = " ".join(str(m.value) for m in at.sidebar.markdown)
+    links = re.findall(r"\[Open step (\d+)\]\(\./\?([^)\s]+)\)", shown)
+    assert [int(n) for n, _ in links] == list(range(1, 8))
+    assert [dict(parse_qsl(q)) for _, q in links] == [steps()[n] for n in range(1, 8)]
+    assert "localhost" not in shown and shown.startswith("The thread of the lesson")

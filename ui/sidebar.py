@@ -8,6 +8,10 @@ st.session_state, and a share link fills st.session_state back from a FigureSpec
 
 from __future__ import annotations
 
+import functools
+import re
+from pathlib import Path
+
 import streamlit as st
 
 from lab.spec import MASKS, THEMES
@@ -92,10 +96,36 @@ def display_section() -> None:
                         help="PNG pixels per CSS pixel: 3.125 × 96 dpi = 300 dpi; 3 = 288 dpi.")
 
 
+LESSON = Path(__file__).resolve().parent.parent / "docs" / "lesson.md"
+
+
+@functools.cache
+def lesson_markdown() -> str:
+    """docs/lesson.md for the sidebar: from "The thread of the lesson" on (the title and the note on
+    the file's links and tests are for readers of the file), its step links made relative (they open
+    this app, wherever it runs: a class server too), its headings made small."""
+    text = LESSON.read_text(encoding="utf-8")
+    start = text.find("The thread of the lesson")
+    text = text[start:] if start >= 0 else text
+    text = text.replace("(http://localhost:8501/?", "(./?")
+    return re.sub(r"^## ", "#### ", text, flags=re.MULTILINE)
+
+
+def lesson_section() -> None:
+    """A 20-minute lesson in seven links (docs/lesson.md), drawn only while opened."""
+    if not LESSON.is_file():
+        return
+    box = st.expander("A 20-minute lesson", key="lesson", on_change="rerun", icon=":material/school:")
+    with box:
+        if box.open:
+            st.markdown(lesson_markdown())
+
+
 def sidebar(trained_problem: str | None) -> list[str]:
     """Draw the sidebar; returns notes on settings that were adjusted to what is offered."""
     notes: list[str] = []
     with st.sidebar:
         model_section(trained_problem, notes)
         display_section()
+        lesson_section()
     return notes
