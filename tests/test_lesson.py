@@ -126,3 +126,4 @@ def test_the_sidebar_shows_the_lesson_with_links_to_this_app(make_app):
     assert [int(n) for n, _ in links] == list(range(1, 8))
     assert [dict(parse_qsl(q)) for _, q in links] == [steps()[n] for n in range(1, 8)]
     assert "localhost" not in shown and shown.startswith("The thread of the lesson")
+    assert len(re.findall(r"\]\(", shown)) == 7  # no other link: a relative one would not resolve in the app
