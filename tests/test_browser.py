@@ -283,6 +283,25 @@ def test_a_chart_goes_full_screen_and_back_and_follows_the_page_width(page):
     assert "Download plot" in buttons and not any("Share" in b for b in buttons)  # nothing is sent anywhere
 
 
+def test_in_full_screen_the_arrow_keys_flip_heads_and_the_chart_stays_full_screen(page):
+    """A projector demo: one chart full screen, → shows the next head in it, without leaving full screen."""
+    open_view(page, "3 · Attention step by step")
+    drawn_charts(page)
+    weights = f"document.querySelector('{WEIGHTS_CHART}')._fullData[0].z"  # the drawn weights, row by row
+    before = page.evaluate(f"() => JSON.stringify(Array.from({weights}, (row) => Array.from(row)))")
+    page.hover(WEIGHTS_CHART)
+    page.locator(f"{WEIGHTS_CHART} .modebar-btn[data-title^='Full screen']").click()
+    page.wait_for_function(f"() => document.querySelector('{WEIGHTS_CHART}')._fullLayout.height === window.innerHeight")
+    page.keyboard.press("ArrowRight")
+    wait_for_setting(page, "head", "1")
+    page.wait_for_function(f"(old) => JSON.stringify(Array.from({weights}, (row) => Array.from(row))) !== old",
+                           arg=before)  # head 1's weights are drawn
+    assert page.evaluate("() => document.fullscreenElement && document.fullscreenElement.className") == "lab-chart-box"
+    assert page.eval_on_selector(WEIGHTS_CHART, SIZE) == page.evaluate("() => [window.innerWidth, window.innerHeight]")
+    assert "layer 0, head 1" in headings(page)
+    page.evaluate("() => document.exitFullscreen()")
+
+
 def test_a_chart_says_why_when_plotly_js_cannot_load(browser, streamlit_url):
     context = browser.new_context(viewport={"width": 1500, "height": 1000})
     try:
