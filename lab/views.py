@@ -168,7 +168,8 @@ class PEReference:
 
 @functools.lru_cache(maxsize=16)
 def pe_reference(span: int, d: int) -> PEReference:
-    """PEReference for (span, d), computed once (a sentence of up to 50 tokens always has span 50)."""
+    """PEReference for (span, d), computed once (a sentence of up to 50 tokens always has span 50),
+    with the clock-hand figure's pairs and the model's check of PE(pos + 1) = R_1 PE(pos)."""
     fine = torch.arange(0, span - 1 + 1e-9, 0.1, dtype=torch.float64)
     dims = sorted({0, 1, 2, 3, d // 2, d - 2} & set(range(d)))
     offsets = torch.arange(-span + 1, span, dtype=torch.float64)
@@ -214,16 +215,17 @@ def positional_view(spec: FigureSpec, models: Models) -> ViewResult:
                       marked_positions=list(range(n)), marked_labels=list(sentence.encoding.pieces), theme=th),
         lambda: viz.matrix_frame(table[:, dims], col_labels=[f"dim {j}" for j in dims]),
     ))
-    rotation_cols = [f"PE(pos, {2 * i + j})" for i in ref.pairs for j in (0, 1)]
+    turns = table[:max(n, ROTATION_MIN)]  # (positions, d): the sentence's, and at least ROTATION_MIN
+    pair_dims = [2 * i + j for i in ref.pairs for j in (0, 1)]  # each pair's sin and cos dimension
     out.panels.append(Panel(
         "pe-rotation", "Each (sin, cos) pair turns by a fixed angle per position: PE(pos + k) = R_k · PE(pos)",
-        viz.pe_rotation(table[:max(n, ROTATION_MIN)], pairs=ref.pairs, omegas=ref.omegas, labels=list(sentence.encoding.pieces),
+        viz.pe_rotation(turns, pairs=ref.pairs, omegas=ref.omegas, labels=list(sentence.encoding.pieces),
                         error=ref.rotation_error, theme=th),
         lambda: pd.DataFrame(
-            table[:max(n, ROTATION_MIN), [2 * i + j for i in ref.pairs for j in (0, 1)]],
-            index=pd.Index(viz.unique_labels(list(sentence.encoding.pieces) + [""] * (ROTATION_MIN - n)),
+            turns[:, pair_dims],
+            index=pd.Index(viz.unique_labels(list(sentence.encoding.pieces) + [""] * (len(turns) - n)),
                            name="position"),
-            columns=rotation_cols),
+            columns=[f"PE(pos, {j})" for j in pair_dims]),
         caption="Pair i of dimensions (2i, 2i+1) holds (sin ωᵢ·pos, cos ωᵢ·pos): a point on the unit circle that "
                 "turns by ωᵢ radians from one position to the next. So moving k positions is a fixed rotation "
                 "R_k, the same at every position, which is why PE(i)·PE(j) depends only on j − i (below) and "
