@@ -72,30 +72,33 @@ def record(trace: Trace, block: str, layer: int) -> AttentionRecord:
             "cross": lambda: lt.cross_attn}[block]()
 
 
-def head_arrays(rec: AttentionRecord, batch: int = 0, head: int = 0) -> dict[str, np.ndarray]:
-    """Every step of eq. 1 for one head, as float64 numpy arrays (bool for `allowed`)."""
+def _one_head(rec: AttentionRecord, batch: int, head: int) -> AttentionRecord:
+    """The record of one batch row and one head (its steps then cost that head's work only)."""
     if not 0 <= head < rec.n_heads:
         raise ValueError(f"head {head} does not exist: this block has {rec.n_heads} heads")
+    return rec.select(batch, head)
 
-    one = rec.select(batch, head)  # derive the steps for this head only
 
-    def pick(t: torch.Tensor) -> np.ndarray:
-        return t[0, 0].detach().to("cpu", torch.float64).numpy()
+def _numpy(t: torch.Tensor) -> np.ndarray:
+    """A one-head (1, 1, ...) tensor as a float64 numpy array."""
+    return t[0, 0].detach().to("cpu", torch.float64).numpy()
 
+
+def head_arrays(rec: AttentionRecord, batch: int = 0, head: int = 0) -> dict[str, np.ndarray]:
+    """Every step of eq. 1 for one head, as float64 numpy arrays (bool for `allowed`)."""
+    one = _one_head(rec, batch, head)
     steps = one.steps()  # each step once, from the one before
     return {
-        "q": pick(one.q), "k": pick(one.k), "v": pick(one.v),
+        "q": _numpy(one.q), "k": _numpy(one.k), "v": _numpy(one.v),
         "allowed": one.allowed[0, 0].cpu().numpy(),
-        **{name: pick(t) for name, t in steps.items()},
+        **{name: _numpy(t) for name, t in steps.items()},
     }
 
 
 def unscaled_weights(rec: AttentionRecord, batch: int = 0, head: int = 0) -> np.ndarray:
     """One head's softmax weights WITHOUT eq. 1's 1/sqrt(d_k), (Tq, Tk) float64: what the scaling
     prevents (AttentionRecord.unscaled_weights)."""
-    if not 0 <= head < rec.n_heads:
-        raise ValueError(f"head {head} does not exist: this block has {rec.n_heads} heads")
-    return rec.select(batch, head).unscaled_weights[0, 0].detach().to("cpu", torch.float64).numpy()
+    return _numpy(_one_head(rec, batch, head).unscaled_weights)
 
 
 def all_head_weights(trace: Trace, block: str, batch: int = 0, dtype: torch.dtype = torch.float64) -> np.ndarray:
