@@ -3,8 +3,9 @@
 Figure "rerun" of `python -m bench --app`. AppTest runs app.py in this process, as the server
 would for one session. The time is the script run on the script thread (ScriptRunner._run_script,
 what the server spends per rerun: widgets, the cached forward pass, every figure built and
-serialised, and then the full garbage collection the server's ScriptRunner runs after every run,
-config runner.postScriptGC, which AppTest's script runner leaves out), without the network, the
+serialised, and the full garbage collection the server's ScriptRunner runs after every run where
+config runner.postScriptGC is on, which AppTest's script runner leaves out: Streamlit's default, which
+the app's .streamlit/config.toml turns off), without the network, the
 browser or AppTest's own work around a run (a fresh thread, event loop and mock runtime, and parsing
 the messages into its element tree). As in the server (one
 streamlit.runtime.Runtime, one ScriptCache), app.py is compiled once, not on every run as a bare
@@ -28,10 +29,12 @@ dominates a sentence change and the ratio falls below 0.2 from 32 tokens on.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import gc
 import statistics
 import time
+import tomllib
 from pathlib import Path
 
 from bench.app_figures import APP_SPECS, app_specs, sentence, source_tokens
@@ -49,23 +52,30 @@ class AppScriptError(RuntimeError):
 
 
 def _server_options() -> dict[str, object]:
-    """The config options SERVER_FLAGS sets ("--browser.gatherUsageStats", "false" -> {...: False})."""
+    """The config options the classroom server runs with: the app's .streamlit/config.toml (which
+    `streamlit run app.py` reads, e.g. runner.postScriptGC = false), then SERVER_FLAGS
+    ("--browser.gatherUsageStats", "false" -> {...: False})."""
+    with open(APP.parent / ".streamlit" / "config.toml", "rb") as f:
+        options = {f"{section}.{name}": value for section, values in tomllib.load(f).items()
+                   for name, value in values.items()}
     names, values = SERVER_FLAGS[0::2], SERVER_FLAGS[1::2]
     parse = {"true": True, "false": False}
-    return {n.removeprefix("--"): parse.get(v, v) for n, v in zip(names, values, strict=True)}
+    options.update({n.removeprefix("--"): parse.get(v, v) for n, v in zip(names, values, strict=True)})
+    return options
 
 
 @contextlib.contextmanager
 def server_like():
     """Inside: AppTest runs share one ScriptCache (app.py compiled once, as the server's Runtime
-    does), run with the classroom server's settings (bench/appserver.py SERVER_FLAGS: no usage
-    statistics, so no per-command telemetry), and `times` collects (wall seconds, CPU seconds of
-    the script thread) of each script run.
+    does), run with the classroom server's settings (the app's .streamlit/config.toml, then
+    bench/appserver.py SERVER_FLAGS: no usage statistics, so no per-command telemetry), and `times`
+    collects (wall seconds, CPU seconds of the script thread) of each script run.
 
-    Each run ends with gc.collect(2) when runner.postScriptGC is on (the default), timed with it: the
-    server's ScriptRunner._on_script_finished does that on the script thread after every run, and
-    AppTest's LocalScriptRunner overrides that method without it. (Before lab/heap.py froze the
-    startup heap, that collection was 150-195 ms of every real rerun, and this figure missed it.)"""
+    Each run ends with gc.collect(2) when runner.postScriptGC is on (Streamlit's default; the app's
+    config turns it off), timed with it: the server's ScriptRunner._on_script_finished does that on
+    the script thread after every run, and AppTest's LocalScriptRunner overrides that method without
+    it. (Before lab/heap.py froze the startup heap, that collection was 150-195 ms of every real
+    rerun, and this figure missed it.)"""
     from streamlit import config
     from streamlit.runtime.scriptrunner import script_runner
     from streamlit.runtime.scriptrunner.script_cache import ScriptCache
@@ -220,3 +230,89 @@ def rerun_records(ctx: Context, specs: dict[str, FigureSpec], rounds: int) -> li
 def app_rerun(ctx: Context) -> list[Record]:
     specs = app_specs(ctx) or {"app": APP_SPECS["app"]}
     return rerun_records(ctx, specs, rounds=3 if ctx.quick else 5)
+
+
+SESSION_COUNTS = (1, 10, 30, 60)  # open sessions: one student, a class, a large class, two classes
+SESSION_TOKENS = 8
+
+
+def session_costs(spec: FigureSpec, counts: tuple[int, ...] = SESSION_COUNTS, tokens: int = SESSION_TOKENS,
+                  repeats: int = 5, app: Path = APP) -> list[dict[str, float]]:
+    """What a rerun costs as more sessions are open in one server process, in this process.
+
+    Opens sessions (AppTest, each on its own share link: sentence A salted by the session number,
+    B reversed, so each holds its own forward pass), and at each count in `counts` (ascending): the
+    objects the garbage collector tracks ("tracked": what a full collection walks, lab/heap.py having
+    frozen the startup heap; nearly all of it is what the open sessions hold), the median of `repeats`
+    gc.collect(2) ("gc_ms"), and the median head change (fragment rerun) in the newest session, with
+    the server's settings ("head_change_ms": the app's config, no collection after a rerun) and with
+    Streamlit's default runner.postScriptGC = true ("head_change_gc_ms": a full collection after every
+    rerun, timed with it)."""
+    from streamlit.testing.v1.util import patch_config_options
+
+    out: list[dict[str, float]] = []
+    sessions = []
+    n = source_tokens(tokens)
+    with server_like() as times:
+        for count in sorted(counts):
+            while len(sessions) < count:
+                k = len(sessions) + 1
+                a = sentence(n, salt=k)
+                sessions.append(open_app(dataclasses.replace(spec, sentence_a=a, sentence_b=a[::-1]), app))
+            at = sessions[-1]
+            gc.collect(2)
+            collections = []
+            for _ in range(repeats):
+                start = time.perf_counter()
+                gc.collect(2)
+                collections.append(time.perf_counter() - start)
+            reruns: dict[bool, list[float]] = {False: [], True: []}
+            with fragment_only(at):
+                # One block each, not alternating reruns: garbage one setting leaves would be collected,
+                # and timed, in the other's rerun.
+                for collect in (False, True):
+                    gc.collect(2)
+                    with patch_config_options({"runner.postScriptGC": collect}):
+                        for _ in range(repeats):
+                            del times[:]
+                            _switch(at, 0, spec.n_heads, spec.n_layers).run()  # round 0: the head
+                            _check(at, "a head change")
+                            reruns[collect].append(sum(w for w, _ in times))
+            out.append({"sessions": count, "tracked": len(gc.get_objects()),
+                        "gc_ms": statistics.median(collections) * 1e3,
+                        "head_change_ms": statistics.median(reruns[False]) * 1e3,
+                        "head_change_gc_ms": statistics.median(reruns[True]) * 1e3})
+    return out
+
+
+def objects_per_session(costs: list[dict[str, float]]) -> float:
+    """Tracked objects each further open session adds: the slope from the fewest to the most sessions."""
+    first, last = costs[0], costs[-1]
+    return (last["tracked"] - first["tracked"]) / max(1, last["sessions"] - first["sessions"])
+
+
+@figure(
+    "sessions",
+    "A5. Open sessions in one server process: a head change, with and without a full garbage collection "
+    "after every rerun",
+    "Sessions opened one after another in this process (AppTest on share links, each its own sentences, "
+    f"{SESSION_TOKENS} tokens, attention view, the app model), as the classroom server holds them. At each "
+    "count: the objects the garbage collector tracks (the startup heap is frozen, lab/heap.py: this is what "
+    "the sessions hold), one full collection's median time, and the median head change (fragment rerun) in "
+    "the newest session with the app's settings (.streamlit/config.toml: runner.postScriptGC = false) and "
+    "with Streamlit's default (a full collection after every rerun, which grows with the sessions open). "
+    "The classroom load test (scripts/classroom_load.py) measured ~800 tracked objects per real server "
+    "session. docs/classroom.md sizes a class from these.",
+)
+def app_sessions(ctx: Context) -> list[Record]:
+    counts = SESSION_COUNTS[:2] if ctx.quick else SESSION_COUNTS
+    costs = session_costs(APP_SPECS["app"], counts, repeats=3 if ctx.quick else 9)
+    records = []
+    for c in costs:
+        name = f"app.sessions_{c['sessions']}"
+        records += [Record(f"{name}.tracked_objects", SESSION_TOKENS, c["tracked"], "objects"),
+                    Record(f"{name}.full_gc_ms", SESSION_TOKENS, c["gc_ms"], "ms"),
+                    Record(f"{name}.head_change_ms", SESSION_TOKENS, c["head_change_ms"], "ms"),
+                    Record(f"{name}.head_change_gc_after_rerun_ms", SESSION_TOKENS, c["head_change_gc_ms"], "ms")]
+    records.append(Record("app.objects_per_session", SESSION_TOKENS, objects_per_session(costs), "objects"))
+    return records

@@ -13,6 +13,12 @@ model and Streamlit's own machinery: objects that live as long as the process an
 later (each session's runs, figures and widgets) are tracked and collected as before; reference
 counting still frees frozen objects. Only a reference cycle among objects alive at that moment
 would never be collected: a bounded, one-time cost.
+
+What a full collection still walks is what the open sessions hold (~500-800 objects each), so the
+per-rerun collection grew with the class: with 60 sessions open it tripled a head change. The app's
+.streamlit/config.toml therefore turns it off (runner.postScriptGC = false). Python's own collector
+still runs, a full collection only once the surviving objects have grown by a quarter, and the
+frozen heap keeps that one cheap too (bench: `python -m bench --app --only sessions`).
 """
 
 from __future__ import annotations

@@ -121,9 +121,22 @@ def test_payload_records_flag_only_512_tokens_against_the_1mb_target():
 
 
 def test_runner_keeps_the_model_figures_by_default_and_adds_the_app_ones_on_request():
-    assert set(APP_KEYS) == {"stages", "payload", "rerun", "browser"}
+    assert set(APP_KEYS) == {"stages", "payload", "rerun", "sessions", "browser"}
     assert not set(APP_KEYS) & set(MODEL_KEYS) and "stacks" in MODEL_KEYS
     assert parse_args(["--app"]).app and not parse_args([]).app
+
+
+def test_session_costs_open_one_session_per_count_and_the_slope_is_per_session():
+    from bench.apptest_rerun import objects_per_session, session_costs
+
+    costs = session_costs(APP, counts=(3, 1), repeats=1, tokens=4)
+    assert [c["sessions"] for c in costs] == [1, 3]  # counted up, whatever order they are asked in
+    # sessions stay open (each holds its own widgets and forward pass): more sessions, more objects
+    assert costs[1]["tracked"] > costs[0]["tracked"]
+    assert all(c["gc_ms"] >= 0 and c["head_change_ms"] > 0 for c in costs)
+    assert objects_per_session(costs) == (costs[1]["tracked"] - costs[0]["tracked"]) / 2
+    fake = [{"sessions": 1, "tracked": 100}, {"sessions": 11, "tracked": 600}, {"sessions": 31, "tracked": 1600}]
+    assert objects_per_session(fake) == 50  # from the fewest to the most sessions
 
 
 # -- browser helpers ------------------------------------------------------------------------------

@@ -1,13 +1,17 @@
-"""The app freezes the heap it has after its first page, so Streamlit's full GC after each rerun is cheap.
+"""The app freezes the heap it has after its first page, so a full garbage collection is cheap, and its
+server runs none after each rerun (runner.postScriptGC = false).
 
-lab/heap.py says why: Streamlit runs gc.collect(2) after every script run, and with torch, plotly,
-pandas and Streamlit loaded a full collection walked ~270,000 objects (150-195 ms a rerun). These tests
-run in subprocesses: a frozen heap is for the whole process, and pytest's own must stay as it is.
+lab/heap.py says why: Streamlit runs gc.collect(2) after every script run by default, and with torch,
+plotly, pandas and Streamlit loaded a full collection walked ~270,000 objects (150-195 ms a rerun). The
+frozen heap leaves what the open sessions hold, which grows with the class: the app's config turns the
+per-rerun collection off. These tests run in subprocesses: a frozen heap and Streamlit's parsed config
+are for the whole process, and pytest's own must stay as they are.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -63,3 +67,23 @@ def test_after_the_first_page_a_full_collection_walks_a_small_part_of_the_heap()
     # (the objects made since the first page) is a small fraction of that.
     assert got["frozen"] > 100_000
     assert got["tracked"] < 0.2 * got["frozen"]
+
+
+def test_the_server_reads_no_collection_after_each_rerun_from_the_apps_config(tmp_path):
+    """`streamlit run app.py` reads .streamlit/config.toml next to app.py, from any folder; AppTest
+    benchmarks (bench/apptest_rerun.py) run with the same options. A wrong section or name fails here."""
+    code = (
+        "import json\n"
+        "from streamlit import config\n"
+        f"config._main_script_path = {str(ROOT / 'app.py')!r}  # what `streamlit run` sets\n"
+        "config.get_config_options(force_reparse=True)\n"
+        "from bench.apptest_rerun import _server_options\n"
+        "print(json.dumps(dict(server=config.get_option('runner.postScriptGC'),\n"
+        "                      default=config._config_options_template['runner.postScriptGC'].default_val,\n"
+        "                      bench=_server_options()['runner.postScriptGC'])))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path,
+                         timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["default"] is True  # Streamlit's default: a full collection after every rerun
+    assert got["server"] is False and got["bench"] is False
