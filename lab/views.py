@@ -320,7 +320,7 @@ def _nothing_masked(spec: FigureSpec) -> str:
     if spec.mask == "look-ahead" and spec.block != "cross":
         ways.append("type a longer sentence: one token has no future to hide")
     ways.append("make the other sentence longer: this one is then padded with [PAD] keys, which are masked")
-    return "Nothing is masked here. To see a mask, " + "; or ".join(ways) + "."
+    return "To see a mask, " + "; or ".join(ways) + "."  # the title already says nothing is masked here
 
 
 # -- 4. heads ---------------------------------------------------------------------------------

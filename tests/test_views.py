@@ -192,7 +192,8 @@ def test_every_mask_setting_that_masks_nothing_gets_advice_that_shows_a_mask(mod
             if not p["attention-mask"].table.to_numpy().all():
                 continue  # something is masked already: no hint
             hint = p["attention-mask"].caption
-            assert hint.startswith("Nothing is masked here"), (mask, block)
+            assert p["attention-mask"].title.endswith("(nothing is masked here)"), (mask, block)
+            assert hint.startswith("To see a mask"), (mask, block)
             longer = dataclasses.replace(spec, sentence_b="她喜欢你吗")
             p, _ = panels("attention", longer, models)
             assert not p["attention-mask"].table.to_numpy().all(), (mask, block)
