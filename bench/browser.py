@@ -41,6 +41,11 @@ VIEWPORT = {"width": 1400, "height": 900}
 REDRAW_TARGET = "<= 500"  # ms, a new sentence at REDRAW_TARGET_TOKENS with the default model
 REDRAW_TARGET_TOKENS = 32
 SWITCH_TARGET = "<= 0.2"  # only the head / layer vs a new sentence, at every size
+# "At 512 tokens ... the page stays interactive": no task on the page's main thread while it redraws
+# may keep a click or a key waiting longer than 200 ms (the Interaction to Next Paint a page needs to
+# count as responsive, web.dev/inp). plotly.js draws each chart in its own task.
+INTERACTIVE_TARGET = "<= 200"
+INTERACTIVE_TOKENS = 512
 APP_THEME = "default"  # the app's own default theme (ui/state.py DEFAULTS)
 
 # Is the page idle and does every expected chart show the expected tick labels, and the probed
@@ -119,6 +124,31 @@ LABELS_DRAWN_JS = """
 
 INPUT_A = ".st-key-sentence_a input"
 
+# Long tasks (main-thread tasks over 50 ms: the Long Tasks API) from now on, kept in the page.
+WATCH_TASKS_JS = """
+() => {
+  window.__labTasks = [];
+  new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) window.__labTasks.push(entry.duration);
+  }).observe({type: "longtask"});
+}
+"""
+# The longest of them since the last call (0: none over 50 ms), and forget them. The observer reports a
+# task after it ends: two animation frames and a timer let the last one in first.
+LONGEST_TASK_JS = """
+() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(() => {
+  const tasks = window.__labTasks || [];
+  done(tasks.length ? Math.max(...tasks) : 0);
+  tasks.length = 0;
+}, 50))))
+"""
+
+
+def longest_task_ms(page) -> float:
+    """The longest main-thread task (ms) since the page started watching (WATCH_TASKS_JS) or since the last
+    call; 0 when none took over 50 ms."""
+    return float(page.evaluate(LONGEST_TASK_JS))
+
 
 def select_control(key: str) -> str:
     """The clickable box of the keyed st.selectbox `key` (a combobox input)."""
@@ -192,6 +222,9 @@ class BrowserTiming:
     redraw_s: list[float]  # a new sentence: the whole script reruns, with the forward pass
     head_s: list[float] = dataclasses.field(default_factory=list)  # only the head: the fragment reruns
     layer_s: list[float] = dataclasses.field(default_factory=list)  # only the layer
+    # the longest main-thread task (ms) while each of those redrew (longest_task_ms)
+    tasks_ms: dict[str, list[float]] = dataclasses.field(
+        default_factory=lambda: {"redraw": [], "head": [], "layer": []})
 
 
 def pick(page, key: str, label: str, expect: dict, timeout_s: float) -> float:
@@ -242,16 +275,21 @@ def time_page(browser, server: Server, base: FigureSpec, tokens: int, repeats: i
             page.goto(app_url(server.url, first), wait_until="commit")
             wait_drawn(page, expect_first, timeout_s)
             timing.load_s.append(time.perf_counter() - start)
+            page.evaluate(WATCH_TASKS_JS)
             box = page.locator(INPUT_A)
             box.fill(second.sentence_a)
+            longest_task_ms(page)  # forget the tasks of typing
             start = time.perf_counter()
             box.press("Enter")
             wait_drawn(page, expect_second, timeout_s)
             timing.redraw_s.append(time.perf_counter() - start)
+            timing.tasks_ms["redraw"].append(longest_task_ms(page))
             if head:
                 timing.head_s.append(pick(page, "head", f"head {head.head}", expect_head, timeout_s))
+                timing.tasks_ms["head"].append(longest_task_ms(page))
             if layer:
                 timing.layer_s.append(pick(page, "layer", f"layer {layer.layer}", expect_layer, timeout_s))
+                timing.tasks_ms["layer"].append(longest_task_ms(page))
         finally:
             context.close()
     return timing
@@ -290,6 +328,11 @@ def browser_records(ctx: Context, specs: dict[str, FigureSpec], repeats: int,
                                 Record(f"{name}.browser_{what}_ratio", T, paired_ratio(times, t.redraw_s), "x",
                                        SWITCH_TARGET),
                             ]
+                    interactive = INTERACTIVE_TARGET if T == INTERACTIVE_TOKENS else None
+                    for what, tasks in t.tasks_ms.items():
+                        if tasks:  # the worst repeat: one long freeze is what a user notices
+                            records.append(Record(f"{name}.browser_{what}_longest_task_ms", T, max(tasks), "ms",
+                                                  interactive))
             records.append(Record("browser.server_rss_MiB", None, server.rss(), "MiB"))
         finally:
             browser.close()
@@ -304,7 +347,9 @@ def browser_records(ctx: Context, specs: dict[str, FigureSpec], repeats: int,
     "chart's tick labels (and the weights chart's first values) equal those lab.views.build_view gives for "
     "the new setting. head/layer: from picking the option (a fragment rerun, cached forward) to drawn; "
     "ratio = that time / the new sentence's (a fragment rerun too, with the forward pass), paired per "
-    "repeat. Median of repeats.",
+    "repeat. Median of repeats. longest_task: the longest main-thread task (Long Tasks API, over 50 ms; "
+    "0 = none) while the page redrew, the worst repeat; at 512 tokens <= 200 ms keeps the page "
+    "interactive (a click or key waits at most that long).",
 )
 def app_browser(ctx: Context) -> list[Record]:
     if not Path(CHROMIUM).exists():

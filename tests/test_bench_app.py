@@ -139,7 +139,30 @@ def test_session_costs_open_one_session_per_count_and_the_slope_is_per_session()
     assert objects_per_session(fake) == 50  # from the fewest to the most sessions
 
 
-# -- browser helpers ------------------------------------------------------------------------------
+# -- browser: the longest main-thread task -----------------------------------------------------------
+
+
+def test_the_longest_task_is_measured_in_the_page_and_forgotten_once_read(browser):
+    from bench.browser import WATCH_TASKS_JS, longest_task_ms
+
+    page = browser.new_page()
+    try:
+        page.set_content("<html><body>tasks</body></html>")
+        page.evaluate(WATCH_TASKS_JS)
+        busy = "(ms) => new Promise((done) => setTimeout(() => { const end = performance.now() + ms; " \
+               "while (performance.now() < end) {} done(); }, 0))"
+        page.evaluate(busy, 20)  # a short task: not a long one (<= 50 ms)
+        assert longest_task_ms(page) == 0
+        page.evaluate(busy, 90)
+        page.evaluate(busy, 180)
+        longest = longest_task_ms(page)
+        assert 180 <= longest < 1000  # the longer of the two, not the first or a sum
+        assert longest_task_ms(page) == 0  # read once: forgotten
+    finally:
+        page.close()
+
+
+# -- browser helpers: share links and expected charts ------------------------------------------------
 
 
 def test_share_link_and_expected_ticks_follow_the_view():
