@@ -21,7 +21,7 @@ from bench.configs import CONFIGS, QUICK_CONFIGS, QUICK_SIZES, SIZES
 from bench.core import FIGURES, Context, Record, compare_table, machine_cores, pivot_table
 from model.device import pick_device
 
-APP_KEYS = ("stages", "payload", "rerun", "sessions", "browser")  # --app: the app end to end (app.py, browser)
+APP_KEYS = ("stages", "payload", "rerun", "browser", "sessions")  # --app: the app end to end (app.py, browser)
 MODEL_KEYS = tuple(k for k in FIGURES if k not in APP_KEYS)  # the default run
 
 
