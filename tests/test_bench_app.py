@@ -156,7 +156,7 @@ def test_the_longest_task_is_measured_in_the_page_and_forgotten_once_read(browse
         page.evaluate(busy, 90)
         page.evaluate(busy, 180)
         longest = longest_task_ms(page)
-        assert 180 <= longest < 1000  # the longer of the two, not the first or a sum
+        assert 180 <= longest < 260  # the longer of the two: not the first (90), not their sum (270)
         assert longest_task_ms(page) == 0  # read once: forgotten
     finally:
         page.close()
