@@ -29,7 +29,6 @@ dominates a sentence change and the ratio falls below 0.2 from 32 tokens on.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import gc
 import statistics
@@ -37,7 +36,7 @@ import time
 import tomllib
 from pathlib import Path
 
-from bench.app_figures import APP_SPECS, app_specs, sentence, source_tokens
+from bench.app_figures import APP_SPECS, app_specs, sentence, source_tokens, spec_for
 from bench.appserver import APP, SERVER_FLAGS
 from bench.browser import app_spec
 from bench.core import Context, Record, figure
@@ -252,13 +251,10 @@ def session_costs(spec: FigureSpec, counts: tuple[int, ...] = SESSION_COUNTS, to
 
     out: list[dict[str, float]] = []
     sessions = []
-    n = source_tokens(tokens)
     with server_like() as times:
         for count in sorted(counts):
             while len(sessions) < count:
-                k = len(sessions) + 1
-                a = sentence(n, salt=k)
-                sessions.append(open_app(dataclasses.replace(spec, sentence_a=a, sentence_b=a[::-1]), app))
+                sessions.append(open_app(spec_for(spec, tokens, salt=len(sessions) + 1), app))
             at = sessions[-1]
             gc.collect(2)
             collections = []
