@@ -77,7 +77,8 @@ def stacks_vs_torch(ctx: Context) -> list[Record]:
 
 
 def all_head_weights(trace: Trace) -> list[torch.Tensor]:
-    """Every block's (B, H, Tq, Tk) softmax weights, derived from the stored q, k, v."""
+    """Every block's (B, H, Tq, Tk) softmax weights, derived from the block's kept inputs (q and k projected
+    again, then eq. 1)."""
     weights = [layer.self_attn.weights for layer in trace.encoder.layers]
     for layer in trace.decoder.layers:
         weights += [layer.self_attn.weights, layer.cross_attn.weights]
@@ -91,8 +92,9 @@ def forward_timing_key(name: str, T: int) -> tuple:
 @figure(
     "traced",
     "2. Traced forward (return_trace=True) vs untraced model(src, tgt, src_mask, tgt_mask)",
-    "Full forward incl. embeddings and generator. traced keeps q, k, v per block (no T^2 "
-    "tensor); '+weights' also derives every head's softmax weights of every block "
+    "Full forward incl. embeddings and generator. traced keeps each block's inputs (no projection, no "
+    "T^2 tensor); '+weights' also derives every head's softmax weights of every block (Q and K "
+    "projected again from those inputs, then eq. 1) "
     "(informational). ratios = median over rounds of traced / untraced timed back to back.",
 )
 def traced_vs_untraced(ctx: Context) -> list[Record]:
@@ -140,8 +142,10 @@ def minimum_trace_bytes(config, S: int, T: int, batch: int = 1) -> int:
 @figure(
     "memory",
     "3. Trace memory: Trace.nbytes() vs one float32 per head per score cell per block",
-    "Stored: q, k, v (B, H, T, d_k) of every block, each layer's output, the embeddings, the "
-    "masks and the logits; scores and weights are NOT stored but derived on demand. So the "
+    "Stored: the embeddings, each layer's output (the residual stream), each cross-attention's "
+    "query input (the decoder stream after its self-attention) and the masks; q, k, v are projected "
+    "again from a block's inputs, the logits from the decoder's output, and scores and weights "
+    "derived from q and k, all on demand (model/attention.py ProjectedRecord). So the "
     "trace grows as T * d_model and the 'minimum' as H * T^2: above it at short inputs, below "
     "it at long ones. blocks = enc layers + 2 x dec layers. layer_outputs_ratio = the layers' "
     "outputs alone (B, T, d_model each: the residual stream a trace of the forward pass is for, and "

@@ -56,8 +56,7 @@ def traced_forward(model: Transformer, src: torch.Tensor, tgt: torch.Tensor, mod
     m = masks_for(model, src, tgt, mode)
     memory, enc = model.encode(src, m.encoder, return_trace=True)
     out, dec = model.decode(tgt, memory, m.cross, m.decoder, return_trace=True)
-    logits = model.generator(out)
-    return Trace(encoder=enc, decoder=dec, logits=logits)
+    return Trace.of(enc, dec, model.generator, model.generator(out))
 
 
 def record(trace: Trace, block: str, layer: int) -> AttentionRecord:

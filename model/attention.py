@@ -146,10 +146,14 @@ class AttentionRecord:
     def _scale(self, scores: torch.Tensor) -> torch.Tensor:
         return scores / math.sqrt(self.d_k)
 
+    def score_shape(self) -> tuple[int, int, int, int]:
+        """(B, H, Tq, Tk)."""
+        return (*self.q.shape[:-1], self.k.size(-2))
+
     @property
     def allowed(self) -> torch.Tensor:
         """The mask expanded to (B, H, Tq, Tk): True = may attend (all True without a mask)."""
-        shape = self.q.shape[:-1] + self.k.shape[-2:-1]  # (B, H, Tq, Tk)
+        shape = self.score_shape()
         if self.mask is None:
             return torch.ones(shape, dtype=torch.bool, device=self.q.device)
         return self.mask.expand(shape)
@@ -201,14 +205,129 @@ class AttentionRecord:
             mask = mask[b if mask.size(0) > 1 else slice(0, 1), h if mask.size(1) > 1 else slice(0, 1)]
         return AttentionRecord(self.q[b, h], self.k[b, h], self.v[b, h], mask)  # (1, H or 1, T, d_k) each
 
+    def kept(self) -> tuple[torch.Tensor | None, ...]:
+        """The tensors this record keeps alive: q, k, v and the mask."""
+        return self.q, self.k, self.v, self.mask
+
     def nbytes(self) -> int:
-        """Bytes this record keeps alive (q, k, v and the mask; views of one storage counted once)."""
+        """Bytes this record keeps alive (kept(); views of one storage counted once)."""
         seen: dict[int, int] = {}
-        for t in (self.q, self.k, self.v, self.mask):
+        for t in self.kept():
             if t is not None:
                 storage = t.untyped_storage()
                 seen[storage.data_ptr()] = storage.nbytes()
         return sum(seen.values())
+
+
+def param_stamp(params: list[torch.Tensor]) -> tuple | None:
+    """(data_ptr, _version) of each parameter, or None where what they compute may not be reused or
+    recomputed later: autograd tracks them (training keeps what it computed), or they keep no version
+    counter (made under torch.inference_mode()).
+
+    A tensor's _version counts its in-place changes (copy_, load_state_dict, an optimizer step) and
+    its data_ptr() changes when it is replaced or moved (.to()), so an equal stamp means equal weights.
+    """
+    if torch.is_grad_enabled() and any(p.requires_grad for p in params):
+        return None
+    return tensor_versions(params)
+
+
+def tensor_versions(tensors) -> tuple | None:
+    """(data_ptr, _version) of each tensor; None for inference tensors (no version counter)."""
+    try:
+        return tuple((t.data_ptr(), t._version) for t in tensors)
+    except RuntimeError:
+        return None
+
+
+def weights_stamp(module: nn.Module) -> tuple | None:
+    """param_stamp of all the module's parameters."""
+    return param_stamp(list(module.parameters()))
+
+
+class ProjectedRecord(AttentionRecord):
+    """An AttentionRecord that keeps the block's inputs instead of Q, K and V, and projects them again
+    on demand (activation checkpointing, the trace's memory target of issue #6).
+
+    q = split_heads(query W^Q^T + b^Q), and so k and v (§3.2.2), by the module's own layers: the call the
+    forward pass made, on the very tensors it made it on, so the same numbers bit for bit (under the
+    same torch thread settings). The inputs are the layer's input for self-attention, which the trace
+    keeps anyway (the embeddings or the previous layer's output: one storage, counted once), or, for
+    cross-attention, the decoder stream after its self-attention sub-layer and the encoder's output.
+    `of` makes one only where neither the weights nor the inputs can change unseen; were either changed
+    in place afterwards, q, k and v raise instead of showing other numbers.
+    """
+
+    def __init__(self, module: MultiHeadAttention, inputs: tuple[torch.Tensor, ...], mask: torch.Tensor | None,
+                 stamp: tuple) -> None:
+        self.module, self.inputs, self.mask, self.stamp = module, inputs, mask, stamp
+
+    @classmethod
+    def of(cls, module: MultiHeadAttention, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+           inputs: tuple[torch.Tensor, ...], mask: torch.Tensor | None) -> AttentionRecord:
+        """A ProjectedRecord of `inputs` (query, key, value), or the plain record of q, k, v where the
+        weights or the inputs cannot be stamped (autograd tracks them, or inference tensors)."""
+        stamp = cls._stamp(module, inputs)
+        return AttentionRecord(q, k, v, mask) if stamp is None else cls(module, inputs, mask, stamp)
+
+    @staticmethod
+    def _stamp(module: MultiHeadAttention, inputs: tuple[torch.Tensor, ...]) -> tuple | None:
+        weights, data = weights_stamp(module), param_stamp(list(inputs))
+        return None if weights is None or data is None else (weights, data)
+
+    def _project(self, i: int) -> torch.Tensor:
+        if (tensor_versions(self.module.parameters()), tensor_versions(self.inputs)) != self.stamp:
+            raise RuntimeError("the model's weights or this block's inputs changed after this trace was taken, so "
+                               "its queries, keys and values cannot be recomputed: trace the model again")
+        m = self.module
+        with torch.no_grad():
+            return m.split_heads((m.w_q, m.w_k, m.w_v)[i](self.inputs[i]))  # (B, H, T, d_k)
+
+    @property
+    def q(self) -> torch.Tensor:  # (B, H, Tq, d_k)
+        return self._project(0)
+
+    @property
+    def k(self) -> torch.Tensor:  # (B, H, Tk, d_k)
+        return self._project(1)
+
+    @property
+    def v(self) -> torch.Tensor:  # (B, H, Tk, d_k)
+        return self._project(2)
+
+    @property
+    def d_k(self) -> int:
+        return self.module.d_k
+
+    @property
+    def n_heads(self) -> int:
+        return self.module.n_heads
+
+    def score_shape(self) -> tuple[int, int, int, int]:
+        (B, Tq, _), Tk = self.inputs[0].shape, self.inputs[1].size(1)
+        return B, self.n_heads, Tq, Tk
+
+    def materialise(self) -> AttentionRecord:
+        """The plain record: q, k and v projected once (for work that needs them more than once)."""
+        return AttentionRecord(self.q, self.k, self.v, self.mask)
+
+    @property
+    def context(self) -> torch.Tensor:
+        return self.materialise().context
+
+    def steps(self) -> dict[str, torch.Tensor]:
+        return self.materialise().steps()
+
+    def select(self, batch: int, head: int | None = None) -> AttentionRecord:
+        return self.materialise().select(batch, head)
+
+    def kept(self) -> tuple[torch.Tensor | None, ...]:
+        """The inputs and the mask (no projection is kept)."""
+        return *self.inputs, self.mask
+
+    def __repr__(self) -> str:
+        shapes = ", ".join(str(tuple(t.shape)) for t in self.inputs)
+        return f"ProjectedRecord(inputs {shapes}, heads {self.n_heads}, mask {self.mask is not None})"
 
 
 class MultiHeadAttention(nn.Module):
@@ -278,7 +397,7 @@ class MultiHeadAttention(nn.Module):
         if self.training and self.dropout:
             context = F.dropout(weights, self.dropout) @ v  # (B, H, Tq, d_k)
         out = self.w_o(self.merge_heads(context))  # (B, Tq, d_model)
-        return out, AttentionRecord(q=q, k=k, v=v, mask=mask)
+        return out, ProjectedRecord.of(self, q, k, v, (query, key, value), mask)
 
     def attend(
         self, query: torch.Tensor, key: torch.Tensor, mask: KernelMask = NO_MASK, value: torch.Tensor | None = None
@@ -316,12 +435,8 @@ class MultiHeadAttention(nn.Module):
         _version counts its in-place changes (copy_, load_state_dict, optimizer steps) and its
         data_ptr() changes when it is replaced or moved (.to()).
         """
-        params = [p for lin in linears for p in (lin.weight, lin.bias) if p is not None]
-        if torch.is_grad_enabled() and any(p.requires_grad for p in params):
-            return stack_linears(linears)
-        try:
-            key = [(p.data_ptr(), p._version) for p in params]
-        except RuntimeError:  # parameters made under torch.inference_mode() keep no version counter
+        key = param_stamp([p for lin in linears for p in (lin.weight, lin.bias) if p is not None])
+        if key is None:  # autograd tracks them, or inference tensors (no version counter)
             return stack_linears(linears)
         cached = self._stacked.get(len(linears))  # 3: [W^Q; W^K; W^V], 2: [W^K; W^V]
         if cached is None or cached[0] != key:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
+from model.attention import param_stamp, tensor_versions, weights_stamp
 from model.config import TransformerConfig
 from model.layers import DecoderLayer, DecoderLayerTrace, EncoderLayer, LayerNorm
 from model.masks import causal_mask, combine_masks, kernel_mask, padding_mask
@@ -30,11 +31,33 @@ class StackTrace:
 
 @dataclass(eq=False)
 class Trace:
-    """What a traced forward keeps: see README "The trace"."""
+    """What a traced forward keeps: see README "The trace". Make one with Trace.of."""
 
     encoder: StackTrace | None = None
     decoder: StackTrace | None = None
-    logits: torch.Tensor | None = None  # (B, T_tgt, tgt_vocab)
+    kept_logits: torch.Tensor | None = None  # (B, T_tgt, tgt_vocab), where they cannot be recomputed
+    generator: nn.Module | None = None  # else logits = generator(decoder.output), on demand
+    stamp: tuple | None = None  # the generator's weights_stamp when traced
+
+    @classmethod
+    def of(cls, encoder: StackTrace, decoder: StackTrace, generator: nn.Module, logits: torch.Tensor) -> Trace:
+        """The trace of a forward pass whose decoder output gave `logits`: they are derived again on demand
+        (the same call on the same tensor) unless autograd tracks the generator (weights_stamp)."""
+        stamp = weights_stamp(generator)
+        if stamp is None or param_stamp([decoder.output]) is None:
+            return cls(encoder, decoder, kept_logits=logits)
+        return cls(encoder, decoder, generator=generator, stamp=(stamp, param_stamp([decoder.output])))
+
+    @property
+    def logits(self) -> torch.Tensor | None:
+        """(B, T_tgt, tgt_vocab): the final linear of the decoder's output; softmax gives P(next token)."""
+        if self.generator is None:
+            return self.kept_logits
+        if (tensor_versions(self.generator.parameters()), tensor_versions([self.decoder.output])) != self.stamp:
+            raise RuntimeError("the model's weights or the decoder's output changed after this trace was taken, so "
+                               "its logits cannot be recomputed: trace the model again")
+        with torch.no_grad():
+            return self.generator(self.decoder.output)  # (B, T_tgt, tgt_vocab)
 
     def nbytes(self) -> int:
         """Bytes of distinct tensor storage this trace keeps alive."""
@@ -57,9 +80,9 @@ class Trace:
                 add(layer.output)
                 recs = [layer.self_attn] + ([layer.cross_attn] if isinstance(layer, DecoderLayerTrace) else [])
                 for rec in recs:
-                    for t in (rec.q, rec.k, rec.v, rec.mask):
+                    for t in rec.kept():
                         add(t)
-        add(self.logits)
+        add(self.kept_logits)
         return sum(storages.values()) + extra
 
 
@@ -230,7 +253,7 @@ class Transformer(nn.Module):
         memory, enc = self.encode(src, src_mask, return_trace=True)
         out, dec = self.decode(tgt, memory, src_mask, tgt_mask, return_trace=True)
         logits = self.generator(out)
-        return logits, Trace(encoder=enc, decoder=dec, logits=logits)
+        return logits, Trace.of(enc, dec, self.generator, logits)
 
     @torch.no_grad()
     def greedy_decode(
