@@ -245,15 +245,29 @@ def weights_stamp(module: nn.Module) -> tuple | None:
     return param_stamp(list(module.parameters()))
 
 
+def frozen_stamp(module: nn.Module, inputs) -> tuple | None:
+    """The stamp of a module's weights and of the tensors it was applied to, or None where module(inputs)
+    may not be recomputed later (param_stamp): what a trace keeps instead of that result."""
+    weights, data = weights_stamp(module), param_stamp(list(inputs))
+    return None if weights is None or data is None else (weights, data)
+
+
+def check_frozen(module: nn.Module, inputs, stamp: tuple, what: str) -> None:
+    """Raise where the weights or the inputs changed since frozen_stamp: recomputing would show other numbers."""
+    if (tensor_versions(module.parameters()), tensor_versions(inputs)) != stamp:
+        raise RuntimeError(f"the model's weights or {what} changed after this trace was taken: trace the model again")
+
+
 class ProjectedRecord(AttentionRecord):
     """An AttentionRecord that keeps the block's inputs instead of Q, K and V, and projects them again
     on demand (activation checkpointing, the trace's memory target of issue #6).
 
     q = split_heads(query W^Q^T + b^Q), and so k and v (§3.2.2), by the module's own layers: the call the
     forward pass made, on the very tensors it made it on, so the same numbers bit for bit (under the
-    same torch thread settings). The inputs are the layer's input for self-attention, which the trace
-    keeps anyway (the embeddings or the previous layer's output: one storage, counted once), or, for
-    cross-attention, the decoder stream after its self-attention sub-layer and the encoder's output.
+    same torch thread settings). In the paper's post-norm layers the inputs are, for self-attention,
+    the layer's input, which the trace keeps anyway (the embeddings or the previous layer's output: one
+    storage, counted once), and for cross-attention the decoder stream after its self-attention
+    sub-layer and the encoder's output (pre-norm: the LayerNorm of the stream, kept here).
     `of` makes one only where neither the weights nor the inputs can change unseen; were either changed
     in place afterwards, q, k and v raise instead of showing other numbers.
     """
@@ -267,18 +281,11 @@ class ProjectedRecord(AttentionRecord):
            inputs: tuple[torch.Tensor, ...], mask: torch.Tensor | None) -> AttentionRecord:
         """A ProjectedRecord of `inputs` (query, key, value), or the plain record of q, k, v where the
         weights or the inputs cannot be stamped (autograd tracks them, or inference tensors)."""
-        stamp = cls._stamp(module, inputs)
+        stamp = frozen_stamp(module, inputs)
         return AttentionRecord(q, k, v, mask) if stamp is None else cls(module, inputs, mask, stamp)
 
-    @staticmethod
-    def _stamp(module: MultiHeadAttention, inputs: tuple[torch.Tensor, ...]) -> tuple | None:
-        weights, data = weights_stamp(module), param_stamp(list(inputs))
-        return None if weights is None or data is None else (weights, data)
-
     def _project(self, i: int) -> torch.Tensor:
-        if (tensor_versions(self.module.parameters()), tensor_versions(self.inputs)) != self.stamp:
-            raise RuntimeError("the model's weights or this block's inputs changed after this trace was taken, so "
-                               "its queries, keys and values cannot be recomputed: trace the model again")
+        check_frozen(self.module, self.inputs, self.stamp, "the inputs of this block's queries, keys and values")
         m = self.module
         with torch.no_grad():
             return m.split_heads((m.w_q, m.w_k, m.w_v)[i](self.inputs[i]))  # (B, H, T, d_k)

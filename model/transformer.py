@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from model.attention import param_stamp, tensor_versions, weights_stamp
+from model.attention import check_frozen, frozen_stamp
 from model.config import TransformerConfig
 from model.layers import DecoderLayer, DecoderLayerTrace, EncoderLayer, LayerNorm
 from model.masks import causal_mask, combine_masks, kernel_mask, padding_mask
@@ -37,25 +37,23 @@ class Trace:
     decoder: StackTrace | None = None
     kept_logits: torch.Tensor | None = None  # (B, T_tgt, tgt_vocab), where they cannot be recomputed
     generator: nn.Module | None = None  # else logits = generator(decoder.output), on demand
-    stamp: tuple | None = None  # the generator's weights_stamp when traced
+    stamp: tuple | None = None  # frozen_stamp of the generator and the decoder's output
 
     @classmethod
     def of(cls, encoder: StackTrace, decoder: StackTrace, generator: nn.Module, logits: torch.Tensor) -> Trace:
         """The trace of a forward pass whose decoder output gave `logits`: they are derived again on demand
-        (the same call on the same tensor) unless autograd tracks the generator (weights_stamp)."""
-        stamp = weights_stamp(generator)
-        if stamp is None or param_stamp([decoder.output]) is None:
+        (the same call on the same tensor) unless autograd tracks the generator (frozen_stamp)."""
+        stamp = frozen_stamp(generator, [decoder.output])
+        if stamp is None:
             return cls(encoder, decoder, kept_logits=logits)
-        return cls(encoder, decoder, generator=generator, stamp=(stamp, param_stamp([decoder.output])))
+        return cls(encoder, decoder, generator=generator, stamp=stamp)
 
     @property
     def logits(self) -> torch.Tensor | None:
         """(B, T_tgt, tgt_vocab): the final linear of the decoder's output; softmax gives P(next token)."""
         if self.generator is None:
             return self.kept_logits
-        if (tensor_versions(self.generator.parameters()), tensor_versions([self.decoder.output])) != self.stamp:
-            raise RuntimeError("the model's weights or the decoder's output changed after this trace was taken, so "
-                               "its logits cannot be recomputed: trace the model again")
+        check_frozen(self.generator, [self.decoder.output], self.stamp, "the decoder output the logits come from")
         with torch.no_grad():
             return self.generator(self.decoder.output)  # (B, T_tgt, tgt_vocab)
 
