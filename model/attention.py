@@ -240,21 +240,17 @@ def tensor_versions(tensors) -> tuple | None:
         return None
 
 
-def weights_stamp(module: nn.Module) -> tuple | None:
-    """param_stamp of all the module's parameters."""
-    return param_stamp(list(module.parameters()))
-
-
-def frozen_stamp(module: nn.Module, inputs) -> tuple | None:
-    """The stamp of a module's weights and of the tensors it was applied to, or None where module(inputs)
-    may not be recomputed later (param_stamp): what a trace keeps instead of that result."""
-    weights, data = weights_stamp(module), param_stamp(list(inputs))
+def frozen_stamp(params, inputs) -> tuple | None:
+    """The stamp of a module's parameters and of the tensors it was applied to, or None where the result
+    may not be recomputed later (param_stamp): a trace then keeps the result instead."""
+    weights, data = param_stamp(list(params)), param_stamp(list(inputs))
     return None if weights is None or data is None else (weights, data)
 
 
-def check_frozen(module: nn.Module, inputs, stamp: tuple, what: str) -> None:
-    """Raise where the weights or the inputs changed since frozen_stamp: recomputing would show other numbers."""
-    if (tensor_versions(module.parameters()), tensor_versions(inputs)) != stamp:
+def check_frozen(params, inputs, stamp: tuple, what: str) -> None:
+    """Raise where the module's parameters or the inputs changed since frozen_stamp: recomputing would
+    show other numbers."""
+    if (tensor_versions(params), tensor_versions(inputs)) != stamp:
         raise RuntimeError(f"the model's weights or {what} changed after this trace was taken: trace the model again")
 
 
@@ -272,35 +268,37 @@ class ProjectedRecord(AttentionRecord):
     in place afterwards, q, k and v raise instead of showing other numbers.
     """
 
-    def __init__(self, module: MultiHeadAttention, inputs: tuple[torch.Tensor, ...], mask: torch.Tensor | None,
-                 stamp: tuple) -> None:
-        self.module, self.inputs, self.mask, self.stamp = module, inputs, mask, stamp
+    def __init__(self, module: MultiHeadAttention, params: tuple[torch.Tensor, ...], inputs: tuple[torch.Tensor, ...],
+                 mask: torch.Tensor | None, stamp: tuple) -> None:
+        self.module, self.params, self.inputs, self.mask, self.stamp = module, params, inputs, mask, stamp
 
     @classmethod
     def of(cls, module: MultiHeadAttention, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
            inputs: tuple[torch.Tensor, ...], mask: torch.Tensor | None) -> AttentionRecord:
         """A ProjectedRecord of `inputs` (query, key, value), or the plain record of q, k, v where the
         weights or the inputs cannot be stamped (autograd tracks them, or inference tensors)."""
-        stamp = frozen_stamp(module, inputs)
-        return AttentionRecord(q, k, v, mask) if stamp is None else cls(module, inputs, mask, stamp)
+        params = tuple(module.parameters())  # what the stamp covers
+        stamp = frozen_stamp(params, inputs)
+        return AttentionRecord(q, k, v, mask) if stamp is None else cls(module, params, inputs, mask, stamp)
 
-    def _project(self, i: int) -> torch.Tensor:
-        check_frozen(self.module, self.inputs, self.stamp, "the inputs of this block's queries, keys and values")
+    def _project(self, *which: int) -> list[torch.Tensor]:
+        """q, k and/or v (0, 1, 2), after one check that nothing they come from changed."""
+        check_frozen(self.params, self.inputs, self.stamp, "the inputs of this block's queries, keys and values")
         m = self.module
         with torch.no_grad():
-            return m.split_heads((m.w_q, m.w_k, m.w_v)[i](self.inputs[i]))  # (B, H, T, d_k)
+            return [m.split_heads((m.w_q, m.w_k, m.w_v)[i](self.inputs[i])) for i in which]  # (B, H, T, d_k)
 
     @property
     def q(self) -> torch.Tensor:  # (B, H, Tq, d_k)
-        return self._project(0)
+        return self._project(0)[0]
 
     @property
     def k(self) -> torch.Tensor:  # (B, H, Tk, d_k)
-        return self._project(1)
+        return self._project(1)[0]
 
     @property
     def v(self) -> torch.Tensor:  # (B, H, Tk, d_k)
-        return self._project(2)
+        return self._project(2)[0]
 
     @property
     def d_k(self) -> int:
@@ -316,7 +314,7 @@ class ProjectedRecord(AttentionRecord):
 
     def materialise(self) -> AttentionRecord:
         """The plain record: q, k and v projected once (for work that needs them more than once)."""
-        return AttentionRecord(self.q, self.k, self.v, self.mask)
+        return AttentionRecord(*self._project(0, 1, 2), self.mask)
 
     @property
     def context(self) -> torch.Tensor:

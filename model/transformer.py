@@ -43,7 +43,7 @@ class Trace:
     def of(cls, encoder: StackTrace, decoder: StackTrace, generator: nn.Module, logits: torch.Tensor) -> Trace:
         """The trace of a forward pass whose decoder output gave `logits`: they are derived again on demand
         (the same call on the same tensor) unless autograd tracks the generator (frozen_stamp)."""
-        stamp = frozen_stamp(generator, [decoder.output])
+        stamp = frozen_stamp(generator.parameters(), [decoder.output])
         if stamp is None:
             return cls(encoder, decoder, kept_logits=logits)
         return cls(encoder, decoder, generator=generator, stamp=stamp)
@@ -53,7 +53,8 @@ class Trace:
         """(B, T_tgt, tgt_vocab): the final linear of the decoder's output; softmax gives P(next token)."""
         if self.generator is None:
             return self.kept_logits
-        check_frozen(self.generator, [self.decoder.output], self.stamp, "the decoder output the logits come from")
+        check_frozen(self.generator.parameters(), [self.decoder.output], self.stamp,
+                     "the decoder output the logits come from")
         with torch.no_grad():
             return self.generator(self.decoder.output)  # (B, T_tgt, tgt_vocab)
 
