@@ -38,9 +38,11 @@ def _np(t: torch.Tensor) -> np.ndarray:
 
 
 def _record_arrays(prefix: str, rec, derived: bool) -> dict[str, np.ndarray]:
+    rec = rec.materialise()  # q, k, v once (a lean trace's record projects them on each access)
     out = {f"{prefix}.{name}": _np(getattr(rec, name)) for name in ("q", "k", "v")}
-    for name in _DERIVED if derived else ():  # what the forward pass computed from q, k, v, mask (eq. 1)
-        out[f"{prefix}.{name}"] = _np(getattr(rec, name))
+    steps = rec.steps() if derived else {}  # what the forward pass computed from q, k, v, mask (eq. 1)
+    for name in _DERIVED if derived else ():
+        out[f"{prefix}.{name}"] = _np(steps[name])
     out[f"{prefix}.allowed"] = _np(rec.allowed)
     return out
 

@@ -205,6 +205,10 @@ class AttentionRecord:
             mask = mask[b if mask.size(0) > 1 else slice(0, 1), h if mask.size(1) > 1 else slice(0, 1)]
         return AttentionRecord(self.q[b, h], self.k[b, h], self.v[b, h], mask)  # (1, H or 1, T, d_k) each
 
+    def materialise(self) -> AttentionRecord:
+        """A record holding q, k and v themselves: this one (a ProjectedRecord projects them once)."""
+        return self
+
     def kept(self) -> tuple[torch.Tensor | None, ...]:
         """The tensors this record keeps alive: q, k, v and the mask."""
         return self.q, self.k, self.v, self.mask

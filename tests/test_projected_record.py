@@ -28,7 +28,7 @@ def traced(model, src, tgt):
 
 
 def blocks(trace):
-    """(name, record, the MultiHeadAttention that made it) for every attention block, in forward order."""
+    """(name, record) for every attention block, in forward order (the order of modules())."""
     for i, layer in enumerate(trace.encoder.layers):
         yield f"enc{i}", layer.self_attn
     for i, layer in enumerate(trace.decoder.layers):
