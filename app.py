@@ -32,6 +32,7 @@ from ui.panels import render_result, ui_export  # noqa: E402
 from ui.sentences import sentences_row  # noqa: E402
 from ui.sidebar import sidebar  # noqa: E402
 from ui.state import init_state, open_head, share_query, spec_from_state  # noqa: E402
+from ui.style import page_style  # noqa: E402
 from ui.text import md  # noqa: E402
 from ui.train import train_panel  # noqa: E402
 from ui.translate import cross_heads, decoding_steps  # noqa: E402
@@ -231,6 +232,7 @@ def _main_area(trained_ok: bool) -> None:
 def main() -> None:
     app_torch_threads()  # one torch thread unless OMP_NUM_THREADS is set (lab/threads.py says why)
     init_state()
+    page_style()
     st.title("Attention Lab")
     st.markdown(INTRO)
     link_error = st.session_state.get("_link_error")

@@ -179,6 +179,24 @@ def test_arrow_keys_step_the_head_shift_arrows_the_layer_but_not_while_typing(pa
     assert "layer 1, head 1" in headings(page)
 
 
+def test_every_control_of_the_one_query_view_fits_one_row_on_a_1500_px_screen(page):
+    """The widest controls row (block, layer ◂ ▸, head ◂ ▸, sentence, query token) on one line; the
+    layer buttons' hints read ⇧← ⇧→ (ui/style.py), the keys they name still step the layer."""
+    open_view(page, "5 · One query")
+    look = page.locator(".st-key-look")
+    tops = look.evaluate("e => [...e.children].map(c => Math.round(c.getBoundingClientRect().top))")
+    assert len(tops) == 5 and len(set(tops)) == 1, tops  # block, layer group, head group, sentence, query
+    hints = [page.locator(f".st-key-layer-{side} kbd").first.evaluate("k => getComputedStyle(k, '::after').content")
+             for side in ("prev", "next")]
+    assert hints == ['"⇧←"', '"⇧→"'], hints
+    assert page.locator(".st-key-layer-next kbd").first.get_attribute("aria-label") == "Shortcut Shift + →"
+    page.locator('[data-testid="stMain"] h3').first.click()
+    page.keyboard.press("Shift+ArrowRight")
+    wait_for_setting(page, "layer", "1")
+    assert page.locator(".st-key-look").evaluate(
+        "e => new Set([...e.children].map(c => Math.round(c.getBoundingClientRect().top))).size") == 1
+
+
 def test_a_share_link_opens_the_same_view_layer_and_head(page, streamlit_url):
     page.goto(f"{streamlit_url}/?views=attention&layer=1&head=3&block=cross")
     wait_idle(page)
@@ -422,3 +440,27 @@ def test_the_translate_views_step_charts_sit_level_or_stack(page):
     assert_side_by_side_and_level(rows)
     assert_stacked_full_width(twin_rows(page, 1100))
     assert page.locator(ERRORS).count() == 0
+
+
+VERDICTS = """() => [...document.querySelectorAll('.st-key-twins-order-verdict [data-testid="stAlert"]')].map(a => {
+    const box = a.getBoundingClientRect(), text = a.querySelector('[data-testid="stMarkdownContainer"]');
+    return {top: Math.round(box.top), bottom: Math.round(box.bottom), height: Math.round(box.height),
+            text: Math.round(text.getBoundingClientRect().height), width: Math.round(box.width)};
+})"""
+
+
+@pytest.mark.skipif(not trained_available(), reason="the order view switches to the trained models")
+def test_the_two_verdicts_sit_side_by_side_at_one_height_and_stack_where_narrow(page):
+    """View 6's verdicts with and without PE (text panels, ui/style.py): one height side by side though
+    one says more than the other; stacked, each its own height, where half the width is too narrow."""
+    open_view(page, "6 · Order & positional encoding")
+    page.wait_for_selector('.st-key-twins-order-verdict [data-testid="stAlert"]')
+    page.wait_for_timeout(500)
+    left, right = page.evaluate(VERDICTS)
+    assert right["text"] > left["text"] + 10, (left, right)  # the texts differ: the boxes would too
+    assert abs(left["top"] - right["top"]) <= 1 and abs(left["height"] - right["height"]) <= 1, (left, right)
+    page.set_viewport_size({"width": 1100, "height": 1000})
+    page.wait_for_timeout(500)
+    first, second = page.evaluate(VERDICTS)
+    assert second["top"] > first["bottom"], (first, second)  # one under the other
+    assert first["height"] < second["height"], (first, second)  # no padding to a twin that is not beside it

@@ -33,7 +33,7 @@ USES = {
 }
 KEYS = tuple(USES)  # session_state keys of these controls (kept while a view does not draw them)
 # Fixed widths keep the row compact and stable: the controls do not jump when labels change.
-WIDTHS = {"block": 170, "layer": 120, "head": 120, "heads": 300, "query": 240}
+WIDTHS = {"block": 160, "layer": 110, "head": 110, "heads": 300, "query": 210}
 # Keyboard shortcuts of the previous/next buttons (for a projector: flip through heads and layers).
 # Streamlit ignores them while the focus is in a text box, so typing a sentence never triggers them.
 SHORTCUTS = {"head": ("Left", "Right"), "layer": ("Shift+Left", "Shift+Right")}
@@ -73,6 +73,12 @@ def steppers(key: str, count: int) -> None:
                   help=f"{word} {key} (key {KEY_NAMES[shortcut]})")
 
 
+def stepped(key: str):
+    """A select box and its ◂ ▸ buttons, close together (one group of the controls row)."""
+    return st.container(horizontal=True, gap="xxsmall", vertical_alignment="bottom", width="content",
+                        key=f"{key}-group")
+
+
 def look_controls(view: str, base: FigureSpec | None, notes: list[str]) -> None:
     """The controls `view` uses, in one horizontal row; values out of range become the first option."""
     used = uses(view)
@@ -90,14 +96,16 @@ def look_controls(view: str, base: FigureSpec | None, notes: list[str]) -> None:
             n_layers, n_heads = int(ss["n_layers"]), max(1, int(ss["n_heads"]))
         if "layer" in used:
             keep_choice("layer", list(range(n_layers)), notes)
-            st.selectbox("Layer", list(range(n_layers)), key="layer", format_func=lambda i: f"layer {i}",
-                         width=WIDTHS["layer"])
-            steppers("layer", n_layers)
+            with stepped("layer"):
+                st.selectbox("Layer", list(range(n_layers)), key="layer", format_func=lambda i: f"layer {i}",
+                             width=WIDTHS["layer"])
+                steppers("layer", n_layers)
         if "head" in used:
             keep_choice("head", list(range(n_heads)), notes)
-            st.selectbox("Head", list(range(n_heads)), key="head", format_func=lambda i: f"head {i}",
-                         width=WIDTHS["head"])
-            steppers("head", n_heads)
+            with stepped("head"):
+                st.selectbox("Head", list(range(n_heads)), key="head", format_func=lambda i: f"head {i}",
+                             width=WIDTHS["head"])
+                steppers("head", n_heads)
         if "heads" in used:
             ss["heads"] = [h for h in ss["heads"] if 0 <= h < n_heads]
             st.multiselect("Heads in the grid", list(range(n_heads)), key="heads", format_func=lambda i: f"head {i}",

@@ -137,7 +137,7 @@ def render_result(result: ViewResult, view: str, spec: FigureSpec,
             render_panel(panel, view, spec)
         else:  # "…-pe" next to "…-nope": the same figure with and without positional encoding
             row = f"{view}-{panel.key.rpartition('-')[0]}"  # e.g. "order-diff": both titles one height
-            left, right = st.columns(2, gap="medium")
+            left, right = st.container(key=f"twins-{row}").columns(2, gap="medium")
             with left:
                 render_panel(panel, view, spec, row)
             with right:

@@ -1,0 +1,31 @@
+"""The page's own CSS: a few rules where Streamlit has no option. One <style>, sent by app.py on every
+full run (st.html sends a style-only body to the page's event container: it takes no space); fragment
+reruns keep it.
+
+- The layer buttons' shortcut hint reads "⇧←" rather than Streamlit's "Shift + ←" (about 40 px less
+  each), so that every control of the widest view (5 · One query, ui/look.py) fits one row on a
+  1500-px screen. Streamlit has no option for the hint's text; the <kbd> keeps the full name for
+  screen readers (its aria-label), and the button's tooltip says it in words.
+- Text panels side by side (ui/panels.py render_result: a container keyed "twins-<row>", e.g. the
+  two verdicts of view 6) are one height, so the pair reads as a pair whatever each one says; and
+  like the twin charts (ui/chart.py), the pair stacks where either would be narrower than 28rem.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+CSS = """
+.st-key-layer-prev kbd, .st-key-layer-next kbd { font-size: 0; }
+.st-key-layer-prev kbd::after, .st-key-layer-next kbd::after { font-size: 0.75rem; }
+.st-key-layer-prev kbd::after { content: "⇧←"; }
+.st-key-layer-next kbd::after { content: "⇧→"; }
+[class*="st-key-twins-"] [data-testid="stColumn"] { min-width: min(100%, 28rem); }
+[class*="st-key-twins-"] [data-testid="stElementContainer"]:has(> [data-testid="stAlert"]) { flex-grow: 1; }
+[class*="st-key-twins-"] [data-testid="stAlert"],
+[class*="st-key-twins-"] [data-testid="stAlertContainer"] { height: 100%; }
+"""
+
+
+def page_style() -> None:
+    st.html(f"<style>{CSS}</style>")
