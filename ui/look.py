@@ -73,10 +73,15 @@ def steppers(key: str, count: int) -> None:
                   help=f"{word} {key} (key {KEY_NAMES[shortcut]})")
 
 
-def stepped(key: str):
-    """A select box and its ◂ ▸ buttons, close together (one group of the controls row)."""
-    return st.container(horizontal=True, gap="xxsmall", vertical_alignment="bottom", width="content",
-                        key=f"{key}-group")
+def stepped_select(key: str, count: int, notes: list[str]) -> None:
+    """The layer or head select box ("layer 0", "layer 1", …) and its ◂ ▸ buttons, close together (one
+    group of the controls row); a value out of range becomes the first option, with a note."""
+    keep_choice(key, list(range(count)), notes)
+    with st.container(horizontal=True, gap="xxsmall", vertical_alignment="bottom", width="content",
+                      key=f"{key}-group"):
+        st.selectbox(key.capitalize(), list(range(count)), key=key, format_func=lambda i: f"{key} {i}",
+                     width=WIDTHS[key])
+        steppers(key, count)
 
 
 def look_controls(view: str, base: FigureSpec | None, notes: list[str]) -> None:
@@ -94,18 +99,9 @@ def look_controls(view: str, base: FigureSpec | None, notes: list[str]) -> None:
             n_layers, n_heads = layers_heads(base, view)
         else:
             n_layers, n_heads = int(ss["n_layers"]), max(1, int(ss["n_heads"]))
-        if "layer" in used:
-            keep_choice("layer", list(range(n_layers)), notes)
-            with stepped("layer"):
-                st.selectbox("Layer", list(range(n_layers)), key="layer", format_func=lambda i: f"layer {i}",
-                             width=WIDTHS["layer"])
-                steppers("layer", n_layers)
-        if "head" in used:
-            keep_choice("head", list(range(n_heads)), notes)
-            with stepped("head"):
-                st.selectbox("Head", list(range(n_heads)), key="head", format_func=lambda i: f"head {i}",
-                             width=WIDTHS["head"])
-                steppers("head", n_heads)
+        for key, count in (("layer", n_layers), ("head", n_heads)):
+            if key in used:
+                stepped_select(key, count, notes)
         if "heads" in used:
             ss["heads"] = [h for h in ss["heads"] if 0 <= h < n_heads]
             st.multiselect("Heads in the grid", list(range(n_heads)), key="heads", format_func=lambda i: f"head {i}",

@@ -387,6 +387,37 @@ def add_cell_overlay(
     return key
 
 
+def add_overlays(
+    fig: Fig,
+    grid: Grid,
+    *,
+    masked_text: str,
+    masked_name: str | None,
+    nan_reason: str | None,
+    theme: str,
+    panel: tuple[float, float] | None,
+    row: int | None = None,
+    col: int | None = None,
+    groups: bool = False,
+) -> list[str | None]:
+    """The grid's two overlays: masked cells hatched "/" with masked_text (e.g. "−∞"), and cells that
+    are NaN or ±inf hatched "x" (only where there are any). groups: one legend group each ("masked",
+    "nan"), so that the panels of a subplot figure share one legend entry. Returns their title notes."""
+    notes = [
+        add_cell_overlay(fig, grid, grid.masked, name=escape_text(masked_name or f"masked ({masked_text})"),
+                         cell_text=escape_text(masked_text), pattern="/", theme=theme, row=row, col=col,
+                         legendgroup="masked" if groups else None, panel=panel)
+    ]
+    if grid.bad.any():
+        reason = nan_reason or "the input holds NaN or ±inf here"
+        notes.append(
+            add_cell_overlay(fig, grid, grid.bad, name=escape_text(f"{NAN_NAME}: {reason}"), cell_text="NaN",
+                             pattern="x", theme=theme, row=row, col=col, legendgroup="nan" if groups else None,
+                             panel=panel)
+        )
+    return notes
+
+
 def text_fits(text: str, grid: Grid, theme: str, panel: tuple[float, float] | None = None) -> bool:
     """Whether `text` fits inside one cell of `grid` drawn in a panel (w, h px) at the theme's
     size (default: a single plot), in the cell-text font."""
@@ -624,33 +655,8 @@ def heatmap_figure(
         value_format=value_format,
     )
     notes = list(grid.notes) + list(extra_notes)
-    name = masked_name or f"masked ({masked_text})"
-    notes.append(
-        add_cell_overlay(
-            fig,
-            grid,
-            grid.masked,
-            name=escape_text(name),
-            cell_text=escape_text(masked_text),
-            pattern="/",
-            theme=theme,
-            panel=(pw, ph),
-        )
-    )
-    if grid.bad.any():
-        reason = nan_reason or "the input holds NaN or ±inf here"
-        notes.append(
-            add_cell_overlay(
-                fig,
-                grid,
-                grid.bad,
-                name=escape_text(f"{NAN_NAME}: {reason}"),
-                cell_text="NaN",
-                pattern="x",
-                theme=theme,
-                panel=(pw, ph),
-            )
-        )
+    notes += add_overlays(fig, grid, masked_text=masked_text, masked_name=masked_name, nan_reason=nan_reason,
+                          theme=theme, panel=(pw, ph))
     style_matrix_axes(fig, grid, x_title=x_title, y_title=y_title, square=square,
                       max_x_ticks=x_budget, max_y_ticks=y_budget)
     if row_sums:  # after the main axes: fig.update_yaxes would restyle yaxis2 as well
@@ -754,39 +760,8 @@ def add_panel(
         row=row,
         col=col,
     )
-    name = masked_name or f"masked ({masked_text})"
-    notes = [
-        add_cell_overlay(
-            fig,
-            grid,
-            grid.masked,
-            name=escape_text(name),
-            cell_text=escape_text(masked_text),
-            pattern="/",
-            theme=theme,
-            row=row,
-            col=col,
-            legendgroup="masked",
-            panel=panel,
-        )
-    ]
-    if grid.bad.any():
-        reason = nan_reason or "the input holds NaN or ±inf here"
-        notes.append(
-            add_cell_overlay(
-                fig,
-                grid,
-                grid.bad,
-                name=escape_text(f"{NAN_NAME}: {reason}"),
-                cell_text="NaN",
-                pattern="x",
-                theme=theme,
-                row=row,
-                col=col,
-                legendgroup="nan",
-                panel=panel,
-            )
-        )
+    notes = add_overlays(fig, grid, masked_text=masked_text, masked_name=masked_name, nan_reason=nan_reason,
+                         theme=theme, panel=panel, row=row, col=col, groups=True)
     style_matrix_axes(
         fig,
         grid,
