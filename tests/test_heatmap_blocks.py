@@ -4,6 +4,9 @@ Above MAX_CELLS cells per side a heatmap shows fr x fc block means: the mean of 
 that hold a value (masked, NaN and inf cells left out), NaN for a block without any, and a block is
 masked only when every one of its cells is. Edge blocks are partial. The fast path (whole rows
 added, then strided columns) must give exactly what the definition gives.
+
+A grid whose last block is partial is drawn as up to four heatmap pieces, each evenly spaced (what
+plotly.js needs to paint it fast): together they must draw every block, exactly where it lies.
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ import math
 import numpy as np
 import pytest
 
-from viz.heatmap import MAX_CELLS, prepare_grid
+from viz.fig import Fig
+from viz.heatmap import MAX_CELLS, add_heatmap, prepare_grid
 
 RNG = np.random.default_rng(7)
 
@@ -94,3 +98,57 @@ def test_grid_does_not_share_memory_with_the_input():
     grid = prepare_grid(z, row_text=labels(8), col_text=labels(8))
     z[0, 0] = 99.0
     assert grid.z[0, 0] != 99.0
+
+
+def plotly_edges(coords: np.ndarray, cells: int) -> np.ndarray:
+    """The brick edges plotly.js draws for one axis of a heatmap trace (heatmap/make_bound_array):
+    `cells` + 1 coordinates are the edges themselves; one per cell are centres, the edges halfway
+    between them and half a step beyond the first and the last."""
+    coords = np.asarray(coords, dtype=np.float64)
+    if len(coords) == cells + 1:
+        return coords
+    assert len(coords) == cells >= 2, (len(coords), cells)
+    mid = (coords[:-1] + coords[1:]) / 2
+    return np.concatenate([[coords[0] - (mid[0] - coords[0])], mid, [coords[-1] + (coords[-1] - mid[-1])]])
+
+
+def evenly_spaced(coords: np.ndarray) -> bool:
+    """plotly.js's own test before it paints a heatmap one pixel per cell (heatmap/calc.js): every
+    step within 1% of the mean step."""
+    steps = np.diff(np.asarray(coords, dtype=np.float64))
+    return len(steps) < 1 or bool(np.all(np.abs(steps - steps.mean()) <= abs(steps.mean()) / 100))
+
+
+@pytest.mark.parametrize(("shape", "panels", "pieces"), [
+    ((511, 511), 1, 4),  # blocks of 2, the last of 1 position, on both axes
+    ((512, 511), 1, 2),  # rows even, columns not (cross-attention: [BOS] + 511 against 511)
+    ((701, 300), 1, 2),  # rows: blocks of 3, the last of 2 positions
+    ((511, 300), 4, 2),  # a 4-panel figure: blocks of 4 rows, the last of 3
+    ((510, 510), 1, 1),  # whole blocks: one trace
+    ((40, 33), 1, 1),  # one cell per position: one trace
+])
+def test_the_heatmap_pieces_are_evenly_spaced_and_draw_every_block_where_it_lies(shape, panels, pieces):
+    R, C = shape
+    z = RNG.normal(size=shape).astype(np.float32)
+    z[: R // 3, : C // 5] = np.nan  # holes stay holes in whichever piece they fall
+    grid = prepare_grid(z, row_text=labels(R), col_text=labels(C), panels=panels)
+    fig = Fig()
+    add_heatmap(fig, grid, kind="scores", zmin=-3.0, zmax=3.0, colorscale="RdBu", value_name="score",
+                x_name="key", y_name="query", show_values=False, value_format=".2f")
+    traces = fig.to_dict()["data"]
+    assert len(traces) == pieces
+    scale = traces[0]["colorscale"]
+    drawn = np.full(grid.z.shape, np.inf, dtype=np.float32)  # inf: no piece drew this block
+    for t in traces:
+        piece = np.asarray(t["z"], dtype=np.float32)
+        assert evenly_spaced(t["x"]) and evenly_spaced(t["y"]), (t["x"], t["y"])
+        x_edges, y_edges = plotly_edges(t["x"], piece.shape[1]), plotly_edges(t["y"], piece.shape[0])
+        cols = np.searchsorted(grid.x_edges, x_edges[:-1])  # the blocks this piece draws
+        rows = np.searchsorted(grid.y_edges, y_edges[:-1])
+        np.testing.assert_array_equal(x_edges, grid.x_edges[cols[0]:cols[-1] + 2])  # exactly their extent
+        np.testing.assert_array_equal(y_edges, grid.y_edges[rows[0]:rows[-1] + 2])
+        assert np.all(np.isinf(drawn[np.ix_(rows, cols)]))  # no block drawn twice
+        drawn[np.ix_(rows, cols)] = piece
+        assert (t["zmin"], t["zmax"], t["colorscale"]) == (-3.0, 3.0, scale)  # one colour scale
+    np.testing.assert_array_equal(drawn, grid.z)  # every block, its own value (NaN where a hole)
+    assert sum("colorbar" in t for t in traces) == 1 and all(t.get("showscale") is False for t in traces[1:])

@@ -113,3 +113,35 @@ def test_the_second_react_of_a_view_figure_does_not_recompute_it(plot_page, mode
                 kept.append((view, panel.key, plot_page.evaluate(REACT_AGAIN, json.loads(panel.figure.to_json()))))
     assert len(kept) >= 10
     assert all(same for *_, same in kept), [k for k in kept if not k[2]]
+
+
+# plotly.js paints a heatmap whose cells are evenly spaced as one pixel per cell, scaled up by the
+# browser with this style on its <image> (25-50 ms for 256 x 256 cells here); any other heatmap with
+# one fillRect per cell at the plot's size (150-210 ms each, a long task). viz.heatmap.even_pieces.
+PAINTED = """async (f) => {
+    const d = document.getElementById('d');
+    Plotly.purge(d);
+    await Plotly.newPlot(d, f.data, f.layout, {});
+    return [...d.querySelectorAll('.hm image')].map((im) => im.getAttribute('style') || '');
+}"""
+
+
+def test_every_heatmap_of_a_511_token_input_is_painted_one_pixel_per_cell(plot_page):
+    """511 source tokens (the random model's most), in blocks of 2 with a last block of 1; the decoder
+    input [BOS] + 511 = 512 is even, so self- and cross-attention of both stacks are covered."""
+    from bench.app_figures import sentence
+
+    text = sentence(511)
+    spec = FigureSpec(sentence_a=text, sentence_b=text[::-1])
+    loaded = load_model(model_fields(spec))
+    traced = run(loaded, spec.sentence_a, spec.sentence_b, spec.mask)
+    m = Models(lambda key: load_model(key), lambda s: traced)
+    styles = {}
+    cases = [(view, block) for view in ("attention", "heads") for block in ("encoder self", "decoder self", "cross")]
+    for view, block in cases + [("positional", "encoder self"), ("order", "encoder self")]:
+        for panel in build_view(view, dataclasses.replace(spec, block=block), m).panels:
+            if panel.figure is not None and any(t.type == "heatmap" for t in panel.figure.data):
+                styles[(block, view, panel.key)] = plot_page.evaluate(PAINTED, json.loads(panel.figure.to_json()))
+    assert len(styles) >= 15 and {v for _, v, _ in styles} == {"attention", "heads", "positional", "order"}
+    slow = {k: s for k, s in styles.items() if not s or not all("pixelated" in x for x in s)}
+    assert not slow, slow

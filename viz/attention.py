@@ -26,6 +26,7 @@ from viz.heatmap import (
     add_value_panels,
     color_range,
     coloraxis_layout,
+    grid_heatmaps,
     heatmap_figure,
     label_gap,
     panel_px,
@@ -165,10 +166,10 @@ def mask_heatmap(
     pw, ph = plot_px(theme, row_text=grid.row_text, col_text=grid.col_text, colorbar=False,
                      note_lines=len(grid.notes) + 2)
     fig = Fig()
-    heat = vf.heatmap(
-        z=grid.z,
-        x=grid.x,
-        y=grid.y,
+    labelled = side <= VALUES_MAX and text_fits(word[0], grid, theme, (pw, ph))
+    for heat in grid_heatmaps(
+        grid,
+        grid.z,
         zmin=0,
         zmax=1,
         showscale=False,
@@ -177,12 +178,12 @@ def mask_heatmap(
         name="True: may attend",
         hovertemplate="query %{y}<br>key %{x}<br>True: may attend<extra></extra>",
         meta={"role": "mask_allowed"},
-    )
-    if side <= VALUES_MAX and text_fits(word[0], grid, theme, (pw, ph)):
-        heat.text = np.where(np.isnan(grid.z), "", word[0])
-        heat.texttemplate = "%{text}"
-        heat.textfont = dict(color="#000000")
-    fig.add_trace(heat)
+    ):
+        if labelled:
+            heat.text = np.where(np.isnan(heat.z), "", word[0])
+            heat.texttemplate = "%{text}"
+            heat.textfont = dict(color="#000000")
+        fig.add_trace(heat)
     key = add_cell_overlay(
         fig,
         grid,

@@ -351,20 +351,17 @@ def add_cell_overlay(
             **where,
         )
     else:  # too many separate patches: one grey cell per masked cell instead of hatching
-        fig.add_trace(
-            vf.heatmap(
-                z=np.where(cells, 1.0, np.nan).astype(np.float32),
-                x=grid.x,
-                y=grid.y,
-                colorscale=[[0, t["mask_bg"]], [1, t["mask_bg"]]],
-                showscale=False,
-                hoverongaps=False,
-                hovertemplate=f"{name}<extra></extra>",
-                name=name,
-                meta={"role": "mask_cells"},
-            ),
-            **where,
-        )
+        for trace in grid_heatmaps(
+            grid,
+            np.where(cells, 1.0, np.nan).astype(np.float32),
+            colorscale=[[0, t["mask_bg"]], [1, t["mask_bg"]]],
+            showscale=False,
+            hoverongaps=False,
+            hovertemplate=f"{name}<extra></extra>",
+            name=name,
+            meta={"role": "mask_cells"},
+        ):
+            fig.add_trace(trace, **where)
     key = ("▨ grey hatched: " if role == "mask" else "⊠ cross-hatched: ") + name
     if cell_text and max(cells.shape) <= MASK_TEXT_MAX and text_fits(
         cell_text, grid, theme, panel
@@ -448,11 +445,13 @@ def add_heatmap(
     row: int | None = None,
     col: int | None = None,
 ) -> None:
-    """The value heatmap itself (NaN/masked cells left as gaps for the overlays)."""
-    trace = vf.heatmap(
-        z=grid.z,
-        x=grid.x,
-        y=grid.y,
+    """The value heatmap itself (NaN/masked cells left as gaps for the overlays): one trace, or up to
+    four pieces where a downsampled axis ends in a smaller block (even_pieces says why); the pieces
+    share one colour scale, and only the first draws the colour bar."""
+    where = dict(row=row, col=col) if row is not None else {}
+    traces = grid_heatmaps(
+        grid,
+        grid.z,
         hoverongaps=False,
         hovertemplate=(
             f"{escape_text(y_name)} %{{y}}<br>{escape_text(x_name)} %{{x}}<br>"
@@ -461,24 +460,45 @@ def add_heatmap(
         name=value_name,
         meta={"role": "values", "kind": kind},
     )
-    if coloraxis:
-        trace.coloraxis = coloraxis
-    else:
-        trace.update(
-            zmin=zmin,
-            zmax=zmax,
-            colorscale=colorscale,
-            colorbar=dict(
-                title=dict(text=escape_text(value_name), side="right"),
-                xref="container",
-                x=1.0,
-                xanchor="right",
-            ),
-        )
-    if show_values:
-        trace.texttemplate = f"%{{z:{value_format}}}"
-    where = dict(row=row, col=col) if row is not None else {}
-    fig.add_trace(trace, **where)
+    for i, trace in enumerate(traces):
+        if coloraxis:
+            trace.coloraxis = coloraxis
+        else:
+            trace.update(zmin=zmin, zmax=zmax, colorscale=colorscale)
+            if i == 0:
+                trace.colorbar = dict(title=dict(text=escape_text(value_name), side="right"),
+                                      xref="container", x=1.0, xanchor="right")
+            else:
+                trace.showscale = False
+        if show_values:
+            trace.texttemplate = f"%{{z:{value_format}}}"
+        fig.add_trace(trace, **where)
+
+
+def grid_heatmaps(grid: Grid, z: np.ndarray, **props) -> list:
+    """Heatmap traces of `z` (one value per cell of the grid) with `props` each: one trace, or one per
+    evenly spaced piece of the grid (even_pieces says why), which together draw every cell once."""
+    return [vf.heatmap(z=z[rows, cols], x=x, y=y, **props)
+            for rows, y in even_pieces(grid.y, grid.y_edges)
+            for cols, x in even_pieces(grid.x, grid.x_edges)]
+
+
+def even_pieces(centres: np.ndarray, edges: np.ndarray) -> list[tuple[slice, np.ndarray]]:
+    """One axis of a grid cut where its cells stop being evenly spaced: (which cells, the coordinates
+    Plotly gets for them) per piece.
+
+    plotly.js paints a heatmap whose cells are evenly spaced on both axes as one pixel per cell, which
+    the browser scales up (256 × 256 cells: 25-50 ms in Chromium here); any other heatmap it paints
+    with one fillRect per cell at the plot's size (150-210 ms, one long task that blocks the page).
+    Cells are evenly spaced except on a downsampled axis whose length is not a multiple of the block
+    size (511 tokens in blocks of 2): its last block is smaller. That axis becomes two pieces: the
+    whole blocks (their centres) and the last block, given as its two edges (Plotly's bin edges, so
+    it is drawn exactly as wide as it is, and hover shows its centre)."""
+    widths = np.diff(edges)  # (n,)
+    if len(centres) < 3 or np.all(widths == widths[0]):  # two cells are always evenly spaced
+        return [(slice(None), centres)]
+    n = len(centres)
+    return [(slice(0, n - 1), centres[:-1]), (slice(n - 1, n), edges[-2:])]
 
 
 def plot_px(
