@@ -478,9 +478,10 @@ def add_heatmap(
 def grid_heatmaps(grid: Grid, z: np.ndarray, **props) -> list:
     """Heatmap traces of `z` (one value per cell of the grid) with `props` each: one trace, or one per
     evenly spaced piece of the grid (even_pieces says why), which together draw every cell once."""
-    return [vf.heatmap(z=z[rows, cols], x=x, y=y, **props)
-            for rows, y in even_pieces(grid.y, grid.y_edges)
-            for cols, x in even_pieces(grid.x, grid.x_edges)]
+    ys, xs = even_pieces(grid.y, grid.y_edges), even_pieces(grid.x, grid.x_edges)
+    if len(ys) == len(xs) == 1:  # most figures: one trace
+        return [vf.heatmap(z=z, x=grid.x, y=grid.y, **props)]
+    return [vf.heatmap(z=z[rows, cols], x=x, y=y, **props) for rows, y in ys for cols, x in xs]
 
 
 def even_pieces(centres: np.ndarray, edges: np.ndarray) -> list[tuple[slice, np.ndarray]]:
@@ -494,10 +495,10 @@ def even_pieces(centres: np.ndarray, edges: np.ndarray) -> list[tuple[slice, np.
     size (511 tokens in blocks of 2): its last block is smaller. That axis becomes two pieces: the
     whole blocks (their centres) and the last block, given as its two edges (Plotly's bin edges, so
     it is drawn exactly as wide as it is, and hover shows its centre)."""
-    widths = np.diff(edges)  # (n,)
-    if len(centres) < 3 or np.all(widths == widths[0]):  # two cells are always evenly spaced
-        return [(slice(None), centres)]
     n = len(centres)
+    # _blocks makes every block `factor` wide but the last; two cells are always evenly spaced
+    if n < 3 or edges[n] - edges[n - 1] == edges[1] - edges[0]:
+        return [(slice(None), centres)]
     return [(slice(0, n - 1), centres[:-1]), (slice(n - 1, n), edges[-2:])]
 
 
