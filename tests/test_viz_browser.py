@@ -59,12 +59,16 @@ def plot_page(browser):
     page.close()
 
 
+def models_for(spec: FigureSpec) -> Models:
+    """Models as the app passes them, with the spec's sentences traced once."""
+    traced = run(load_model(model_fields(spec)), spec.sentence_a, spec.sentence_b, spec.mask)
+    return Models(lambda key: load_model(key), lambda s: traced)
+
+
 @pytest.fixture(scope="module")
 def models():
     spec = FigureSpec(sentence_a="你喜欢她吗", sentence_b="她喜欢你吗")
-    loaded = load_model(model_fields(spec))
-    traced = run(loaded, spec.sentence_a, spec.sentence_b, spec.mask)
-    return spec, Models(lambda key: load_model(key), lambda s: traced)
+    return spec, models_for(spec)
 
 
 @pytest.mark.parametrize("theme", ["default", "paper", "slide"])
@@ -116,7 +120,7 @@ def test_the_second_react_of_a_view_figure_does_not_recompute_it(plot_page, mode
 
 
 # plotly.js paints a heatmap whose cells are evenly spaced as one pixel per cell, scaled up by the
-# browser with this style on its <image> (25-50 ms for 256 x 256 cells here); any other heatmap with
+# browser with this style on its <image> (25-70 ms for 256 x 256 cells here); any other heatmap with
 # one fillRect per cell at the plot's size (150-210 ms each, a long task). viz.heatmap.even_pieces.
 PAINTED = """async (f) => {
     const d = document.getElementById('d');
@@ -127,15 +131,14 @@ PAINTED = """async (f) => {
 
 
 def test_every_heatmap_of_a_511_token_input_is_painted_one_pixel_per_cell(plot_page):
-    """511 source tokens (the random model's most), in blocks of 2 with a last block of 1; the decoder
-    input [BOS] + 511 = 512 is even, so self- and cross-attention of both stacks are covered."""
+    """511 source tokens (the random model's most), in blocks of 2 with a last block of 1: encoder
+    self-attention is cut on both axes, cross-attention (decoder input [BOS] + 511 = 512 rows) on its
+    keys, and decoder self-attention (512 x 512) is whole blocks."""
     from bench.app_figures import sentence
 
     text = sentence(511)
     spec = FigureSpec(sentence_a=text, sentence_b=text[::-1])
-    loaded = load_model(model_fields(spec))
-    traced = run(loaded, spec.sentence_a, spec.sentence_b, spec.mask)
-    m = Models(lambda key: load_model(key), lambda s: traced)
+    m = models_for(spec)
     styles = {}
     cases = [(view, block) for view in ("attention", "heads") for block in ("encoder self", "decoder self", "cross")]
     for view, block in cases + [("positional", "encoder self"), ("order", "encoder self")]:
