@@ -215,7 +215,14 @@ def test_pdf_and_png_are_byte_reproducible(server, figures):
         ({"views": ["query"], "query": 9, **SMALL}, "query"),  # 你喜欢她 has 4 query tokens
     ],
 )
-def test_bad_spec_exits_nonzero_naming_the_field_and_writes_nothing(tmp_path, capsys, data, field):
+@pytest.mark.parametrize("browser", ["as found", "missing"])
+def test_bad_spec_exits_nonzero_naming_the_field_and_writes_nothing(tmp_path, capsys, monkeypatch, data,
+                                                                   field, browser):
+    """The whole spec is checked before a browser is asked for: without Chromium, a bad spec is still
+    reported as the bad spec (exit 2), not as a missing browser (exit 3)."""
+    if browser == "missing":
+        monkeypatch.setenv("BROWSER_PATH", str(tmp_path / "no-chromium-here"))
+        assert vx.find_browser() is None
     spec = write_spec(tmp_path / "spec.json", data)
     out = tmp_path / "out"
     code = vx.main([str(spec), "--out", str(out)])

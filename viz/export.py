@@ -31,8 +31,12 @@ import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import plotly.graph_objects as go
+
+if TYPE_CHECKING:  # lab is imported only where a spec is built (the CLI, not the app's render)
+    from lab.views import ViewResult
 
 FORMATS = ("svg", "pdf", "png")
 MIME = {"svg": "image/svg+xml", "pdf": "application/pdf", "png": "image/png",
@@ -413,20 +417,34 @@ def validate_for_export(spec, models) -> None:
                                      f"has {n_queries} query tokens (0..{n_queries - 1})")
 
 
-def plan_spec(spec, models, *, trace_format: str | None = None, warn=None) -> list[Planned]:
-    """Everything `python -m viz.export` writes for `spec`, rendered in memory (nothing on disk)."""
+def build_spec(spec, models) -> list[tuple[str, ViewResult]]:
+    """Every view of `spec` built (figures and tables in memory), each checked drawable: raise
+    SpecError naming the field otherwise. Needs no browser, so a bad spec is reported as such on a
+    machine without one. Returns [(view, its ViewResult)] in spec.views order."""
     from lab.spec import SpecError
     from lab.views import build_view
 
     validate_for_export(spec, models)
-    ext = spec.format
-    scale = spec.scale if ext == "png" else 1.0
-    files: list[Planned] = [Planned("spec.json", (spec.to_json() + "\n").encode("utf-8"))]
-    manifest = []
+    built = []
     for view in spec.views:
         result = build_view(view, spec, models)
         if result.hint and not result.panels:
             raise SpecError("views", f"{view!r} has nothing to draw: {result.hint}")
+        built.append((view, result))
+    return built
+
+
+def plan_spec(spec, models, *, trace_format: str | None = None, warn=None,
+              built: list[tuple[str, ViewResult]] | None = None) -> list[Planned]:
+    """Everything `python -m viz.export` writes for `spec`, rendered in memory (nothing on disk).
+
+    `built` is build_spec(spec, models) where the caller has it already."""
+    built = build_spec(spec, models) if built is None else built
+    ext = spec.format
+    scale = spec.scale if ext == "png" else 1.0
+    files: list[Planned] = [Planned("spec.json", (spec.to_json() + "\n").encode("utf-8"))]
+    manifest = []
+    for view, result in built:
         for note in result.notices:
             if warn:
                 warn(f"{view}: {note}")
@@ -483,10 +501,10 @@ def _model_key(spec):
 
 
 def export_spec(spec, out_dir: str | os.PathLike, *, trace_format: str | None = None,
-                models=None, warn=None) -> list[Path]:
+                models=None, warn=None, built: list[tuple[str, ViewResult]] | None = None) -> list[Path]:
     """Render everything first, then write each file atomically into out_dir; returns the paths."""
     models = models or cli_models()
-    planned = plan_spec(spec, models, trace_format=trace_format, warn=warn)
+    planned = plan_spec(spec, models, trace_format=trace_format, warn=warn, built=built)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     return [write_atomic(out / p.name, p.data) for p in planned]
@@ -533,15 +551,20 @@ def main(argv: list[str] | None = None) -> int:
 
     from lab.spec import FigureSpec, SpecError
 
-    try:
+    models = cli_models()
+    try:  # the whole spec is checked (and its views built) before a browser is asked for
         spec = FigureSpec.from_json(text)
+        built = build_spec(spec, models)
     except SpecError as exc:
         return fail(f"bad spec: {exc}", 2)
+    except Exception as exc:  # noqa: BLE001 - one line, never a traceback
+        return fail(f"{type(exc).__name__}: {_one_line(exc)}", 1)
     if not browser_available():
         return fail(INSTALL_HELP, 3)
     warn = None if args.quiet else (lambda m: print(f"note: {m}", file=sys.stderr))
     try:
-        paths = export_spec(spec, out, trace_format=args.trace_format if args.trace else None, warn=warn)
+        paths = export_spec(spec, out, trace_format=args.trace_format if args.trace else None,
+                            models=models, warn=warn, built=built)
     except SpecError as exc:
         return fail(f"bad spec: {exc}", 2)
     except NoBrowserError as exc:
