@@ -3,14 +3,16 @@
     streamlit run app.py
 
 This file wires widgets to lab/ (numbers) and viz/ (figures); the parts live in ui/. Every widget
-is keyed; one FigureSpec is built from them and passed to lab.views.build_view, so what the app
-draws is what `python -m viz.export SPEC.json` draws.
+is keyed; one FigureSpec is built from them and passed to lab.views.build_view (through
+ui.cache.view_result, which shares the result among sessions), so what the app draws is what
+`python -m viz.export SPEC.json` draws.
 
 The page has two parts. The sidebar (model, figure settings) runs with the whole script. The main
 area (the sentences, view picker, block/layer/head controls, figures, tables, downloads, share link)
 is one st.fragment, `main_area`: changing a sentence, the view, the layer or the head reruns only the
 fragment, so neither the sidebar nor the title above is redrawn (each element a rerun sends costs the
-browser time); a view, layer or head change takes the forward pass from the cache.
+browser time); a view, layer or head change takes the forward pass from the cache, and a view some
+session has drawn already (the same spec) takes its figures from the cache too.
 """
 
 from __future__ import annotations
@@ -26,7 +28,6 @@ from lab.compute import model_fields  # noqa: E402  (set_page_config must come f
 from lab.heap import freeze_startup_heap  # noqa: E402
 from lab.spec import VIEWS, FigureSpec, SpecError  # noqa: E402
 from lab.threads import app_torch_threads  # noqa: E402
-from lab.views import build_view  # noqa: E402
 from ui import cache, look  # noqa: E402
 from ui.panels import render_result, ui_export  # noqa: E402
 from ui.sentences import sentences_row  # noqa: E402
@@ -107,7 +108,7 @@ def view_body(view: str, spec: FigureSpec) -> None:
     if view in ("positional", "attention", "heads", "query", "translate") and spec.sentence == "b" \
             and not spec.sentence_b.strip() and spec.sentence_a.strip():
         st.info("Sentence B is empty: showing sentence A.", icon=":material/info:")
-    result = build_view(view, spec, models)
+    result = cache.view_result(view, spec)  # shared by every session (ui/cache.py)
     after = {}
     if view == "heads":
         after["heads-grid"] = lambda: head_buttons(spec, models)

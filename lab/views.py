@@ -35,6 +35,7 @@ from model.positional import (
     sinusoidal_at,
     sinusoidal_encoding,
 )
+from viz.fig import kept_bytes
 
 
 class Panel:
@@ -70,12 +71,52 @@ class Panel:
     def __repr__(self) -> str:
         return f"Panel({self.key!r}, {self.title!r})"
 
+    def held_arrays(self) -> list[np.ndarray]:
+        """The numpy arrays a table not yet made holds (its function's closure and defaults, and
+        the arrays in the lists, dicts and objects there, one level down)."""
+        if not callable(self._table):
+            return []
+        cells = [c.cell_contents for c in (self._table.__closure__ or ())]
+        return [a for v in cells + list(self._table.__defaults__ or ()) for a in _arrays_in(v, depth=2)]
+
+
+def _arrays_in(obj, depth: int) -> list[np.ndarray]:
+    if isinstance(obj, np.ndarray):
+        return [obj]
+    if depth == 0:
+        return []
+    if isinstance(obj, dict):
+        items = list(obj.values())
+    elif isinstance(obj, (list, tuple)):
+        items = list(obj)
+    elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        items = [getattr(obj, f.name) for f in dataclasses.fields(obj)]
+    else:
+        return []
+    return [a for v in items for a in _arrays_in(v, depth - 1)]
+
 
 @dataclass(eq=False)
 class ViewResult:
     panels: list[Panel] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)  # cut inputs and the like: show prominently
     hint: str | None = None  # nothing to draw, and why
+
+    def nbytes(self) -> int:
+        """About the memory this result keeps alive beyond the run it reads, for a cache's bound:
+        each figure's arrays and payload (viz.fig.kept_bytes), each table made, and for a table not
+        yet made, the arrays its function holds, thrice (those arrays, and the float64 table a click
+        makes of them, which the panel then keeps). Arrays shared by panels count once; 64 KiB for
+        the rest (titles, labels, small tables). Against tracemalloc's count of what a cached view
+        holds (tests/test_view_cache.py): above it from ~128 tokens, at most ~2x below it at 8."""
+        total, held = 2**16, {}
+        for panel in self.panels:
+            if panel.figure is not None:
+                total += kept_bytes(panel.figure)
+            if panel.has_table and not callable(panel._table):
+                total += int(panel._table.memory_usage(deep=True).sum())
+            held.update((id(a), a.nbytes) for a in panel.held_arrays())
+        return total + 3 * sum(held.values())
 
 
 class Models:

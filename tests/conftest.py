@@ -31,6 +31,15 @@ def trained_available() -> bool:
 needs_trained = pytest.mark.skipif(not trained_available(), reason="the trained demo models (assets/models) are missing")
 
 
+@pytest.fixture(autouse=True)
+def fresh_view_cache():
+    """Each test starts with no shared views (ui.cache.view_result keeps them for the whole process,
+    as the server does): a test that changes how a view is built sees its change."""
+    cache = sys.modules.get("ui.cache")
+    if cache is not None:
+        cache.view_result.cache_clear()
+
+
 @pytest.fixture
 def make_app() -> Callable[..., object]:
     """make_app(**state) -> an AppTest of app.py, run once with `state` in st.session_state

@@ -212,13 +212,12 @@ def test_every_session_and_rerun_reads_the_same_run_object_never_a_copy(make_app
     import lab.views
 
     seen = []
-    real = lab.views.build_view
+    for name in ("attention", "query"):
+        def recording(spec, models, real=lab.views.VIEW_BUILDERS[name]):
+            seen.append(models.run(spec))
+            return real(spec, models)
 
-    def recording(view, spec, models):
-        seen.append(models.run(spec))
-        return real(view, spec, models)
-
-    monkeypatch.setattr(lab.views, "build_view", recording)
+        monkeypatch.setitem(lab.views.VIEW_BUILDERS, name, recording)
     sentence = unique_sentence()
     first = make_app(view="attention", sentence_a=sentence, **SMALL)
     clean(first)
@@ -276,13 +275,13 @@ def test_every_rerun_and_fragment_rerun_runs_torch_on_the_app_threads(monkeypatc
     import lab.views
 
     seen: list[int] = []
-    real = lab.views.build_view
+    real = lab.views.VIEW_BUILDERS["attention"]
 
     def recording(*args, **kwargs):
         seen.append(torch.get_num_threads())
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(lab.views, "build_view", recording)
+    monkeypatch.setitem(lab.views.VIEW_BUILDERS, "attention", recording)
     want = int(os.environ.get("OMP_NUM_THREADS") or 1)
     torch.set_num_threads(2)  # what a new thread starts with (torch hands the last setting on)
     at = make_app(view="attention", sentence_a=unique_sentence(), **SMALL)

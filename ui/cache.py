@@ -8,19 +8,28 @@ theme reuses the forward pass, and a rerun reads it back without unpickling a co
 would pickle every run on store and unpickle it on every read: most of a fragment rerun at
 classroom sizes). The order view's own passes (A and B alone, with and without PE) are cached the
 same way. Runs and order passes are bounded (max_entries) and dropped an hour after they were made.
+
+A view's figures are shared the same way (view_result): built once per (view, spec) for the whole
+server, each figure's payload made once with them. A class on the teacher's sentence and layer builds
+each figure once, not once per student, and going back to a head costs no figure work. Bounded by
+bytes (VIEW_CACHE_BYTES, cachetools.TTLCache), since a view of 512 tokens holds ~100x what one of 8
+does; a student waiting for the same view another is building waits for it (one build, not two).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import threading
 from pathlib import Path
 
+import cachetools
 import streamlit as st
 
 from lab import compute
 from lab.compute import Loaded, Run, model_fields
 from lab.spec import FigureSpec
-from lab.views import Models, OrderData, order_data
+from lab.views import Models, OrderData, ViewResult, build_view, order_data
+from viz.fig import payload_json
 
 TRAINED = ("zh-en", "zh-en-nope")  # with sinusoidal PE, without PE
 
@@ -58,6 +67,23 @@ def order_for(spec: FigureSpec) -> OrderData:
 
 def models() -> Models:
     return Models(load, run_for, order_for)
+
+
+# Views kept, by ViewResult.nbytes: ~300 of 8 tokens (~0.2 MB each) or 2-10 of 512 (one of the base
+# model's heads at 512, ~150 MB by that count, is not kept at all).
+VIEW_CACHE_BYTES = 64 * 2**20
+
+
+@cachetools.cached(cachetools.TTLCache(VIEW_CACHE_BYTES, ttl=3600, getsizeof=ViewResult.nbytes),
+                   condition=threading.Condition(), info=True)
+def view_result(view: str, spec: FigureSpec) -> ViewResult:
+    """lab.views.build_view with the app's models, once per (view, spec) for the whole server
+    (read-only from here on, like a Run), with each figure's payload made (ui.chart sends it)."""
+    result = build_view(view, spec, models())
+    for panel in result.panels:
+        if panel.figure is not None:
+            payload_json(panel.figure)
+    return result
 
 
 def models_dir() -> Path | None:

@@ -28,9 +28,9 @@ import tempfile
 from pathlib import Path
 
 import plotly
-import plotly.io as pio
 import streamlit as st
 
+from viz.fig import payload_json
 from viz.theme import APP_HEIGHT  # a figure without a height is drawn this tall, as plotly.js would
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -265,7 +265,7 @@ def chart(figure, *, key: str, config: dict, title: str = "", caption: str = "",
     the chart in the look of st.subheader and st.caption, by the same element (CSS). Charts side by
     side (in st.columns) share a `row` name: their titles take the tallest one's height, so the charts
     start level, and the columns stack where either would be narrower than 28rem (CSS)."""
-    payload = ('{"figure":' + pio.to_json(figure, validate=False) + ',"config":' + json.dumps(config)
+    payload = ('{"figure":' + payload_json(figure) + ',"config":' + json.dumps(config)
                + ',"title":' + json.dumps(title) + ',"caption":' + json.dumps(caption)
                + ',"row":' + json.dumps(row) + "}")
     _component()(key=key, data=payload.encode("utf-8"), width="stretch", height="content")

@@ -360,15 +360,21 @@ def _plain(a: np.ndarray):
     return a.tolist()
 
 
+def _arrays(obj):
+    """The numpy arrays in a figure tree."""
+    if isinstance(obj, np.ndarray):
+        yield obj
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            yield from _arrays(v)
+    elif isinstance(obj, (list, tuple)) and obj and isinstance(obj[0], (dict, list, tuple, np.ndarray)):
+        for v in obj:
+            yield from _arrays(v)
+
+
 def _numbers(obj) -> int:
     """How many numbers the numpy arrays in a figure tree hold."""
-    if isinstance(obj, dict):
-        return sum(_numbers(v) for v in obj.values())
-    if isinstance(obj, np.ndarray):
-        return obj.size
-    if isinstance(obj, (list, tuple)) and obj and isinstance(obj[0], (dict, list, tuple, np.ndarray)):
-        return sum(_numbers(v) for v in obj)
-    return 0
+    return sum(a.size for a in _arrays(obj))
 
 
 def _sendable(obj, key: str | None = None, plain: bool = False):
@@ -404,6 +410,7 @@ class Figure(GoFigure):
 
     def _built(self) -> bool:
         self.__dict__.pop("_fast_sent", None)
+        self.__dict__.pop("_fast_json", None)
         pending = self.__dict__.pop("_fast_dict", None)
         if pending is None:
             return False
@@ -436,6 +443,30 @@ class Figure(GoFigure):
 
     def __reduce__(self):
         return Figure, (self.to_dict(),)
+
+
+def payload_json(fig: go.Figure) -> str:
+    """plotly.io.to_json(fig, validate=False): what the app's chart sends. A Figure from Fig.to_go
+    makes it once and keeps it (no longer its typed-array copy, which only fed it), so a figure
+    drawn again (the app's server-wide view cache: a class on one sentence) costs no
+    serialisation. Reading the figure as a go.Figure (fig.layout, ...) drops what was kept."""
+    if not isinstance(fig, Figure) or "_fast_dict" not in fig.__dict__:
+        return pio.to_json(fig, validate=False)
+    text = fig.__dict__.get("_fast_json")
+    if text is None:
+        text = pio.to_json(fig, validate=False)
+        object.__setattr__(fig, "_fast_json", text)
+        fig.__dict__.pop("_fast_sent", None)
+    return text
+
+
+def kept_bytes(fig: go.Figure) -> int:
+    """About what a built figure keeps in memory: its numpy arrays, its payload, and the tree of
+    dicts, lists and strings around them, counted as the payload's size once more."""
+    pending = fig.__dict__.get("_fast_dict") if isinstance(fig, Figure) else None
+    text = payload_json(fig)
+    arrays = sum(a.nbytes for a in _arrays(pending)) if pending is not None else 0
+    return arrays + 2 * len(text)
 
 
 def subplots(rows: int = 1, cols: int = 1, **kwargs) -> Fig:

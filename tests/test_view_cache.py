@@ -1,0 +1,160 @@
+"""The server-wide view cache (ui/cache.py view_result): a view is built once per (view, spec) for every
+session, each figure's payload made once with it, and what a cached view draws is what a fresh build
+draws. Its memory bound counts what a cached view holds (lab.views.ViewResult.nbytes)."""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import json
+import threading
+import time
+import tracemalloc
+import uuid
+
+import plotly.io as pio
+import pytest
+from conftest import SMALL, charts
+
+import lab.views
+from bench.app_figures import APP_SPECS, spec_for
+from viz.fig import payload_json
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+@pytest.fixture
+def builds(monkeypatch) -> dict[str, int]:
+    """How often each view was built (lab.views.build_view's builder ran)."""
+    counts: dict[str, int] = {}
+    for name, real in list(lab.views.VIEW_BUILDERS.items()):
+        def counting(spec, models, name=name, real=real):
+            counts[name] = counts.get(name, 0) + 1
+            return real(spec, models)
+        monkeypatch.setitem(lab.views.VIEW_BUILDERS, name, counting)
+    return counts
+
+
+def sent(at) -> list[str]:
+    """What the page's charts send the browser, one JSON text per chart (title, figure, caption)."""
+    return [json.dumps({k: v for k, v in c.items() if k != "key"}, sort_keys=True) for c in charts(at)]
+
+
+def unique_sentence() -> str:
+    return "你喜欢她" + uuid.uuid4().hex[:6]  # no other test's cached view has it
+
+
+@pytest.mark.parametrize("view", ["attention", "heads"])
+def test_sessions_with_the_same_settings_share_one_build_that_draws_what_a_fresh_build_draws(
+        make_app, builds, view):
+    import ui.cache
+
+    state = dict(view=view, sentence_a=unique_sentence(), **SMALL)
+    first = make_app(**state)
+    assert builds[view] == 1
+    panel = charts(first)[0]["key"].removeprefix("chart-")  # "<view>-<panel key>"
+    first.session_state[f"numbers-{panel}"] = True  # open the numbers behind the first figure:
+    first.run()  # its table is made, and kept in the shared panel
+    assert first.dataframe and builds[view] == 1
+    second = make_app(**state)  # another student, the same sentence and settings
+    assert builds[view] == 1, "the second session built the view again"
+    assert sent(second) == sent(first) and sent(first)
+    ui.cache.view_result.cache_clear()
+    fresh = make_app(**state)
+    assert builds[view] == 2
+    assert sent(fresh) == sent(first)  # the shared view draws exactly what a fresh build draws
+
+
+def test_going_back_to_a_head_builds_nothing_and_another_sentence_builds_its_own(make_app, builds):
+    at = make_app(view="attention", sentence_a=unique_sentence(), **SMALL)
+    head0 = sent(at)
+    at.selectbox(key="head").set_value(1).run()
+    head1 = sent(at)
+    assert builds["attention"] == 2 and head1 != head0
+    at.selectbox(key="head").set_value(0).run()
+    assert builds["attention"] == 2 and sent(at) == head0
+    other = make_app(view="attention", sentence_a=unique_sentence(), **SMALL)
+    assert builds["attention"] == 3 and sent(other) != head0
+
+
+def test_a_student_asking_for_a_view_being_built_waits_for_that_build(monkeypatch):
+    """30 students on the teacher's sentence at once: one build, not 30."""
+    import ui.cache
+
+    calls = []
+    real = lab.views.VIEW_BUILDERS["tokens"]
+
+    def slow(spec, models):
+        calls.append(threading.get_ident())
+        time.sleep(0.3)
+        return real(spec, models)
+
+    monkeypatch.setitem(lab.views.VIEW_BUILDERS, "tokens", slow)
+    spec = dataclasses.replace(spec_for(APP_SPECS["app"], 8, salt=31), views=("tokens",))
+    got = [None] * 6
+
+    def student(i: int) -> None:
+        got[i] = ui.cache.view_result("tokens", spec)
+
+    threads = [threading.Thread(target=student, args=(i,)) for i in range(len(got))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert len(calls) == 1
+    assert all(r is got[0] for r in got) and got[0].panels
+
+
+def test_the_kept_payload_is_the_figures_json_and_a_change_to_the_figure_drops_it():
+    import ui.cache
+
+    spec = dataclasses.replace(spec_for(APP_SPECS["app"], 8, salt=32), views=("attention",))
+    fig = ui.cache.view_result("attention", spec).panels[0].figure
+    kept = payload_json(fig)
+    assert kept is payload_json(fig)  # made once
+    assert kept == pio.to_json(fig, validate=False)  # serialised again from the figure's data: the same
+    own = dataclasses.replace(spec, theme="paper")  # a figure of our own to change, not the cached one
+    mine = lab.views.build_view("attention", own, ui.cache.models()).panels[0].figure
+    before = payload_json(mine)
+    mine.update_layout(title_text="changed")
+    after = payload_json(mine)
+    assert after != before and json.loads(after)["layout"]["title"]["text"] == "changed"
+
+
+def _held_per_view(view: str, tokens: int, n: int = 8, tables: bool = True) -> tuple[float, float]:
+    """(bytes tracemalloc counts per cached view, ViewResult.nbytes per view), over n new views of
+    the app's model (after one more, so one-time caches are warm)."""
+    import ui.cache
+
+    specs = [dataclasses.replace(spec_for(APP_SPECS["app"], tokens, salt=100 + i), views=(view,))
+             for i in range(n + 1)]
+    for spec in specs:
+        ui.cache.run_for(spec)
+    ui.cache.view_result(view, specs[0])
+    gc.collect()
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        results = [ui.cache.view_result(view, spec) for spec in specs[1:]]
+        counted = sum(r.nbytes() for r in results)  # before any table is made: what the cache counts
+        if tables:
+            for r in results:
+                for panel in r.panels:
+                    if panel.has_table:
+                        assert panel.table is not None  # made now, kept with the panel
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - start
+    finally:
+        tracemalloc.stop()
+    return held / n, counted / n
+
+
+@pytest.mark.parametrize("view", ["attention", "heads"])
+def test_the_memory_bound_counts_what_a_cached_view_holds(view):
+    """The cache is bounded by ViewResult.nbytes, counted when a view is stored: against tracemalloc's
+    count of what each view then holds (its tables made, as a click makes them), no more than ~2x
+    low at 8 tokens, and not low at 128 (where the numbers behind the figures dominate)."""
+    held, counted = _held_per_view(view, 8)
+    assert counted >= held / 2.5, (held, counted)
+    held, counted = _held_per_view(view, 128, n=4)
+    assert counted >= held, (held, counted)
