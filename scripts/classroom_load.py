@@ -69,9 +69,10 @@ WARM_TEXT = "春风拂面桃花盛开"  # the warm-up session's (a preset; no st
 # -- what a session should see ------------------------------------------------------------------
 
 
-def session_sentence(session: int, step: int, sessions: int) -> str:
-    """A sentence no other (session, step) gets: 8..47 tokens, its own start in the character cycle."""
-    v = session + sessions * step
+def session_sentence(session: int, step: int, sessions: int, together: bool = False) -> str:
+    """A sentence no other (session, step) gets: 8..47 tokens, its own start in the character cycle.
+    together: the class follows the teacher, every session gets session 0's sentence at each step."""
+    v = (0 if together else session) + sessions * step
     return sentence(8 + v % 40, salt=v % 23)  # (length, salt) distinct for v < lcm(40, 23) = 920
 
 
@@ -193,7 +194,7 @@ async def open_session(browser, url: str, session: int, text: str, timeout_s: fl
 async def act(page, session: int, step: int, sessions: int, state: dict, timeout_s: float, result: Result):
     """Even steps type a new sentence; odd steps switch view. Timed to the page showing the change."""
     if step % 2 == 0:
-        text = session_sentence(session, step // 2 + 1, sessions)
+        text = session_sentence(session, step // 2 + 1, sessions, state["together"])
         box = page.locator(INPUT_A)
         await box.fill(text)
         start = time.perf_counter()
@@ -250,11 +251,12 @@ async def drive(args, server, result: Result, samples: list) -> None:
 
     n = args.sessions
     steps = args.actions
+    together = args.together
     for i in range(n):  # the driver's own numbers first, so computing them does not overlap the load
-        b = session_sentence(i, 0, n)[::-1]
+        b = session_sentence(i, 0, n, together)[::-1]
         for k in range(steps // 2 + 2):
             for view in VIEWS:
-                expected(session_sentence(i, k, n), view, b)
+                expected(session_sentence(i, k, n, together), view, b)
     async with async_playwright() as p:
         browser = await p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
@@ -271,7 +273,8 @@ async def drive(args, server, result: Result, samples: list) -> None:
             for first in range(0, n, args.batch):  # page loads in batches
                 batch = range(first, min(n, first + args.batch))
                 sessions += await asyncio.gather(*(
-                    open_session(browser, server.url, i, session_sentence(i, 0, n), args.wait, result) for i in batch
+                    open_session(browser, server.url, i, session_sentence(i, 0, n, together), args.wait, result)
+                    for i in batch
                 ))
                 samples.append((f"{len(sessions)} open", server.rss(), tree_rss(server.pid)))
             gate = asyncio.Semaphore(args.concurrency)
@@ -280,8 +283,8 @@ async def drive(args, server, result: Result, samples: list) -> None:
             reruns_start = result.reruns
 
             async def student(i: int, page) -> None:
-                first = session_sentence(i, 0, n)  # B stays the first sentence reversed: only A is retyped
-                state = {"text": first, "b": first[::-1], "view": "attention"}
+                first = session_sentence(i, 0, n, together)  # B stays the first sentence reversed: only A is retyped
+                state = {"text": first, "b": first[::-1], "view": "attention", "together": together}
                 await asyncio.sleep(args.think * i / n)  # spread the class's first actions
                 for step in range(steps):
                     async with gate:
@@ -429,6 +432,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--no-warmup", dest="warmup", action="store_false",
                    help="skip the uncounted warm-up session (quicker; RSS growth then includes start-up)")
     p.add_argument("--torch-threads", type=int, default=1, help="OMP/MKL threads of the server")
+    p.add_argument("--together", action="store_true",
+                   help="the class follows the teacher: every session types the same sentences (each its "
+                        "own moment), so sessions share cached views; default: each its own sentences")
     p.add_argument("--json", metavar="PATH", help="write the records (bench format) here")
     p.add_argument("--compare", metavar="PATH", help="print this run against an earlier --json file")
     args = p.parse_args(argv)
@@ -444,7 +450,8 @@ def main(argv=None) -> int:
     deadline = time.monotonic() + args.timeout
     load_start = os.getloadavg()[0]
     result, samples = Result(), []
-    print(f"classroom load test: {args.sessions} sessions, {args.actions} actions each, batches of "
+    print(f"classroom load test{' (together: one sentence for the class)' if args.together else ''}: "
+          f"{args.sessions} sessions, {args.actions} actions each, batches of "
           f"{args.batch}, at most {args.concurrency} acting at once, {args.think:g} s think time; "
           f"load average {load_start:.2f} on {os.cpu_count()} cores", flush=True)
     start = time.perf_counter()

@@ -1,6 +1,6 @@
-"""Cached models and runs.
+"""Cached models, runs and views.
 
-Everything here is st.cache_resource: one object per key for the whole server, shared by every
+Models and runs are st.cache_resource: one object per key for the whole server, shared by every
 session and every rerun, never copied, so nothing here, in lab/, viz/ or ui/ may mutate a model, a
 Run (its tensors, sentences, notices) or an OrderData. Models are keyed on their fields. Runs are
 keyed on (model fields, sentence A, sentence B, mask) only: changing the layer, head, query, view or
@@ -9,11 +9,12 @@ would pickle every run on store and unpickle it on every read: most of a fragmen
 classroom sizes). The order view's own passes (A and B alone, with and without PE) are cached the
 same way. Runs and order passes are bounded (max_entries) and dropped an hour after they were made.
 
-A view's figures are shared the same way (view_result): built once per (view, spec) for the whole
-server, each figure's payload made once with them. A class on the teacher's sentence and layer builds
-each figure once, not once per student, and going back to a head costs no figure work. Bounded by
-bytes (VIEW_CACHE_BYTES, cachetools.TTLCache), since a view of 512 tokens holds ~100x what one of 8
-does; a student waiting for the same view another is building waits for it (one build, not two).
+A view's figures are shared the same way (view_result; a cachetools cache, since Streamlit's counts
+entries, not bytes): built once per (view, spec) for the whole server, each figure's payload made
+once with them. A class on the teacher's sentence and layer builds each figure once, not once per
+student, and going back to a head costs no figure work. Bounded by bytes (VIEW_CACHE_BYTES), since a
+view of 512 tokens holds ~100x what one of 8 does, and dropped an hour after it was made; a student
+waiting for the same view another is building waits for it (one build, not two).
 """
 
 from __future__ import annotations
@@ -69,12 +70,13 @@ def models() -> Models:
     return Models(load, run_for, order_for)
 
 
-# Views kept, by ViewResult.nbytes: ~300 of 8 tokens (~0.2 MB each) or 2-10 of 512 (one of the base
-# model's heads at 512, ~150 MB by that count, is not kept at all).
-VIEW_CACHE_BYTES = 64 * 2**20
+# Views kept, by ViewResult.nbytes: ~150 of 8 tokens (~0.2 MB each), a handful of 512 (the base
+# model's heads view at 512, ~150 MB by that count, is not kept at all). A class following the
+# teacher needs a few views at a time; 30 students exploring alone added ~40 MiB at 64 MiB.
+VIEW_CACHE_BYTES = 32 * 2**20
 
 
-@cachetools.cached(cachetools.TTLCache(VIEW_CACHE_BYTES, ttl=3600, getsizeof=ViewResult.nbytes),
+@cachetools.cached(cachetools.TTLCache(VIEW_CACHE_BYTES, ttl=60 * 60, getsizeof=ViewResult.nbytes),
                    condition=threading.Condition(), info=True)
 def view_result(view: str, spec: FigureSpec) -> ViewResult:
     """lab.views.build_view with the app's models, once per (view, spec) for the whole server

@@ -432,7 +432,8 @@ class Figure(GoFigure):
             layout = {k: v for k, v in pending["layout"].items() if k != "template"}
             plain = _numbers(pending["data"]) + _numbers(layout) <= PLAIN_MAX
             sent = {"data": _sendable(pending["data"], None, plain), "layout": _sendable(layout, None, plain)}
-            object.__setattr__(self, "_fast_sent", sent)
+            if "_fast_json" not in self.__dict__:  # once the payload is kept, nothing else needs this
+                object.__setattr__(self, "_fast_sent", sent)
         out = _fresh(sent)  # a new dict each call, as plotly's (str/number leaves are shared)
         if "template" in pending["layout"]:
             out["layout"]["template"] = pending["layout"]["template"]  # shared, read-only (see _template)
