@@ -194,6 +194,15 @@ def test_session_sentences_are_all_different():
     assert all(8 <= len(t) <= 47 for t in texts)  # every tick label is shown (<= 48 per axis)
 
 
+def test_together_the_whole_class_types_the_teachers_sentence_at_each_step():
+    n, steps = 30, 4
+    for k in range(steps):
+        texts = {classroom.session_sentence(i, k, n, together=True) for i in range(n)}
+        assert texts == {classroom.session_sentence(0, k, n)}  # one sentence per step: session 0's
+    firsts = [classroom.session_sentence(0, k, n, together=True) for k in range(steps)]
+    assert len(set(firsts)) == steps  # a new one at every step
+
+
 def observed_from(view: str, text: str, b: str | None = None) -> dict:
     """What READ_CHART_JS would read from a correct page: the app's own figure, built here."""
     b = text[::-1] if b is None else b
