@@ -16,7 +16,9 @@ AppTest does. Each round changes sentence A and then only the layer or the head,
 - as the fragment rerun the server really does for it (app.py main_area, key "main"): the rerun
   request names the fragment, as the browser's does, so the sidebar is not run at all. The sentence
   boxes are in the fragment too (ui/sentences.py), so a new sentence is a fragment rerun as well,
-  with a new forward pass.
+  with a new forward pass. Then, as a fragment rerun, back to the layer or head drawn before
+  ("revisit"): its figures come from the server's view cache (ui/cache.py), so that rerun is
+  Streamlit's own work and the charts' messages, with no figure built or serialised.
 
 Issue #6 asks that a layer/head change cost <= 0.2 of a sentence change. The ratio of the two fragment
 reruns (wall time), as the server does both, carries that target here; the browser figure
@@ -152,10 +154,12 @@ def _switch(at, r: int, n_heads: int, n_layers: int):
 def rerun_times(spec: FigureSpec, tokens: int, rounds: int, app: Path = APP) -> dict[str, list[float]]:
     """Seconds of script run per rerun, one of each per round, interleaved: {"sentence": full script
     with a new sentence, "layer_head": full script with only the layer/head, "fragment": the
-    fragment rerun with only the layer/head, "fragment_sentence": the fragment rerun with a new
-    sentence}, wall time; the same keys + "_cpu": CPU time of the script thread (what the run itself
-    used, not the time other processes held the cores)."""
-    kinds = ("sentence", "layer_head", "fragment", "fragment_sentence")
+    fragment rerun with only the layer/head, "fragment_revisit": the fragment rerun back to the
+    layer/head drawn just before (its figures from the server's view cache, ui/cache.py),
+    "fragment_sentence": the fragment rerun with a new sentence}, wall time; the same keys + "_cpu":
+    CPU time of the script thread (what the run itself used, not the time other processes held the
+    cores)."""
+    kinds = ("sentence", "layer_head", "fragment", "fragment_revisit", "fragment_sentence")
     out: dict[str, list[float]] = {k: [] for k in kinds + tuple(f"{k}_cpu" for k in kinds)}
     n = source_tokens(tokens)
     with server_like() as times:
@@ -174,8 +178,12 @@ def rerun_times(spec: FigureSpec, tokens: int, rounds: int, app: Path = APP) -> 
             widget = _switch(at, r, spec.n_heads, spec.n_layers)
             timed("layer_head", widget.run, "a layer/head change (full script)")
             with fragment_only(at):
+                drawn = {k: at.session_state[k] for k in ("head", "layer")}
                 widget = _switch(at, r, spec.n_heads, spec.n_layers)
                 timed("fragment", widget.run, "a layer/head change (fragment)")
+                key = "head" if at.session_state["head"] != drawn["head"] else "layer"
+                widget = at.selectbox(key=key).set_value(drawn[key])
+                timed("fragment_revisit", widget.run, "back to the layer/head drawn before (fragment)")
                 box = at.text_input(key="sentence_a").set_value(sentence(n, salt=rounds + r + 1))
                 timed("fragment_sentence", box.run, "a new sentence (fragment)")
     return out
@@ -209,6 +217,10 @@ def rerun_records(ctx: Context, specs: dict[str, FigureSpec], rounds: int) -> li
                     Record(f"{name}.rerun{suffix}_fragment_layer_head_ratio", T,
                            _ratio(t["fragment" + unit], t["fragment_sentence" + unit]), "x",
                            RERUN_TARGET if not unit else None),
+                    Record(f"{name}.rerun{suffix}_fragment_revisit_ms", T,
+                           statistics.median(t["fragment_revisit" + unit]) * 1e3, "ms"),
+                    Record(f"{name}.rerun{suffix}_fragment_revisit_ratio", T,
+                           _ratio(t["fragment_revisit" + unit], t["fragment_sentence" + unit]), "x"),
                 ]
     return records
 
@@ -221,7 +233,8 @@ def rerun_records(ctx: Context, specs: dict[str, FigureSpec], rounds: int) -> li
     "settings, as the server runs it; per round: sentence A changes as a full-script run (sidebar, "
     "forward, figures), then only the head or layer as a full-script rerun (AppTest's own .run()), then "
     "as reruns of the st.fragment 'main' only (no sidebar), as the server does them: the head or layer "
-    "(cached forward) and a new sentence (a new forward). Time of the script run on the script "
+    "(cached forward), back to the head or layer drawn before (its figures from the server's view cache) "
+    "and a new sentence (a new forward). Time of the script run on the script "
     "thread (not AppTest's thread start, mock runtime and message parsing): wall, and (rerun_cpu_*) the "
     "script thread's CPU time, steadier on a busy machine. Medians; ratios paired per round. "
     "Target (issue #6): a layer/head change <= 0.2 of a sentence change, both fragment reruns.",

@@ -244,18 +244,25 @@ def test_cpu_timings_are_not_wrapped():
 
 
 # -- server reruns (bench/apptest_rerun.py) ----------------------------------------------------
-def test_rerun_figure_runs_each_kind_as_the_server_does(calls):
+def test_rerun_figure_runs_each_kind_as_the_server_does(calls, monkeypatch):
     """Per round: a new sentence as a full-script run (sidebar + forward pass), only the layer/head as a
-    full-script run (sidebar, cached forward), as a fragment run (neither), and a new sentence as the
-    fragment run the server does for it (a new forward pass, no sidebar)."""
+    full-script run (sidebar, cached forward), as a fragment run (neither), back to the layer/head drawn
+    before as a fragment run (no figure built either), and a new sentence as the fragment run the
+    server does for it (a new forward pass, no sidebar)."""
+    import lab.views
     from bench.app_figures import APP_SPECS, sentence, source_tokens
     from bench.apptest_rerun import rerun_times
     from bench.browser import app_spec
 
+    builds = []
+    real = lab.views.VIEW_BUILDERS["attention"]
+    monkeypatch.setitem(lab.views.VIEW_BUILDERS, "attention", lambda s, m: builds.append(s) or real(s, m))
     spec = app_spec(APP_SPECS["app"], sentence(source_tokens(8), salt=97))  # a first sentence no test ran
     times = rerun_times(spec, 8, rounds=1)
-    kinds = ("sentence", "layer_head", "fragment", "fragment_sentence")
+    kinds = ("sentence", "layer_head", "fragment", "fragment_revisit", "fragment_sentence")
     assert set(times) == {*kinds, *(f"{k}_cpu" for k in kinds)}
     assert all(len(v) == 1 and v[0] > 0 for v in times.values())
     # the first run + full sentence + fragment sentence run the model; the first run + two full runs the sidebar
     assert calls == {"forward": 3, "sidebar": 3}
+    # a view is built by every run but the revisit, back to the head the full layer/head run drew
+    assert len(builds) == 5 and builds[2] != builds[3] and builds.count(builds[2]) == 1
