@@ -6,7 +6,8 @@ masked only when every one of its cells is. Edge blocks are partial. The fast pa
 added, then strided columns) must give exactly what the definition gives.
 
 A grid whose last block is partial is drawn as up to four heatmap pieces, each evenly spaced (what
-plotly.js needs to paint it fast): together they must draw every block, exactly where it lies.
+plotly.js needs to paint it fast): together they must draw every block, exactly where it lies, each
+piece's hover label naming its blocks' positions.
 """
 
 from __future__ import annotations
@@ -119,6 +120,25 @@ def evenly_spaced(coords: np.ndarray) -> bool:
     return len(steps) < 1 or bool(np.all(np.abs(steps - steps.mean()) <= abs(steps.mean()) / 100))
 
 
+def hover_of(y_edges: np.ndarray, x_edges: np.ndarray) -> str:
+    """The hover label a piece must have: a one-position axis shows its label (%{y}); a block axis
+    shows centre ± half its width, which must name exactly the block's first and last position."""
+    parts, block = [], False
+    for name, axis, edges in (("query", "y", y_edges), ("key", "x", x_edges)):
+        width = int(round(edges[1] - edges[0]))
+        assert np.allclose(np.diff(edges), width)  # one width per piece
+        if width == 1:
+            parts.append(f"{name} %{{{axis}}}")
+            continue
+        block = True
+        half = (width - 1) / 2
+        centres = (edges[:-1] + edges[1:]) / 2
+        np.testing.assert_array_equal(centres - half, edges[:-1] + 0.5)  # the first position of each block
+        np.testing.assert_array_equal(centres + half, edges[1:] - 0.5)  # and the last
+        parts.append(f"{name} %{{{axis}:.1~f}} ± {half:g}")
+    return "<br>".join(parts) + f"<br>{'mean ' if block else ''}score %{{z:.6~g}}<extra></extra>"
+
+
 @pytest.mark.parametrize(("shape", "panels", "pieces"), [
     ((511, 511), 1, 4),  # blocks of 2, the last of 1 position, on both axes
     ((512, 511), 1, 2),  # rows even, columns not (cross-attention: [BOS] + 511 against 511)
@@ -149,6 +169,7 @@ def test_the_heatmap_pieces_are_evenly_spaced_and_draw_every_block_where_it_lies
         np.testing.assert_array_equal(y_edges, grid.y_edges[rows[0]:rows[-1] + 2])
         assert np.all(np.isinf(drawn[np.ix_(rows, cols)]))  # no block drawn twice
         drawn[np.ix_(rows, cols)] = piece
+        assert t["hovertemplate"] == hover_of(y_edges, x_edges)
         assert (t["zmin"], t["zmax"], t["colorscale"]) == (-3.0, 3.0, scale)  # one colour scale
     np.testing.assert_array_equal(drawn, grid.z)  # every block, its own value (NaN where a hole)
     assert sum("colorbar" in t for t in traces) == 1 and all(t.get("showscale") is False for t in traces[1:])

@@ -24,6 +24,7 @@ from viz.heatmap import (
     add_cell_overlay,
     add_panel,
     add_value_panels,
+    cell_hover,
     color_range,
     coloraxis_layout,
     grid_heatmaps,
@@ -176,7 +177,9 @@ def mask_heatmap(
         hoverongaps=False,
         colorscale=[[0, MASK_ALLOWED_COLOR], [1, MASK_ALLOWED_COLOR]],
         name="True: may attend",
-        hovertemplate="query %{y}<br>key %{x}<br>True: may attend<extra></extra>",
+        hover=lambda rows, cols: (f"{cell_hover('y', 'query', rows)}<br>{cell_hover('x', 'key', cols)}<br>"
+                                  + ("True: may attend" if rows * cols == 1 else "True: some or all may attend")
+                                  + "<extra></extra>"),
         meta={"role": "mask_allowed"},
     ):
         if labelled:

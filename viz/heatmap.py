@@ -9,7 +9,7 @@ so in the title, and hands plotly.js only evenly spaced cells, which it paints f
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -449,14 +449,17 @@ def add_heatmap(
     four pieces where a downsampled axis ends in a smaller block (even_pieces says why); the pieces
     share one colour scale, and only the first draws the colour bar."""
     where = dict(row=row, col=col) if row is not None else {}
+
+    def hover(rows: int, cols: int) -> str:
+        mean = "mean " if rows * cols > 1 else ""
+        return (f"{cell_hover('y', y_name, rows)}<br>{cell_hover('x', x_name, cols)}<br>"
+                f"{mean}{escape_text(value_name)} %{{z:.6~g}}<extra></extra>")
+
     traces = grid_heatmaps(
         grid,
         grid.z,
+        hover=hover,
         hoverongaps=False,
-        hovertemplate=(
-            f"{escape_text(y_name)} %{{y}}<br>{escape_text(x_name)} %{{x}}<br>"
-            f"{escape_text(value_name)} %{{z:.6~g}}<extra></extra>"
-        ),
         name=value_name,
         meta={"role": "values", "kind": kind},
     )
@@ -475,13 +478,39 @@ def add_heatmap(
         fig.add_trace(trace, **where)
 
 
-def grid_heatmaps(grid: Grid, z: np.ndarray, **props) -> list:
+def grid_heatmaps(grid: Grid, z: np.ndarray, hover: Callable[[int, int], str] | None = None,
+                  **props) -> list:
     """Heatmap traces of `z` (one value per cell of the grid) with `props` each: one trace, or one per
-    evenly spaced piece of the grid (even_pieces says why), which together draw every cell once."""
+    evenly spaced piece of the grid (even_pieces says why), which together draw every cell once.
+    hover(rows, cols): the hovertemplate of a piece whose cells are blocks of rows x cols positions
+    (1 x 1 where nothing is downsampled; every cell of a piece is the same size)."""
     ys, xs = even_pieces(grid.y, grid.y_edges), even_pieces(grid.x, grid.x_edges)
+
+    def template(rows: slice, cols: slice) -> dict:
+        if hover is None:
+            return {}
+        return {"hovertemplate": hover(_block_size(grid.y_edges, rows), _block_size(grid.x_edges, cols))}
+
     if len(ys) == len(xs) == 1:  # most figures: one trace
-        return [vf.heatmap(z=z, x=grid.x, y=grid.y, **props)]
-    return [vf.heatmap(z=z[rows, cols], x=x, y=y, **props) for rows, y in ys for cols, x in xs]
+        return [vf.heatmap(z=z, x=grid.x, y=grid.y, **template(slice(None), slice(None)), **props)]
+    return [vf.heatmap(z=z[rows, cols], x=x, y=y, **template(rows, cols), **props)
+            for rows, y in ys for cols, x in xs]
+
+
+def _block_size(edges: np.ndarray, cells: slice) -> int:
+    """How many positions each cell of a piece covers (its first cell's width)."""
+    first = cells.start or 0
+    return int(round(edges[first + 1] - edges[first]))
+
+
+def cell_hover(axis: str, name: str, block: int) -> str:
+    """A heatmap cell's place in its hover label: the axis's label (the token, where the axis labels
+    every cell) for one position; for a block of positions (a downsampled axis) its centre ± half its
+    width, "query 2.5 ± 0.5" for queries 2 and 3 (plotly.js's own label is a bare centre, or at a
+    tick the tick's text: "query 0" for the block of queries 0 and 1)."""
+    if block == 1:
+        return f"{escape_text(name)} %{{{axis}}}"
+    return f"{escape_text(name)} %{{{axis}:.1~f}} ± {(block - 1) / 2:g}"
 
 
 def even_pieces(centres: np.ndarray, edges: np.ndarray) -> list[tuple[slice, np.ndarray]]:
