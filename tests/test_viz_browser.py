@@ -148,3 +148,47 @@ def test_every_heatmap_of_a_511_token_input_is_painted_one_pixel_per_cell(plot_p
     assert len(styles) >= 15 and {v for _, v, _ in styles} == {"attention", "heads", "positional", "order"}
     slow = {k: s for k, s in styles.items() if not s or not all("pixelated" in x for x in s)}
     assert not slow, slow
+
+
+PLACE = """async ([f, x, y]) => {
+    const d = document.getElementById('d');
+    Plotly.purge(d);
+    await Plotly.newPlot(d, f.data, f.layout, {});
+    const L = d._fullLayout, r = d.querySelector('.nsewdrag').getBoundingClientRect();
+    return [r.left + L.xaxis.l2p(x), r.top + L.yaxis.l2p(y)];
+}"""
+HOVER_TEXT = "() => [...document.querySelectorAll('.hoverlayer .hovertext')].map((e) => e.textContent)"
+
+
+def test_hovering_a_block_of_a_511_token_heatmap_names_its_positions_and_its_mean(plot_page):
+    """The weights of 511 tokens are drawn in blocks of 2 (the last block: position 510 alone). The
+    hover label of a block says which positions it covers and that its value is their mean."""
+    from bench.app_figures import sentence
+    from model.analysis import head_arrays, record
+
+    text = sentence(511)
+    spec = FigureSpec(sentence_a=text, sentence_b=text[::-1])
+    m = models_for(spec)
+    weights = head_arrays(record(m.run(spec).trace, "encoder self", 0), 0, 0)["weights"]  # (511, 511)
+    panel = next(p for p in build_view("attention", spec, m).panels if p.key == "attention-weights")
+    fig = json.loads(panel.figure.to_json())
+    fig["layout"].update(width=2600, height=2600)  # ~10 px a block: the mouse lands on the one meant
+    cases = {  # (x, y) of a block's centre: its label, its rows and columns of the weights
+        (10.5, 2.5): ("query 2.5 ± 0.5key 10.5 ± 0.5mean weight", slice(2, 4), slice(10, 12)),
+        (0.5, 0.5): ("query 0.5 ± 0.5key 0.5 ± 0.5mean weight", slice(0, 2), slice(0, 2)),  # not tick "0"
+        (510, 510): ("query 510key 510weight", slice(510, 511), slice(510, 511)),  # the last block
+        (10.5, 510): ("query 510key 10.5 ± 0.5mean weight", slice(510, 511), slice(10, 12)),
+    }
+    size = plot_page.viewport_size
+    plot_page.set_viewport_size({"width": 2800, "height": 2800})
+    try:
+        for (x, y), (label, rows, cols) in cases.items():
+            px, py = plot_page.evaluate(PLACE, [fig, x, y])
+            plot_page.mouse.move(px, py)
+            plot_page.wait_for_function("() => document.querySelector('.hoverlayer .hovertext')")
+            shown = plot_page.evaluate(HOVER_TEXT)[0]
+            assert shown.startswith(label), (x, y, shown)
+            want = float(weights[rows, cols].mean())
+            assert abs(float(shown.rsplit("weight ", 1)[1]) - want) <= 1e-5 * max(1.0, want), (x, y, shown, want)
+    finally:
+        plot_page.set_viewport_size(size)
