@@ -24,7 +24,7 @@ from viz.heatmap import (
     add_cell_overlay,
     add_panel,
     add_value_panels,
-    cell_hover,
+    block_hover,
     color_range,
     coloraxis_layout,
     grid_heatmaps,
@@ -177,9 +177,7 @@ def mask_heatmap(
         hoverongaps=False,
         colorscale=[[0, MASK_ALLOWED_COLOR], [1, MASK_ALLOWED_COLOR]],
         name="True: may attend",
-        hover=lambda rows, cols: (f"{cell_hover('y', 'query', rows)}<br>{cell_hover('x', 'key', cols)}<br>"
-                                  + ("True: may attend" if rows * cols == 1 else "True: some or all may attend")
-                                  + "<extra></extra>"),
+        hover=block_hover("query", "key", lambda block: "True: some or all may attend" if block else "True: may attend"),
         meta={"role": "mask_allowed"},
     ):
         if labelled:

@@ -449,16 +449,11 @@ def add_heatmap(
     four pieces where a downsampled axis ends in a smaller block (even_pieces says why); the pieces
     share one colour scale, and only the first draws the colour bar."""
     where = dict(row=row, col=col) if row is not None else {}
-
-    def hover(rows: int, cols: int) -> str:
-        mean = "mean " if rows * cols > 1 else ""
-        return (f"{cell_hover('y', y_name, rows)}<br>{cell_hover('x', x_name, cols)}<br>"
-                f"{mean}{escape_text(value_name)} %{{z:.6~g}}<extra></extra>")
-
+    value = escape_text(value_name)
     traces = grid_heatmaps(
         grid,
         grid.z,
-        hover=hover,
+        hover=block_hover(y_name, x_name, lambda block: f"{'mean ' if block else ''}{value} %{{z:.6~g}}"),
         hoverongaps=False,
         name=value_name,
         meta={"role": "values", "kind": kind},
@@ -501,6 +496,13 @@ def _block_size(edges: np.ndarray, cells: slice) -> int:
     """How many positions each cell of a piece covers (its first cell's width)."""
     first = cells.start or 0
     return int(round(edges[first + 1] - edges[first]))
+
+
+def block_hover(y_name: str, x_name: str, what: Callable[[bool], str]) -> Callable[[int, int], str]:
+    """grid_heatmaps' hover for a piece of rows x cols blocks: the cell's place on each axis
+    (cell_hover), then what(block), block being True where a cell covers more than one position."""
+    return lambda rows, cols: (f"{cell_hover('y', y_name, rows)}<br>{cell_hover('x', x_name, cols)}<br>"
+                               f"{what(rows * cols > 1)}<extra></extra>")
 
 
 def cell_hover(axis: str, name: str, block: int) -> str:
