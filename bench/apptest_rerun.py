@@ -178,14 +178,16 @@ def rerun_times(spec: FigureSpec, tokens: int, rounds: int, app: Path = APP) -> 
             widget = _switch(at, r, spec.n_heads, spec.n_layers)
             timed("layer_head", widget.run, "a layer/head change (full script)")
             with fragment_only(at):
+                box = at.text_input(key="sentence_a").set_value(sentence(n, salt=rounds + r + 1))
+                timed("fragment_sentence", box.run, "a new sentence (fragment)")
+                # after a new sentence, so that no layer/head it goes to was drawn before (two layers:
+                # one step from the other is the first again)
                 drawn = {k: at.session_state[k] for k in ("head", "layer")}
                 widget = _switch(at, r, spec.n_heads, spec.n_layers)
                 timed("fragment", widget.run, "a layer/head change (fragment)")
                 key = "head" if at.session_state["head"] != drawn["head"] else "layer"
                 widget = at.selectbox(key=key).set_value(drawn[key])
                 timed("fragment_revisit", widget.run, "back to the layer/head drawn before (fragment)")
-                box = at.text_input(key="sentence_a").set_value(sentence(n, salt=rounds + r + 1))
-                timed("fragment_sentence", box.run, "a new sentence (fragment)")
     return out
 
 

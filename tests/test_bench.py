@@ -258,11 +258,13 @@ def test_rerun_figure_runs_each_kind_as_the_server_does(calls, monkeypatch):
     real = lab.views.VIEW_BUILDERS["attention"]
     monkeypatch.setitem(lab.views.VIEW_BUILDERS, "attention", lambda s, m: builds.append(s) or real(s, m))
     spec = app_spec(APP_SPECS["app"], sentence(source_tokens(8), salt=97))  # a first sentence no test ran
-    times = rerun_times(spec, 8, rounds=1)
+    times = rerun_times(spec, 8, rounds=2)  # a head round and a layer round
     kinds = ("sentence", "layer_head", "fragment", "fragment_revisit", "fragment_sentence")
     assert set(times) == {*kinds, *(f"{k}_cpu" for k in kinds)}
-    assert all(len(v) == 1 and v[0] > 0 for v in times.values())
-    # the first run + full sentence + fragment sentence run the model; the first run + two full runs the sidebar
-    assert calls == {"forward": 3, "sidebar": 3}
-    # a view is built by every run but the revisit, back to the head the full layer/head run drew
-    assert len(builds) == 5 and builds[2] != builds[3] and builds.count(builds[2]) == 1
+    assert all(len(v) == 2 and v[0] > 0 and v[1] > 0 for v in times.values())
+    # the first run + per round the full and the fragment sentence run the model; the first run + per
+    # round the two full runs the sidebar
+    assert calls == {"forward": 5, "sidebar": 5}
+    # every run builds a view no run built before (a layer/head change is to one not yet drawn, also
+    # with two layers), but the revisits: back to what the round's fragment sentence drew
+    assert len(builds) == 9 and len({*builds}) == 9
