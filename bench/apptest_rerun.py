@@ -264,6 +264,8 @@ def session_costs(spec: FigureSpec, counts: tuple[int, ...] = SESSION_COUNTS, to
     rerun, timed with it)."""
     from streamlit.testing.v1.util import patch_config_options
 
+    from ui.cache import view_result as view_cache
+
     out: list[dict[str, float]] = []
     sessions = []
     with server_like() as times:
@@ -285,6 +287,7 @@ def session_costs(spec: FigureSpec, counts: tuple[int, ...] = SESSION_COUNTS, to
                     gc.collect(2)
                     with patch_config_options({"runner.postScriptGC": collect}):
                         for _ in range(repeats):
+                            view_cache.cache_clear()  # each change builds its view (no head is drawn twice)
                             del times[:]
                             _switch(at, 0, spec.n_heads, spec.n_layers).run()  # round 0: the head
                             _check(at, "a head change")
