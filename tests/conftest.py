@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import json
 import sys
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -29,6 +30,26 @@ def trained_available() -> bool:
 
 
 needs_trained = pytest.mark.skipif(not trained_available(), reason="the trained demo models (assets/models) are missing")
+
+
+def unique_sentence(prefix: str = "frag") -> str:
+    """A sentence no earlier test has run: neither its forward pass nor its views are cached."""
+    return f"{prefix} {uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def builds(monkeypatch) -> dict[str, list]:
+    """The spec of every view built, per view name (lab.views.build_view's builders, wrapped)."""
+    import lab.views
+
+    seen: dict[str, list] = {name: [] for name in lab.views.VIEW_BUILDERS}
+    for name, real in list(lab.views.VIEW_BUILDERS.items()):
+        def recording(spec, models, name=name, real=real):
+            seen[name].append(spec)
+            return real(spec, models)
+
+        monkeypatch.setitem(lab.views.VIEW_BUILDERS, name, recording)
+    return seen
 
 
 @pytest.fixture(autouse=True)

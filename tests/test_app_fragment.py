@@ -11,11 +11,10 @@ from __future__ import annotations
 import functools
 import json
 import re
-import uuid
 from urllib.parse import parse_qsl, urlsplit
 
 import pytest
-from conftest import SMALL, charts, figures, needs_trained, title
+from conftest import SMALL, charts, figures, needs_trained, title, unique_sentence
 
 import lab.views as lab_views
 from lab.spec import FigureSpec
@@ -59,10 +58,6 @@ def titles(at) -> list[str]:
     title), then figure titles."""
     return ([re.sub(r"\\(.)", r"\1", str(h.value)) for h in at.subheader] + [c["title"] for c in charts(at)]
             + [title(f) for f in figures(at)])
-
-
-def unique_sentence() -> str:
-    return f"frag {uuid.uuid4().hex[:8]}"  # a sentence no earlier test has run: the forward is not cached
 
 
 def test_layer_head_and_view_changes_rerun_neither_the_forward_pass_nor_the_sidebar(make_app, calls, fragment_runs):

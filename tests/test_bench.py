@@ -244,19 +244,15 @@ def test_cpu_timings_are_not_wrapped():
 
 
 # -- server reruns (bench/apptest_rerun.py) ----------------------------------------------------
-def test_rerun_figure_runs_each_kind_as_the_server_does(calls, monkeypatch):
+def test_rerun_figure_runs_each_kind_as_the_server_does(calls, builds):
     """Per round: a new sentence as a full-script run (sidebar + forward pass), only the layer/head as a
     full-script run (sidebar, cached forward), as a fragment run (neither), back to the layer/head drawn
     before as a fragment run (no figure built either), and a new sentence as the fragment run the
     server does for it (a new forward pass, no sidebar)."""
-    import lab.views
     from bench.app_figures import APP_SPECS, sentence, source_tokens
     from bench.apptest_rerun import rerun_times
     from bench.browser import app_spec
 
-    builds = []
-    real = lab.views.VIEW_BUILDERS["attention"]
-    monkeypatch.setitem(lab.views.VIEW_BUILDERS, "attention", lambda s, m: builds.append(s) or real(s, m))
     spec = app_spec(APP_SPECS["app"], sentence(source_tokens(8), salt=97))  # a first sentence no test ran
     times = rerun_times(spec, 8, rounds=2)  # a head round and a layer round
     kinds = ("sentence", "layer_head", "fragment", "fragment_revisit", "fragment_sentence")
@@ -267,4 +263,5 @@ def test_rerun_figure_runs_each_kind_as_the_server_does(calls, monkeypatch):
     assert calls == {"forward": 5, "sidebar": 5}
     # every run builds a view no run built before (a layer/head change is to one not yet drawn, also
     # with two layers), but the revisits: back to what the round's fragment sentence drew
-    assert len(builds) == 9 and len({*builds}) == 9
+    built = builds["attention"]
+    assert len(built) == 9 and len({*built}) == 9

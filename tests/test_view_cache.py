@@ -10,11 +10,10 @@ import json
 import threading
 import time
 import tracemalloc
-import uuid
 
 import plotly.io as pio
 import pytest
-from conftest import SMALL, charts
+from conftest import SMALL, charts, unique_sentence
 
 import lab.views
 from bench.app_figures import APP_SPECS, spec_for
@@ -23,25 +22,9 @@ from viz.fig import payload_json
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
-@pytest.fixture
-def builds(monkeypatch) -> dict[str, int]:
-    """How often each view was built (lab.views.build_view's builder ran)."""
-    counts: dict[str, int] = {}
-    for name, real in list(lab.views.VIEW_BUILDERS.items()):
-        def counting(spec, models, name=name, real=real):
-            counts[name] = counts.get(name, 0) + 1
-            return real(spec, models)
-        monkeypatch.setitem(lab.views.VIEW_BUILDERS, name, counting)
-    return counts
-
-
 def sent(at) -> list[str]:
     """What the page's charts send the browser, one JSON text per chart (title, figure, caption)."""
     return [json.dumps({k: v for k, v in c.items() if k != "key"}, sort_keys=True) for c in charts(at)]
-
-
-def unique_sentence() -> str:
-    return "你喜欢她" + uuid.uuid4().hex[:6]  # no other test's cached view has it
 
 
 @pytest.mark.parametrize("view", ["attention", "heads"])
@@ -49,32 +32,32 @@ def test_sessions_with_the_same_settings_share_one_build_that_draws_what_a_fresh
         make_app, builds, view):
     import ui.cache
 
-    state = dict(view=view, sentence_a=unique_sentence(), **SMALL)
+    state = dict(view=view, sentence_a=unique_sentence("你喜欢她"), **SMALL)
     first = make_app(**state)
-    assert builds[view] == 1
+    assert len(builds[view]) == 1
     panel = charts(first)[0]["key"].removeprefix("chart-")  # "<view>-<panel key>"
     first.session_state[f"numbers-{panel}"] = True  # open the numbers behind the first figure:
     first.run()  # its table is made, and kept in the shared panel
-    assert first.dataframe and builds[view] == 1
+    assert first.dataframe and len(builds[view]) == 1
     second = make_app(**state)  # another student, the same sentence and settings
-    assert builds[view] == 1, "the second session built the view again"
+    assert len(builds[view]) == 1, "the second session built the view again"
     assert sent(second) == sent(first) and sent(first)
     ui.cache.view_result.cache_clear()
     fresh = make_app(**state)
-    assert builds[view] == 2
+    assert len(builds[view]) == 2
     assert sent(fresh) == sent(first)  # the shared view draws exactly what a fresh build draws
 
 
 def test_going_back_to_a_head_builds_nothing_and_another_sentence_builds_its_own(make_app, builds):
-    at = make_app(view="attention", sentence_a=unique_sentence(), **SMALL)
+    at = make_app(view="attention", sentence_a=unique_sentence("你喜欢她"), **SMALL)
     head0 = sent(at)
     at.selectbox(key="head").set_value(1).run()
     head1 = sent(at)
-    assert builds["attention"] == 2 and head1 != head0
+    assert len(builds["attention"]) == 2 and head1 != head0
     at.selectbox(key="head").set_value(0).run()
-    assert builds["attention"] == 2 and sent(at) == head0
-    other = make_app(view="attention", sentence_a=unique_sentence(), **SMALL)
-    assert builds["attention"] == 3 and sent(other) != head0
+    assert len(builds["attention"]) == 2 and sent(at) == head0
+    other = make_app(view="attention", sentence_a=unique_sentence("你喜欢她"), **SMALL)
+    assert len(builds["attention"]) == 3 and sent(other) != head0
 
 
 def test_a_student_asking_for_a_view_being_built_waits_for_that_build(monkeypatch):
