@@ -258,6 +258,31 @@ def check_frozen(params, inputs, stamp: tuple, what: str) -> None:
         raise RuntimeError(f"the model's weights or {what} changed after this trace was taken: trace the model again")
 
 
+class Replay:
+    """A block input the trace does not keep: fn() computes it again, from `sources` (tensors the trace
+    keeps anyway) with `modules`, the very call the forward pass made (so the same numbers bit for bit).
+
+    E.g. a post-norm decoder layer's cross-attention queries come from LayerNorm(x + SelfAttn(x)), the
+    stream after its self-attention sub-layer: the layer's input x is kept (the previous layer's output),
+    so that stream is replayed from it (one self-attention block) rather than kept (DecoderLayer.forward).
+    A replay runs under torch.no_grad() and refuses a module in training mode (dropout would change it).
+    """
+
+    def __init__(self, fn, sources: tuple[torch.Tensor, ...], modules: tuple[nn.Module, ...],
+                 shape: torch.Size) -> None:
+        self.fn, self.sources, self.modules, self.shape = fn, sources, modules, shape
+
+    def params(self) -> tuple[torch.Tensor, ...]:
+        return tuple(p for m in self.modules for p in m.parameters())
+
+    def __call__(self) -> torch.Tensor:
+        if any(m.training for m in self.modules):
+            raise RuntimeError("the model was switched to training mode after this trace was taken (dropout "
+                               "would change what the trace shows): call model.eval() or trace the model again")
+        with torch.no_grad():
+            return self.fn()
+
+
 class ProjectedRecord(AttentionRecord):
     """An AttentionRecord that keeps the block's inputs instead of Q, K and V, and projects them again
     on demand (activation checkpointing, the trace's memory target of issue #6).
@@ -266,14 +291,15 @@ class ProjectedRecord(AttentionRecord):
     forward pass made, on the very tensors it made it on, so the same numbers bit for bit (under the
     same torch thread settings). In the paper's post-norm layers the inputs are, for self-attention,
     the layer's input, which the trace keeps anyway (the embeddings or the previous layer's output: one
-    storage, counted once), and for cross-attention the decoder stream after its self-attention
-    sub-layer and the encoder's output (pre-norm: the LayerNorm of the stream, kept here).
+    storage, counted once), and for cross-attention the encoder's output (kept) and the decoder stream
+    after its self-attention sub-layer, which is replayed from the layer's input (a Replay, made by
+    `replaying`); pre-norm layers replay their LayerNorm of the stream the same way.
     `of` makes one only where neither the weights nor the inputs can change unseen; were either changed
     in place afterwards, q, k and v raise instead of showing other numbers.
     """
 
-    def __init__(self, module: MultiHeadAttention, params: tuple[torch.Tensor, ...], inputs: tuple[torch.Tensor, ...],
-                 mask: torch.Tensor | None, stamp: tuple) -> None:
+    def __init__(self, module: MultiHeadAttention, params: tuple[torch.Tensor, ...],
+                 inputs: tuple[torch.Tensor | Replay, ...], mask: torch.Tensor | None, stamp: tuple) -> None:
         self.module, self.params, self.inputs, self.mask, self.stamp = module, params, inputs, mask, stamp
 
     @classmethod
@@ -285,12 +311,36 @@ class ProjectedRecord(AttentionRecord):
         stamp = frozen_stamp(params, inputs)
         return AttentionRecord(q, k, v, mask) if stamp is None else cls(module, params, inputs, mask, stamp)
 
+    def replaying(self, inputs: tuple[torch.Tensor | Replay, ...]) -> AttentionRecord:
+        """This record with some inputs replayed instead of kept (`inputs`: the same tensors, or Replays of
+        them), or this record itself where a replay's weights or sources cannot be stamped."""
+        replays = [r for r in dict.fromkeys(inputs) if isinstance(r, Replay)]
+        params = self.params + tuple(p for r in replays for p in r.params())
+        stamp = frozen_stamp(params, self._sources(inputs))
+        return self if stamp is None else ProjectedRecord(self.module, params, inputs, self.mask, stamp)
+
+    @staticmethod
+    def _sources(inputs) -> list[torch.Tensor]:
+        """The tensors this record's numbers come from: kept inputs and the replays' sources."""
+        out = []
+        for t in inputs:
+            out.extend(t.sources if isinstance(t, Replay) else (t,))
+        return out
+
     def _project(self, *which: int) -> list[torch.Tensor]:
         """q, k and/or v (0, 1, 2), after one check that nothing they come from changed."""
-        check_frozen(self.params, self.inputs, self.stamp, "the inputs of this block's queries, keys and values")
+        check_frozen(self.params, self._sources(self.inputs), self.stamp,
+                     "the inputs of this block's queries, keys and values")
         m = self.module
+        replayed: dict[int, torch.Tensor] = {}  # one replay per call, shared by the inputs it gives
         with torch.no_grad():
-            return [m.split_heads((m.w_q, m.w_k, m.w_v)[i](self.inputs[i])) for i in which]  # (B, H, T, d_k)
+            out = []
+            for i in which:
+                x = self.inputs[i]
+                if isinstance(x, Replay):
+                    x = replayed[id(x)] if id(x) in replayed else replayed.setdefault(id(x), x())
+                out.append(m.split_heads((m.w_q, m.w_k, m.w_v)[i](x)))  # (B, H, T, d_k)
+            return out
 
     @property
     def q(self) -> torch.Tensor:  # (B, H, Tq, d_k)
@@ -313,7 +363,7 @@ class ProjectedRecord(AttentionRecord):
         return self.module.n_heads
 
     def score_shape(self) -> tuple[int, int, int, int]:
-        (B, Tq, _), Tk = self.inputs[0].shape, self.inputs[1].size(1)
+        (B, Tq, _), (_, Tk, _) = (t.shape for t in self.inputs[:2])  # a Replay knows its shape too
         return B, self.n_heads, Tq, Tk
 
     def materialise(self) -> AttentionRecord:
@@ -331,8 +381,8 @@ class ProjectedRecord(AttentionRecord):
         return self.materialise().select(batch, head)
 
     def kept(self) -> tuple[torch.Tensor | None, ...]:
-        """The inputs and the mask (no projection is kept)."""
-        return *self.inputs, self.mask
+        """The kept inputs (a replayed one: what it is replayed from) and the mask (no projection is kept)."""
+        return *dict.fromkeys(self._sources(self.inputs)), self.mask
 
     def __repr__(self) -> str:
         shapes = ", ".join(str(tuple(t.shape)) for t in self.inputs)

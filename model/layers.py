@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from model.attention import AttentionRecord, MultiHeadAttention
+from model.attention import AttentionRecord, MultiHeadAttention, ProjectedRecord, Replay
 from model.config import TransformerConfig
 from model.masks import KernelMask, kernel_mask
 
@@ -104,6 +104,15 @@ def _attend(attn: MultiHeadAttention, trace: bool, kv: torch.Tensor | None, mask
     return run
 
 
+def _replay_normed(rec: AttentionRecord, sub: Residual, x: torch.Tensor, mask) -> AttentionRecord:
+    """Pre-norm: a self-attention block's query, key and value are LayerNorm(x), replayed from the layer's
+    input x (which the trace keeps) instead of kept. Post-norm: they are x itself; nothing to replay."""
+    if not (sub.pre and isinstance(rec, ProjectedRecord)):
+        return rec
+    normed = Replay(lambda: sub.norm(x), (x,), (sub,), x.shape)  # the call Residual.forward made
+    return rec.replaying((normed, normed, normed))
+
+
 class EncoderLayer(nn.Module):
     """Multi-head self-attention, then the feed-forward network, each wrapped in Residual (§3.1)."""
 
@@ -120,9 +129,12 @@ class EncoderLayer(nn.Module):
         if not return_trace:
             B, T, _ = x.shape
             mask = kernel_mask(mask, (B, self.self_attn.n_heads, T, T), x.dtype)  # checked once
+        x_in = x
         x, rec = self.sublayer1(x, _attend(self.self_attn, return_trace, None, mask))
         x, _ = self.sublayer2(x, lambda h: (self.ffn(h), None))
-        return (x, EncoderLayerTrace(rec, x)) if return_trace else x
+        if not return_trace:
+            return x
+        return x, EncoderLayerTrace(_replay_normed(rec, self.sublayer1, x_in, mask), x)
 
 
 class DecoderLayer(nn.Module):
@@ -151,7 +163,23 @@ class DecoderLayer(nn.Module):
             (B, Tt, _), Ts, H = x.shape, memory.size(1), self.self_attn.n_heads
             src_mask = kernel_mask(src_mask, (B, H, Tt, Ts), x.dtype)  # each mask checked once
             tgt_mask = kernel_mask(tgt_mask, (B, H, Tt, Tt), x.dtype)
+        x_in = x
         x, self_rec = self.sublayer1(x, _attend(self.self_attn, return_trace, None, tgt_mask))
         x, cross_rec = self.sublayer2(x, _attend(self.cross_attn, return_trace, memory, src_mask))
         x, _ = self.sublayer3(x, lambda h: (self.ffn(h), None))
-        return (x, DecoderLayerTrace(self_rec, cross_rec, x)) if return_trace else x
+        if not return_trace:
+            return x
+        self_rec = _replay_normed(self_rec, self.sublayer1, x_in, tgt_mask)
+        if isinstance(cross_rec, ProjectedRecord):  # its queries: replayed from x_in, not kept
+            query = Replay(lambda: self.cross_query(x_in, tgt_mask), (x_in,), (self.sublayer1, self.self_attn,
+                           self.sublayer2), cross_rec.inputs[0].shape)
+            cross_rec = cross_rec.replaying((query, *cross_rec.inputs[1:]))
+        return x, DecoderLayerTrace(self_rec, cross_rec, x)
+
+    def cross_query(self, x: torch.Tensor, tgt_mask: torch.Tensor | None) -> torch.Tensor:
+        """The cross-attention's query input, again from the layer's input x (B, Tt, d_model), with the
+        calls forward made: the stream after the self-attention sub-layer, LayerNorm(x + SelfAttn(x))
+        (post-norm), or pre-norm's LayerNorm of x + SelfAttn(LayerNorm(x)). Traced attention, as the
+        traced forward pass: the same numbers bit for bit. (B, Tt, d_model)."""
+        x1, _ = self.sublayer1(x, _attend(self.self_attn, True, None, tgt_mask))
+        return self.sublayer2.norm(x1) if self.sublayer2.pre else x1

@@ -17,9 +17,30 @@ from model.positional import build_positional
 
 @dataclass(eq=False)
 class EmbeddingTrace:
-    tokens: torch.Tensor  # (B, T, d_model) token embeddings, already x sqrt(d_model) if scaled
+    """The embedding step: `tokens` (B, T, d_model) are looked up again from the ids on demand (a gather,
+    the call the forward pass made: the same numbers), unless autograd tracks the table (then kept)."""
+
+    ids: torch.Tensor  # (B, T) the token ids
     positional: torch.Tensor  # (T, d_model) the positional encodings added (zeros for "none")
     summed: torch.Tensor  # (B, T, d_model) tokens + positional: the first layer's input (eval mode)
+    embed: Embeddings | None = None  # else tokens = embed.lookup(ids), on demand
+    stamp: tuple | None = None  # frozen_stamp of the table and the ids
+    kept_tokens: torch.Tensor | None = None  # where they cannot be looked up again
+
+    @property
+    def tokens(self) -> torch.Tensor:
+        """(B, T, d_model) token embeddings, already x sqrt(d_model) if scaled."""
+        if self.embed is None:
+            return self.kept_tokens
+        check_frozen(self.embed.token.parameters(), [self.ids], self.stamp, "the token ids")
+        with torch.no_grad():
+            return self.embed.lookup(self.ids)  # (B, T, d_model)
+
+    def kept(self) -> tuple[torch.Tensor, ...]:
+        """What this step keeps alive: the ids (or the tokens), the sum, and the positional rows unless they
+        are a view of the model's own table (sinusoidal buffer, learned weights), which the model keeps."""
+        pe = () if self.positional._base is not None else (self.positional,)
+        return (self.ids if self.embed is not None else self.kept_tokens, self.summed, *pe)
 
 
 @dataclass(eq=False)
@@ -61,7 +82,6 @@ class Trace:
     def nbytes(self) -> int:
         """Bytes of distinct tensor storage this trace keeps alive."""
         storages: dict[int, int] = {}
-        extra = 0
 
         def add(t):
             if isinstance(t, torch.Tensor):
@@ -71,10 +91,8 @@ class Trace:
         for stack in (self.encoder, self.decoder):
             if stack is None:
                 continue
-            e = stack.embeddings
-            for t in (e.tokens, e.summed, stack.output):
+            for t in (*stack.embeddings.kept(), stack.output):
                 add(t)
-            extra += e.positional.numel() * e.positional.element_size()  # a view of the model's table
             for layer in stack.layers:
                 add(layer.output)
                 recs = [layer.self_attn] + ([layer.cross_attn] if isinstance(layer, DecoderLayerTrace) else [])
@@ -82,7 +100,7 @@ class Trace:
                     for t in rec.kept():
                         add(t)
         add(self.kept_logits)
-        return sum(storages.values()) + extra
+        return sum(storages.values())
 
 
 class Embeddings(nn.Module):
@@ -109,11 +127,20 @@ class Embeddings(nn.Module):
             )
         if ids.min() < 0 or ids.max() >= self.token.num_embeddings:
             raise ValueError(f"token ids must lie in [0, {self.token.num_embeddings}), got {ids.min()}..{ids.max()}")
-        tokens = self.token(ids) * self.scale  # (B, T, d_model)
+        tokens = self.lookup(ids)  # (B, T, d_model)
         pe = self.positional(T)  # (T, d_model)
         summed = tokens + pe  # broadcast over the batch: (B, T, d_model)
         out = self.dropout(summed)
-        return (out, EmbeddingTrace(tokens, pe, summed)) if return_trace else out
+        if not return_trace:
+            return out
+        stamp = frozen_stamp(self.token.parameters(), [ids])
+        if stamp is None:  # autograd tracks the table (or inference tensors): keep what was computed
+            return out, EmbeddingTrace(ids, pe, summed, kept_tokens=tokens)
+        return out, EmbeddingTrace(ids, pe, summed, embed=self, stamp=stamp)
+
+    def lookup(self, ids: torch.Tensor) -> torch.Tensor:
+        """(B, T) ids -> (B, T, d_model): the embedding rows x sqrt(d_model) (§3.4)."""
+        return self.token(ids) * self.scale  # (B, T, d_model)
 
 
 def check_stack_input(name: str, t: torch.Tensor, d_model: int, batch: int | None = None) -> None:

@@ -72,6 +72,9 @@ def test_every_derived_step_matches_a_trace_that_kept_q_k_v(norm):
     with torch.no_grad():
         _, lean = traced(model, src, tgt)
     _, kept = traced(model, src, tgt)  # autograd on: the records keep what was computed
+    for stack, full in ((lean.encoder, kept.encoder), (lean.decoder, kept.decoder)):
+        assert stack.embeddings.kept_tokens is None and full.embeddings.kept_tokens is not None
+        assert torch.equal(stack.embeddings.tokens, full.embeddings.tokens.detach())
     for (name, rec), (_, plain) in zip(blocks(lean), blocks(kept), strict=True):
         assert type(plain) is AttentionRecord and plain.q.requires_grad, name
         assert rec.score_shape() == plain.score_shape() == tuple(plain.weights.shape), name
@@ -90,23 +93,90 @@ def test_every_derived_step_matches_a_trace_that_kept_q_k_v(norm):
 
 @pytest.mark.parametrize("norm", ["post", "pre"])
 def test_a_lean_trace_keeps_the_residual_stream_and_no_projection(norm):
-    """Bytes kept = the formula: per stack the token embeddings and their sum with PE, every layer's
-    output, and (pre-norm) each block's normed input and the final norm's output; cross-attention adds
-    the decoder stream after self-attention; plus the masks and the positional table's rows."""
+    """Bytes kept = the formula: per stack the token ids, their embeddings' sum with PE (the first layer's
+    input), every layer's output and (pre-norm) the final norm's output; plus the masks. Not kept: the
+    token embeddings (looked up again), the positional rows (a view of the model's table), pre-norm's
+    normed block inputs and the cross-attention queries' input (both replayed from the layer's input)."""
     model, src, tgt = make(norm)
     src_mask, tgt_mask = model.src_mask(src), model.tgt_mask(tgt)
     with torch.no_grad():
         _, trace = model(src, tgt, src_mask, tgt_mask, return_trace=True)
-    if norm == "post":
-        enc_rows, dec_rows = 2 + LE, 2 + 2 * LD  # decoder: outputs + cross-attention queries
-    else:
-        enc_rows, dec_rows = 2 + 2 * LE + 1, 2 + 3 * LD + 1  # + normed inputs + the final norm
+    final_norm = norm == "pre"
+    enc_rows, dec_rows = 1 + LE + final_norm, 1 + LD + final_norm
     activations = 4 * B * D * (TS * enc_rows + TT * dec_rows)  # float32
+    ids = 8 * B * (TS + TT)  # int64
     masks = src_mask.untyped_storage().nbytes() + tgt_mask.untyped_storage().nbytes()
-    positional = 4 * D * (TS + TT)
-    assert trace.nbytes() == activations + masks + positional
+    assert trace.nbytes() == activations + ids + masks
+    residual = {t.untyped_storage().data_ptr() for stack in (trace.encoder, trace.decoder)
+                for t in (stack.embeddings.summed, stack.output, *(layer.output for layer in stack.layers))}
     for name, rec in blocks(trace):
-        assert all(t is None or t.dim() == 3 or t.dtype == torch.bool for t in rec.kept()), name
+        kept = [t for t in rec.kept() if t is not None and t.dtype != torch.bool]
+        assert kept and all(t.untyped_storage().data_ptr() in residual for t in kept), name  # nothing of its own
+
+
+def test_positional_rows_are_counted_only_where_the_trace_owns_them():
+    """Sinusoidal and learned rows are views of the model's table (kept by the model); "none"'s zeros
+    are made by the forward pass, so the trace keeps them."""
+    sizes = {}
+    for kind in ("sinusoidal", "learned", "none"):
+        torch.manual_seed(0)
+        config = TransformerConfig(src_vocab_size=40, tgt_vocab_size=30, d_model=D, n_heads=H, n_layers=1,
+                                   n_decoder_layers=1, d_ff=48, positional=kind)
+        model = Transformer(config).eval()
+        _, src, tgt = make("post")
+        with torch.no_grad():
+            _, trace = traced(model, src, tgt)
+        sizes[kind] = trace.nbytes()
+        assert torch.equal(trace.encoder.embeddings.positional, model.src_embed.positional(TS)), kind
+    assert sizes["sinusoidal"] == sizes["learned"] == sizes["none"] - 4 * D * (TS + TT)
+
+
+def test_token_embeddings_are_looked_up_again_the_forward_pass_numbers():
+    model, src, tgt = make("post")
+    seen = []
+    hooks = [e.token.register_forward_hook(lambda _m, _i, out: seen.append(out.clone()))
+             for e in (model.src_embed, model.tgt_embed)]
+    with torch.no_grad():
+        _, trace = traced(model, src, tgt)
+    for h in hooks:
+        h.remove()
+    for stack, rows in ((trace.encoder, seen[0]), (trace.decoder, seen[1])):
+        e = stack.embeddings
+        assert e.kept_tokens is None and torch.equal(e.ids, src if stack is trace.encoder else tgt)
+        assert torch.equal(e.tokens, rows * D**0.5)  # x sqrt(d_model), the forward's own expression
+        assert torch.equal(e.tokens + e.positional, e.summed)
+    with torch.no_grad():
+        model.tgt_embed.token.weight[4].add_(1.0)
+    assert torch.equal(trace.encoder.embeddings.tokens, seen[0] * D**0.5)  # the source table did not change
+    with pytest.raises(RuntimeError, match="token ids changed after this trace was taken"):
+        _ = trace.decoder.embeddings.tokens
+    _, graph = traced(model, src, tgt)  # autograd on: the tokens are kept, with their graph
+    assert graph.encoder.embeddings.embed is None and graph.encoder.embeddings.tokens.requires_grad
+
+
+@pytest.mark.parametrize("norm", ["post", "pre"])
+def test_a_replayed_block_input_is_refused_after_its_sources_change(norm):
+    """The cross-attention queries are replayed through the layer's self-attention sub-layer: a change to
+    that sub-layer's weights, or to the layer's input, or training mode, is refused rather than shown."""
+    model, src, tgt = make(norm)
+    with torch.no_grad():
+        _, trace = traced(model, src, tgt)
+    cross = trace.decoder.layers[1].cross_attn
+    before = cross.q.clone()
+    model.train()
+    with pytest.raises(RuntimeError, match="training mode"):
+        _ = cross.q
+    model.eval()
+    assert torch.equal(cross.q, before) and torch.equal(trace.decoder.layers[1].cross_attn.k, cross.k)
+    with torch.no_grad():
+        model.decoder.layers[1].self_attn.w_v.bias.add_(1.0)  # feeds the cross queries only through the replay
+    with pytest.raises(RuntimeError, match="changed after this trace was taken"):
+        _ = cross.q
+    _ = trace.decoder.layers[0].cross_attn.q  # layer 0 does not depend on it
+    with torch.no_grad():
+        trace.decoder.layers[0].output.mul_(2.0)  # layer 1's input
+    with pytest.raises(RuntimeError, match="changed after this trace was taken"):
+        _ = trace.decoder.layers[1].self_attn.q
 
 
 def test_changed_weights_or_inputs_are_refused_not_shown():
