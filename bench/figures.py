@@ -142,10 +142,12 @@ def minimum_trace_bytes(config, S: int, T: int, batch: int = 1) -> int:
 @figure(
     "memory",
     "3. Trace memory: Trace.nbytes() vs one float32 per head per score cell per block",
-    "Stored: the embeddings, each layer's output (the residual stream), each cross-attention's "
-    "query input (the decoder stream after its self-attention) and the masks; q, k, v are projected "
-    "again from a block's inputs, the logits from the decoder's output, and scores and weights "
-    "derived from q and k, all on demand (model/attention.py ProjectedRecord). So the "
+    "Stored: the token ids, the embeddings' sum with PE (the first layer's input), each layer's "
+    "output (the residual stream), each cross-attention's query input where T > d_k, and the masks; "
+    "the token embeddings are looked up again, q, k, v projected again from a block's inputs (the "
+    "cross-attention's query input replayed from the layer's input where T <= d_k), the logits "
+    "from the decoder's output, and scores and weights derived from q and k, all on demand "
+    "(model/attention.py ProjectedRecord, README 'The trace'). So the "
     "trace grows as T * d_model and the 'minimum' as H * T^2: above it at short inputs, below "
     "it at long ones. blocks = enc layers + 2 x dec layers. layer_outputs_ratio = the layers' "
     "outputs alone (B, T, d_model each: the residual stream a trace of the forward pass is for, and "

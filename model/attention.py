@@ -264,7 +264,8 @@ class Replay:
 
     E.g. a post-norm decoder layer's cross-attention queries come from LayerNorm(x + SelfAttn(x)), the
     stream after its self-attention sub-layer: the layer's input x is kept (the previous layer's output),
-    so that stream is replayed from it (one self-attention block) rather than kept (DecoderLayer.forward).
+    so at short inputs that stream is replayed from it (one self-attention block) rather than kept
+    (DecoderLayer.forward says where); pre-norm's LayerNorm(x) of a block's input is always replayed.
     A replay runs under torch.no_grad() and refuses a module in training mode (dropout would change it).
     """
 
@@ -292,8 +293,8 @@ class ProjectedRecord(AttentionRecord):
     same torch thread settings). In the paper's post-norm layers the inputs are, for self-attention,
     the layer's input, which the trace keeps anyway (the embeddings or the previous layer's output: one
     storage, counted once), and for cross-attention the encoder's output (kept) and the decoder stream
-    after its self-attention sub-layer, which is replayed from the layer's input (a Replay, made by
-    `replaying`); pre-norm layers replay their LayerNorm of the stream the same way.
+    after its self-attention sub-layer: kept, or at short inputs replayed from the layer's input (a
+    Replay, made by `replaying`). Pre-norm layers replay their LayerNorm of the stream the same way.
     `of` makes one only where neither the weights nor the inputs can change unseen; were either changed
     in place afterwards, q, k and v raise instead of showing other numbers.
     """

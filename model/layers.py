@@ -170,7 +170,10 @@ class DecoderLayer(nn.Module):
         if not return_trace:
             return x
         self_rec = _replay_normed(self_rec, self.sublayer1, x_in, tgt_mask)
-        if isinstance(cross_rec, ProjectedRecord):  # its queries: replayed from x_in, not kept
+        if isinstance(cross_rec, ProjectedRecord) and x_in.size(1) <= self.self_attn.d_k:
+            # Its queries' input: replayed from x_in (the previous layer's output, kept) instead of kept,
+            # where the replay's attention matrix, H * Tt^2 per row, is no larger than the Tt * d_model
+            # floats it saves (Tt <= d_k); at longer inputs recomputing costs more than keeping.
             query = Replay(lambda: self.cross_query(x_in, tgt_mask), (x_in,), (self.sublayer1, self.self_attn,
                            self.sublayer2), cross_rec.inputs[0].shape)
             cross_rec = cross_rec.replaying((query, *cross_rec.inputs[1:]))

@@ -219,3 +219,30 @@ def test_inference_mode_and_autograd_keep_what_was_computed():
     _, graph = traced(model, src, tgt)
     graph.decoder.layers[1].cross_attn.weights.pow(2).sum().backward()
     assert model.decoder.layers[1].cross_attn.w_q.weight.grad.abs().sum() > 0
+
+
+@pytest.mark.parametrize("norm", ["post", "pre"])
+@pytest.mark.parametrize("tt", [D // H, D // H + 1])
+def test_the_cross_queries_input_is_replayed_up_to_d_k_target_tokens_and_kept_beyond(norm, tt):
+    """Replaying it costs a self-attention block, H * Tt^2 weights per row: done only where that is no more
+    than the Tt * d_model floats it saves (Tt <= d_k); either way q is the forward pass's own, bit for bit."""
+    model, src, _ = make(norm)
+    tgt = torch.arange(1, tt + 1).repeat(B, 1)  # (B, tt)
+    seen = []
+    hooks = [layer.cross_attn.w_q.register_forward_hook(lambda _m, _i, out: seen.append(out.clone()))
+             for layer in model.decoder.layers]
+    with torch.no_grad():
+        _, trace = traced(model, src, tgt)
+    for h in hooks:
+        h.remove()
+    replayed = tt <= D // H
+    for layer, want in zip(trace.decoder.layers, seen, strict=True):
+        rec = layer.cross_attn
+        kinds = [type(t).__name__ for t in rec.inputs]
+        assert kinds == (["Replay", "Tensor", "Tensor"] if replayed else ["Tensor"] * 3)
+        assert torch.equal(rec.q, want.view(B, tt, H, D // H).transpose(1, 2))
+    own = 0 if replayed else 4 * B * D * tt * LD  # the cross stream, one (B, tt, d_model) per decoder layer
+    final_norm = norm == "pre"
+    activations = 4 * B * D * (TS * (1 + LE + final_norm) + tt * (1 + LD + final_norm)) + own
+    masks = sum(m.untyped_storage().nbytes() for m in (model.src_mask(src), model.tgt_mask(tgt)))
+    assert trace.nbytes() == activations + 8 * B * (TS + tt) + masks
