@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from model.attention import check_frozen, frozen_stamp
+from model.attention import check_frozen, frozen_stamp, module_params
 from model.config import TransformerConfig
 from model.layers import DecoderLayer, DecoderLayerTrace, EncoderLayer, LayerNorm
 from model.masks import causal_mask, combine_masks, kernel_mask, padding_mask
@@ -32,7 +32,7 @@ class EmbeddingTrace:
         """(B, T, d_model) token embeddings, already x sqrt(d_model) if scaled."""
         if self.embed is None:
             return self.kept_tokens
-        check_frozen(self.embed.token.parameters(), [self.ids], self.stamp, "the token ids")
+        check_frozen(module_params(self.embed.token), [self.ids], self.stamp, "the token ids")
         with torch.no_grad():
             return self.embed.lookup(self.ids)  # (B, T, d_model)
 
@@ -64,7 +64,7 @@ class Trace:
     def of(cls, encoder: StackTrace, decoder: StackTrace, generator: nn.Module, logits: torch.Tensor) -> Trace:
         """The trace of a forward pass whose decoder output gave `logits`: they are derived again on demand
         (the same call on the same tensor) unless autograd tracks the generator (frozen_stamp)."""
-        stamp = frozen_stamp(generator.parameters(), [decoder.output])
+        stamp = frozen_stamp(module_params(generator), [decoder.output])
         if stamp is None:
             return cls(encoder, decoder, kept_logits=logits)
         return cls(encoder, decoder, generator=generator, stamp=stamp)
@@ -74,7 +74,7 @@ class Trace:
         """(B, T_tgt, tgt_vocab): the final linear of the decoder's output; softmax gives P(next token)."""
         if self.generator is None:
             return self.kept_logits
-        check_frozen(self.generator.parameters(), [self.decoder.output], self.stamp,
+        check_frozen(module_params(self.generator), [self.decoder.output], self.stamp,
                      "the decoder output the logits come from")
         with torch.no_grad():
             return self.generator(self.decoder.output)  # (B, T_tgt, tgt_vocab)
@@ -133,7 +133,7 @@ class Embeddings(nn.Module):
         out = self.dropout(summed)
         if not return_trace:
             return out
-        stamp = frozen_stamp(self.token.parameters(), [ids])
+        stamp = frozen_stamp(module_params(self.token), [ids])
         if stamp is None:  # autograd tracks the table (or inference tensors): keep what was computed
             return out, EmbeddingTrace(ids, pe, summed, kept_tokens=tokens)
         return out, EmbeddingTrace(ids, pe, summed, embed=self, stamp=stamp)
