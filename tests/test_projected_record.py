@@ -246,3 +246,15 @@ def test_the_cross_queries_input_is_replayed_up_to_d_k_target_tokens_and_kept_be
     activations = 4 * B * D * (TS * (1 + LE + final_norm) + tt * (1 + LD + final_norm)) + own
     masks = sum(m.untyped_storage().nbytes() for m in (model.src_mask(src), model.tgt_mask(tgt)))
     assert trace.nbytes() == activations + 8 * B * (TS + tt) + masks
+
+
+def test_module_params_finds_what_module_parameters_finds():
+    """The stamps' own parameter walk: every parameter of every submodule, each once, none missing."""
+    from model.attention import module_params
+
+    model, _, _ = make("pre")
+    for module in (model, model.decoder.layers[0], model.encoder.layers[1].self_attn, model.generator,
+                   model.src_embed.token, model.decoder.layers[0].sublayer2):
+        found = module_params(module)
+        assert len(found) == len({id(p) for p in found}) == len(list(module.parameters()))
+        assert {id(p) for p in found} == {id(p) for p in module.parameters()}, type(module).__name__
