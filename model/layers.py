@@ -104,7 +104,7 @@ def _attend(attn: MultiHeadAttention, trace: bool, kv: torch.Tensor | None, mask
     return run
 
 
-def _replay_normed(rec: AttentionRecord, sub: Residual, x: torch.Tensor, mask) -> AttentionRecord:
+def _replay_normed(rec: AttentionRecord, sub: Residual, x: torch.Tensor) -> AttentionRecord:
     """Pre-norm: a self-attention block's query, key and value are LayerNorm(x), replayed from the layer's
     input x (which the trace keeps) instead of kept. Post-norm: they are x itself; nothing to replay."""
     if not (sub.pre and isinstance(rec, ProjectedRecord)):
@@ -134,7 +134,7 @@ class EncoderLayer(nn.Module):
         x, _ = self.sublayer2(x, lambda h: (self.ffn(h), None))
         if not return_trace:
             return x
-        return x, EncoderLayerTrace(_replay_normed(rec, self.sublayer1, x_in, mask), x)
+        return x, EncoderLayerTrace(_replay_normed(rec, self.sublayer1, x_in), x)
 
 
 class DecoderLayer(nn.Module):
@@ -169,7 +169,7 @@ class DecoderLayer(nn.Module):
         x, _ = self.sublayer3(x, lambda h: (self.ffn(h), None))
         if not return_trace:
             return x
-        self_rec = _replay_normed(self_rec, self.sublayer1, x_in, tgt_mask)
+        self_rec = _replay_normed(self_rec, self.sublayer1, x_in)
         if isinstance(cross_rec, ProjectedRecord) and x_in.size(1) <= self.self_attn.d_k:
             # Its queries' input: replayed from x_in (the previous layer's output, kept) instead of kept,
             # where the replay's attention matrix, H * Tt^2 per row, is no larger than the Tt * d_model
