@@ -3,6 +3,8 @@ specs that never leave half an export behind, and the whole trace on disk and ba
 
 from __future__ import annotations
 
+import base64
+import io
 import json
 import re
 import subprocess
@@ -14,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from PIL import Image
 
 from lab.spec import FigureSpec
 from lab.tracefile import load_trace, save_trace, trace_arrays
@@ -199,6 +202,73 @@ def test_pdf_and_png_are_byte_reproducible(server, figures):
     fig = figures["heads"]
     assert vx.render(fig, "pdf", width=400, height=300) == vx.render(fig, "pdf", width=400, height=300)
     assert vx.render(fig, "png", width=400, height=300) == vx.render(fig, "png", width=400, height=300)
+
+
+def svg_images(svg: bytes) -> list[tuple[np.ndarray, tuple[int, int]]]:
+    """Each embedded PNG of an SVG as (pixels (H, W, C), drawn size (width, height) in CSS px)."""
+    out = []
+    for el in ET.fromstring(svg).iter():
+        href = el.get("{http://www.w3.org/1999/xlink}href") or el.get("href") or ""
+        if el.tag.endswith("image") and href.startswith("data:image/png;base64,"):
+            pixels = np.asarray(Image.open(io.BytesIO(base64.b64decode(href.split(",", 1)[1]))))
+            out.append((pixels, (round(float(el.get("width"))), round(float(el.get("height"))))))
+    return out
+
+
+def pdf_images(pdf: bytes) -> list[np.ndarray]:
+    """Each 8-bit image of a PDF (soft masks included) as its decoded pixels (H, W, C)."""
+    import pikepdf
+
+    with pikepdf.open(io.BytesIO(pdf)) as doc:
+        return [np.frombuffer(o.read_bytes(), np.uint8).reshape(int(o.Height), int(o.Width), -1)
+                for o in doc.objects if isinstance(o, pikepdf.Stream) and o.get("/Subtype") == "/Image"]
+
+
+def shown(pixels: np.ndarray, size: tuple[int, int], how=Image.Resampling.BILINEAR) -> np.ndarray:
+    """The image drawn at `size` by a viewer that smooths (BILINEAR: macOS Preview, Illustrator, Inkscape)
+    or that does not (NEAREST: browsers, poppler)."""
+    return np.asarray(Image.fromarray(pixels.squeeze()).resize(size, how)).astype(int)
+
+
+def exact_share(drawn: np.ndarray, exact: np.ndarray) -> float:
+    """The share of pixels drawn in their exact colour (within 2 of 255 per channel)."""
+    return float((np.abs(drawn - exact).max(axis=-1) <= 2).mean())
+
+
+@needs_browser
+@pytest.mark.parametrize("fmt", ["svg", "pdf"])
+def test_heatmaps_stay_crisp_in_viewers_that_smooth_images(server, figures, models, fmt, monkeypatch):
+    """plotly.js embeds a heatmap as one pixel per cell, scaled up by the viewer: smoothed there, a 4 x 4
+    attention matrix is a blurred gradient. The export enlarges each such image by nearest neighbour
+    (viz/crisp.py): plotly.js's own pixels, each cell a block, so smoothing can blur only its edges."""
+    from viz import crisp
+
+    panels = {p.key: p for p in build_view("attention", FigureSpec(theme="paper", **SMALL), models).panels}
+    for fig in (panels["attention-weights"].figure, figures["heads"]):
+        made = vx.render(fig, fmt, width=480, height=360)
+        with monkeypatch.context() as m:  # what plotly.js and Chromium made
+            m.setattr(vx, "crisp_svg", lambda b: b)
+            m.setattr(vx, "crisp_pdf", lambda b: b)
+            plain_file = vx.render(fig, fmt, width=480, height=360)
+        if fmt == "svg":
+            got, sizes = zip(*svg_images(made), strict=True)
+            plain = [p for p, _ in svg_images(plain_file)]
+        else:  # a PDF places its images by matrix: take the SVG's size for the same figure
+            got, plain = pdf_images(made), pdf_images(plain_file)
+            sizes = [max((s for _, s in svg_images(vx.render(fig, "svg", width=480, height=360))),
+                         key=lambda s: s[0] * s[1])] * len(got)
+        assert plain and len(got) == len(plain)
+        want = [crisp.enlarge(p, crisp.factor(p.shape[1], p.shape[0])) for p in plain]
+        key = lambda a: (a.shape, a.tobytes())  # noqa: E731  (the same images, in any order)
+        assert sorted(map(key, got)) == sorted(map(key, want)), "plotly.js's pixels, each a k x k block"
+        assert all(max(w.shape[:2]) >= crisp.TARGET_PX for w in want)
+        # The largest heatmap, as a smoothing viewer draws it, against its exact cells (nearest neighbour):
+        i = max(range(len(got)), key=lambda j: got[j].size)
+        source = next(p for p in plain if key(crisp.enlarge(p, got[i].shape[0] // p.shape[0])) == key(got[i]))
+        exact = shown(source, sizes[i], Image.Resampling.NEAREST)
+        assert exact_share(shown(got[i], sizes[i]), exact) >= 0.95  # each cell its own colour but at its edges
+        if max(source.shape[:2]) <= 16:
+            assert exact_share(shown(source, sizes[i]), exact) < 0.5  # what such a viewer showed before: a gradient
 
 
 @pytest.mark.parametrize(

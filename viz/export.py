@@ -35,6 +35,8 @@ from typing import TYPE_CHECKING
 
 import plotly.graph_objects as go
 
+from viz.crisp import crisp_pdf, crisp_svg
+
 if TYPE_CHECKING:  # lab is imported only where a spec is built (the CLI, not the app's render)
     from lab.views import ViewResult
 
@@ -250,9 +252,9 @@ def render(fig: go.Figure | dict, fmt: str, *, width: int, height: int, scale: f
     opts = {"format": fmt, "width": width, "height": height, "scale": scale if fmt == "png" else 1}
     raw = _SERVER.render(figure_dict(fig), opts)
     if fmt == "svg":
-        return _stable_svg(raw)
+        return _stable_svg(crisp_svg(raw))  # heatmaps crisp in any viewer (viz/crisp.py)
     if fmt == "pdf":
-        return _stable_pdf(raw)
+        return crisp_pdf(_stable_pdf(raw))  # dates pinned first: the rewritten file's /ID hashes them
     return png_with_dpi(raw, CSS_DPI * scale)
 
 

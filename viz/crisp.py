@@ -1,0 +1,89 @@
+"""Exported heatmaps stay crisp in every viewer, not only in browsers.
+
+plotly.js draws an evenly spaced heatmap as an image of one pixel per cell and lets the viewer scale it
+up: in SVG with the CSS `image-rendering: pixelated`, in the PDF Chromium prints with no /Interpolate
+flag. Browsers and poppler scale it by nearest neighbour, but macOS Preview, Adobe Illustrator and
+Inkscape smooth it, so a 4 x 4 attention matrix becomes a blurred gradient there (plotly.js #4149,
+Kaleido #426): a figure for a paper must not depend on the viewer.
+
+`crisp_svg` and `crisp_pdf` enlarge each such image by nearest neighbour, by a whole factor, to at
+least TARGET_PX pixels on its longer side (at most MAX_PX). Every cell is then a block of identical
+pixels, plotly.js's own colours pixel for pixel, so a smoothing viewer can soften only the cells'
+edges, by one pixel of ~2,400 (600 dpi over a 4-inch figure). Images already that large are left alone.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import math
+import re
+import zlib
+
+import numpy as np
+from PIL import Image
+
+TARGET_PX = 2400  # the enlarged image's longer side: ~600 dpi over 4 inches
+MAX_PX = 4096  # never larger than this per side (a 256-cell matrix: x 10 = 2,560)
+
+
+def factor(width: int, height: int) -> int:
+    """The whole enlargement factor for an image of width x height pixels (1 = leave it)."""
+    longest = max(width, height)
+    if longest <= 0 or longest >= TARGET_PX:
+        return 1
+    return max(1, min(math.ceil(TARGET_PX / longest), MAX_PX // longest))
+
+
+def enlarge(pixels: np.ndarray, k: int) -> np.ndarray:
+    """(H, W, ...) -> (H * k, W * k, ...): each pixel a k x k block of itself (nearest neighbour)."""
+    return np.repeat(np.repeat(pixels, k, axis=0), k, axis=1)  # (H*k, W, ...) then (H*k, W*k, ...)
+
+
+_SVG_PNG = re.compile(rb'(<image\b[^>]*?href=")data:image/png;base64,([A-Za-z0-9+/=]+)(")')
+
+
+def _png(match: re.Match) -> bytes:
+    image = Image.open(io.BytesIO(base64.b64decode(match.group(2))))
+    k = factor(*image.size)
+    if k == 1:
+        return match.group(0)
+    big = Image.fromarray(enlarge(np.asarray(image), k), mode=image.mode)
+    out = io.BytesIO()
+    big.save(out, format="PNG", compress_level=6)  # no timestamp: the same bytes every time
+    return match.group(1) + b"data:image/png;base64," + base64.b64encode(out.getvalue()) + match.group(3)
+
+
+def crisp_svg(svg: bytes) -> bytes:
+    """The SVG with each embedded PNG (plotly.js's heatmaps) enlarged by `factor`, nearest neighbour."""
+    return _SVG_PNG.sub(_png, svg)
+
+
+def crisp_pdf(pdf: bytes) -> bytes:
+    """The PDF with each 8-bit image (plotly.js's heatmaps, and their soft masks: the same size, so the
+    same factor) enlarged by `factor`, nearest neighbour, losslessly (Flate), in the same colour space."""
+    import pikepdf  # imported here: only PDF export needs it
+
+    changed = False
+    with pikepdf.open(io.BytesIO(pdf)) as doc:
+        for obj in doc.objects:
+            if not (isinstance(obj, pikepdf.Stream) and obj.get("/Subtype") == "/Image"):
+                continue
+            if obj.get("/BitsPerComponent") != 8 or obj.get("/ImageMask", False):
+                continue
+            width, height = int(obj.Width), int(obj.Height)
+            k = factor(width, height)
+            data = obj.read_bytes()  # decoded (Flate and predictors undone)
+            if k == 1 or len(data) % (width * height):
+                continue
+            pixels = np.frombuffer(data, np.uint8).reshape(height, width, -1)  # (H, W, components)
+            obj.write(zlib.compress(enlarge(pixels, k).tobytes(), 6), filter=pikepdf.Name.FlateDecode)
+            if "/DecodeParms" in obj:
+                del obj.DecodeParms
+            obj.Width, obj.Height = width * k, height * k
+            changed = True
+        if not changed:
+            return pdf
+        out = io.BytesIO()
+        doc.save(out, deterministic_id=True)
+    return out.getvalue()
