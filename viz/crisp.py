@@ -9,7 +9,8 @@ Kaleido #426): a figure for a paper must not depend on the viewer.
 `crisp_svg` and `crisp_pdf` enlarge each such image by nearest neighbour, by a whole factor, to at
 least TARGET_PX pixels on its longer side (at most MAX_PX). Every cell is then a block of identical
 pixels, plotly.js's own colours pixel for pixel, so a smoothing viewer can soften only the cells'
-edges, by one pixel of ~2,400 (600 dpi over a 4-inch figure). Images already that large are left alone.
+edges, by one pixel of ~2,400 (600 dpi over a 4-inch figure). Images already that large, or that no whole
+factor fits under MAX_PX, are left alone (plotly.js's heatmaps have at most 256 cells a side).
 """
 
 from __future__ import annotations
