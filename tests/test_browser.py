@@ -464,3 +464,44 @@ def test_the_two_verdicts_sit_side_by_side_at_one_height_and_stack_where_narrow(
     first, second = page.evaluate(VERDICTS)
     assert second["top"] > first["bottom"], (first, second)  # one under the other
     assert first["height"] < second["height"], (first, second)  # no padding to a twin that is not beside it
+
+
+def test_the_camera_button_saves_an_svg_whose_heatmaps_no_viewer_blurs(page):
+    """The chart's camera button saves plotly.js's SVG with each heatmap image (one pixel per cell)
+    enlarged by nearest neighbour, as the server's export does (viz/crisp.py): the same pixels, each
+    cell a block, so macOS Preview, Illustrator or Inkscape cannot smooth the matrix into a gradient."""
+    import base64
+    import io
+    import re
+
+    import numpy as np
+    from PIL import Image
+
+    from viz import crisp
+
+    def pngs(svg: str) -> list[np.ndarray]:
+        return [np.asarray(Image.open(io.BytesIO(base64.b64decode(b))))
+                for b in re.findall(r"data:image/png;base64,([A-Za-z0-9+/=]+)", svg)]
+
+    open_view(page, "3 · Attention step by step")
+    drawn_charts(page)
+    page.hover(WEIGHTS_CHART)
+    buttons = page.eval_on_selector_all(f"{WEIGHTS_CHART} .modebar-btn", "els => els.map(e => e.dataset.title)")
+    assert buttons.count("Download plot") == 1  # ours, in place of plotly.js's own
+    with page.expect_download() as download:
+        page.locator(f"{WEIGHTS_CHART} .modebar-btn[data-title='Download plot']").click()
+    saved = open(download.value.path(), encoding="utf-8").read()
+    assert download.value.suggested_filename.endswith(".svg") and saved.lstrip().startswith("<svg")
+    plain = page.eval_on_selector(WEIGHTS_CHART, "gd => Plotly.toImage(gd, Object.assign({}, "
+                                  "gd._context.toImageButtonOptions, {format: 'svg', imageDataOnly: true}))")
+    got, want = pngs(saved), pngs(plain)
+    assert want and len(got) == len(want)
+    for big, cells in zip(got, want, strict=True):
+        k = crisp.factor(cells.shape[1], cells.shape[0])
+        assert k > 1 and max(big.shape[:2]) >= crisp.TARGET_PX
+        assert np.array_equal(big, crisp.enlarge(cells, k))  # plotly.js's own pixels, each a k x k block
+
+    def rest(svg: str) -> str:  # without the images, and plotly.js's random plot and trace uids blanked
+        return re.sub(r"[0-9a-f]{6,}", "", re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "", svg))
+
+    assert rest(saved) == rest(plain)  # and nothing else changed

@@ -30,6 +30,7 @@ from pathlib import Path
 import plotly
 import streamlit as st
 
+from viz import crisp
 from viz.fig import payload_json
 from viz.theme import APP_HEIGHT  # a figure without a height is drawn this tall, as plotly.js would
 
@@ -71,6 +72,54 @@ function toggleFullscreen(gd) {
   else if (box.requestFullscreen) box.requestFullscreen();
 }
 
+// The camera button: plotly.js's SVG, each heatmap image (one pixel per cell) enlarged by nearest
+// neighbour as the server's export does (viz/crisp.py, its constants), so that no viewer blurs it.
+const CRISP_TARGET = __CRISP_TARGET__, CRISP_MAX = __CRISP_MAX__;
+
+function crispFactor(w, h) {
+  const longest = Math.max(w, h);
+  if (longest <= 0 || longest >= CRISP_TARGET) return 1;
+  return Math.max(1, Math.min(Math.ceil(CRISP_TARGET / longest), Math.floor(CRISP_MAX / longest)));
+}
+
+function enlargePng(uri) {
+  return new Promise((resolve, reject) => {
+    const img = new Image();
+    img.onload = () => {
+      const k = crispFactor(img.naturalWidth, img.naturalHeight);
+      if (k === 1) { resolve(uri); return; }
+      const canvas = document.createElement("canvas");
+      canvas.width = img.naturalWidth * k;
+      canvas.height = img.naturalHeight * k;
+      const ctx = canvas.getContext("2d");
+      ctx.imageSmoothingEnabled = false;  // nearest neighbour: each cell a k x k block of its colour
+      ctx.drawImage(img, 0, 0, canvas.width, canvas.height);
+      resolve(canvas.toDataURL("image/png"));
+    };
+    img.onerror = () => reject(new Error("an image of the chart could not be read"));
+    img.src = uri;
+  });
+}
+
+async function crispSvg(svg) {
+  const uris = [...new Set(svg.match(/data:image\/png;base64,[A-Za-z0-9+\/=]+/g) || [])];
+  const big = await Promise.all(uris.map(enlargePng));
+  uris.forEach((uri, i) => { svg = svg.split(uri).join(big[i]); });
+  return svg;
+}
+
+async function saveSvg(gd) {
+  const opts = Object.assign({}, gd._context.toImageButtonOptions, {format: "svg", imageDataOnly: true});
+  const svg = await crispSvg(await window.Plotly.toImage(gd, opts));
+  const link = document.createElement("a");
+  link.href = URL.createObjectURL(new Blob([svg], {type: "image/svg+xml"}));
+  link.download = `${opts.filename || "attention-lab"}.svg`;
+  document.body.appendChild(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(link.href), 10000);
+}
+
 function sizeKey(gd) {
   // What the drawn size depends on: the screen's size in full screen, else the container's width.
   const box = gd.parentElement;
@@ -110,8 +159,11 @@ function draw(Plotly, gd) {
     layout.height = layout.height || __APP_HEIGHT__;
   }
   const full = Object.assign({}, config, {
-    modeBarButtonsToAdd: [{name: "fullscreen", title: "Full screen (Esc leaves)", icon: FULLSCREEN_ICON,
-                           click: toggleFullscreen}],
+    modeBarButtonsToRemove: ["toImage"],  // plotly.js's own: its SVG leaves heatmaps to the viewer's smoothing
+    modeBarButtonsToAdd: [
+      {name: "crisp-svg", title: "Download plot", icon: window.Plotly.Icons.camera, click: saveSvg},
+      {name: "fullscreen", title: "Full screen (Esc leaves)", icon: FULLSCREEN_ICON, click: toggleFullscreen},
+    ],
   });
   return Plotly.react(gd, figure.data || [], layout, full);
 }
@@ -243,7 +295,8 @@ def ensure_plotly_js(static: Path = STATIC) -> Path:
 
 
 def _script() -> str:
-    return JS.replace("__PLOTLY_JS__", PLOTLY_JS).replace("__APP_HEIGHT__", str(APP_HEIGHT))
+    return (JS.replace("__PLOTLY_JS__", PLOTLY_JS).replace("__APP_HEIGHT__", str(APP_HEIGHT))
+            .replace("__CRISP_TARGET__", str(crisp.TARGET_PX)).replace("__CRISP_MAX__", str(crisp.MAX_PX)))
 
 
 @functools.cache

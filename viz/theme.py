@@ -584,7 +584,8 @@ _FILENAME_BAD = re.compile(r"[^\w.-]+")
 
 
 def figure_config(filename: str = "attention-lab") -> dict:
-    """Plotly config for the app's charts (ui/chart.py): the camera button saves a 3x-scale SVG; no
+    """Plotly config for the app's charts (ui/chart.py): the camera button saves a 3x-scale SVG (ui/chart.py
+    puts its own in place of plotly.js's, which enlarges the heatmaps' images as viz/crisp.py does); no
     button sends the chart anywhere (plotly.js 3's "Share chart..." uploads to Plotly Cloud)."""
     safe = _FILENAME_BAD.sub("_", str(filename)).strip("._") or "attention-lab"
     return {
