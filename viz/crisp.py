@@ -74,8 +74,10 @@ def crisp_pdf(pdf: bytes) -> bytes:
                 continue
             width, height = int(obj.Width), int(obj.Height)
             k = factor(width, height)
+            if k == 1 or obj.get("/Filter") not in (None, pikepdf.Name.FlateDecode):  # e.g. a JPEG: not cells
+                continue
             data = obj.read_bytes()  # decoded (Flate and predictors undone)
-            if k == 1 or len(data) % (width * height):
+            if len(data) % (width * height):
                 continue
             pixels = np.frombuffer(data, np.uint8).reshape(height, width, -1)  # (H, W, components)
             obj.write(zlib.compress(enlarge(pixels, k).tobytes(), 6), filter=pikepdf.Name.FlateDecode)
