@@ -108,3 +108,20 @@ def test_crisp_pdf_enlarges_each_image_and_its_soft_mask_alike(with_alpha):
 def test_crisp_pdf_returns_a_file_without_small_images_unchanged():
     pdf = image_pdf(np.zeros((1, crisp.TARGET_PX, 3), np.uint8), None)
     assert crisp.crisp_pdf(pdf) == pdf
+
+
+def test_crisp_pdf_leaves_a_jpeg_alone():
+    """A JPEG (DCTDecode) is a photograph, not plotly.js's cells: it is not enlarged (nor decoded)."""
+    jpeg = io.BytesIO()
+    Image.fromarray(np.full((4, 6, 3), 200, np.uint8)).save(jpeg, format="JPEG")
+    pdf = pikepdf.new()
+    image = pikepdf.Stream(pdf, jpeg.getvalue(), Type=pikepdf.Name.XObject, Subtype=pikepdf.Name.Image, Width=6,
+                           Height=4, ColorSpace=pikepdf.Name.DeviceRGB, BitsPerComponent=8,
+                           Filter=pikepdf.Name.DCTDecode)
+    pdf.pages.append(pikepdf.Page(pikepdf.Dictionary(
+        Type=pikepdf.Name.Page, MediaBox=[0, 0, 100, 100],
+        Resources=pikepdf.Dictionary(XObject=pikepdf.Dictionary({"/Im0": image})),
+        Contents=pikepdf.Stream(pdf, b"q 60 0 0 40 10 10 cm /Im0 Do Q"))))
+    out = io.BytesIO()
+    pdf.save(out, deterministic_id=True)
+    assert crisp.crisp_pdf(out.getvalue()) == out.getvalue()
