@@ -140,6 +140,28 @@ def make_context(args: argparse.Namespace) -> Context:
     return ctx
 
 
+def json_engine() -> str:
+    """What plotly.io.to_json uses to make a figure's payload: orjson when importable (requirements.txt
+    pins it), else the json module, 2-3x slower. Payload and rerun figures depend on it."""
+    import plotly.io as pio
+
+    engine = pio.json.config.default_engine
+    if engine == "auto":
+        try:
+            import orjson
+        except ImportError:
+            return "json"
+        return f"orjson {orjson.__version__}"
+    return engine
+
+
+def json_engine_line() -> str:
+    engine = json_engine()
+    return f"figure payloads (plotly.io.to_json): {engine}" + (
+        "" if engine.startswith("orjson") else "  -- orjson missing (pip install -r requirements.txt): "
+                                                "payload and rerun times are 2-3x what a full install measures")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.list:
@@ -156,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         f"torch threads: {torch.get_num_threads()} (machine cores: {cores}); batch {ctx.batch}; "
         f"medians of >= {ctx.min_repeats} repeats ({ctx.heavy_repeats} when one round outlasts the budget) "
         f"after warm-up, ~{ctx.budget_s:g} s per measurement; "
-        f"no_grad + eval()\n{device_line(ctx.device)}"
+        f"no_grad + eval()\n{device_line(ctx.device)}\n{json_engine_line()}"
     )
     for name, c in ctx.configs.items():
         print(
@@ -176,6 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     records += [  # context for comparing runs: a busy machine explains a slow one
         Record("run.torch_threads", None, torch.get_num_threads(), "threads"),
         Record("run.on_cuda", None, torch.device(ctx.device).type == "cuda", "bool"),
+        Record("run.orjson_payloads", None, json_engine().startswith("orjson"), "bool"),
         Record("run.load_avg_start", None, load_start, "load"),
         Record("run.load_avg_end", None, load_end, "load"),
     ]

@@ -208,7 +208,8 @@ def test_quick_run_writes_one_record_per_expected_figure(tmp_path, capsys):
     ]
     expected = {(f"app.{n}", 8) for n in per_size + gflops} | {(f"pe.{n}", 16) for n in pe}
     expected |= {("matmul.square_64_gflops", None), ("run.torch_threads", None)}
-    expected |= {("run.load_avg_start", None), ("run.load_avg_end", None), ("run.on_cuda", None)}
+    expected |= {("run.load_avg_start", None), ("run.load_avg_end", None), ("run.on_cuda", None),
+                 ("run.orjson_payloads", None)}
     assert set(got) == expected
     for d in data:
         assert math.isfinite(d["value"])
@@ -225,8 +226,10 @@ def test_quick_run_writes_one_record_per_expected_figure(tmp_path, capsys):
     floor = c.d_model * (c.n_layers + c.decoder_layers) / (c.n_heads * T * (c.n_layers + 2 * c.decoder_layers))
     assert by_name["app.layer_outputs_ratio"]["value"] == pytest.approx(floor)
     assert by_name["run.on_cuda"]["value"] == 0  # --device defaults to the CPU
+    assert by_name["run.orjson_payloads"]["value"] == 1  # requirements.txt pins orjson: payloads use it
     out = capsys.readouterr().out
     assert "torch threads:" in out and "targets met:" in out and "device: cpu" in out
+    assert "figure payloads (plotly.io.to_json): orjson" in out
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA (tests/test_gpu.py runs there)")
