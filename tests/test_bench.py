@@ -2,6 +2,7 @@
 
 import json
 import math
+import sys
 
 import pytest
 import torch
@@ -268,3 +269,12 @@ def test_rerun_figure_runs_each_kind_as_the_server_does(calls, builds):
     # with two layers), but the revisits: back to what the round's fragment sentence drew
     built = builds["attention"]
     assert len(built) == 9 and len({*built}) == 9
+
+
+def test_the_header_warns_when_payloads_are_made_without_orjson(monkeypatch):
+    from bench import runner
+
+    assert runner.json_engine().startswith("orjson")
+    monkeypatch.setitem(sys.modules, "orjson", None)  # as on a machine without it: the import fails
+    assert runner.json_engine() == "json"
+    assert "orjson missing" in runner.json_engine_line()
