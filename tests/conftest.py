@@ -119,6 +119,23 @@ def decode_array(value) -> np.ndarray:
     return np.asarray(value, dtype=np.float64)
 
 
+def svg_pngs(svg: str | bytes) -> list[tuple[np.ndarray, tuple[int, int]]]:
+    """Each PNG embedded in an SVG (plotly.js's heatmaps) as (pixels (H, W, C), drawn size (width, height) in
+    CSS px), in document order."""
+    import io
+    import xml.etree.ElementTree as ET
+
+    from PIL import Image
+
+    out = []
+    for el in ET.fromstring(svg).iter():
+        href = el.get("{http://www.w3.org/1999/xlink}href") or el.get("href") or ""
+        if el.tag.endswith("image") and href.startswith("data:image/png;base64,"):
+            pixels = np.asarray(Image.open(io.BytesIO(base64.b64decode(href.split(",", 1)[1]))))
+            out.append((pixels, (round(float(el.get("width") or 0)), round(float(el.get("height") or 0)))))
+    return out
+
+
 def charts(at) -> list[dict]:
     """Every chart the page holds (ui/chart.py), as the browser receives it: {"figure", "config", "title",
     "caption"} from the component's bytes; its element key under "key"."""

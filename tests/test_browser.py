@@ -6,7 +6,7 @@ Full-page screenshots of every view land in artifacts/screenshots/ (git-ignored)
 from __future__ import annotations
 
 import pytest
-from conftest import CHROMIUM, SCREENSHOTS, trained_available
+from conftest import CHROMIUM, SCREENSHOTS, svg_pngs, trained_available
 
 from scripts.screenshots import (
     VIEW_LABELS,
@@ -470,18 +470,11 @@ def test_the_camera_button_saves_an_svg_whose_heatmaps_no_viewer_blurs(page):
     """The chart's camera button saves plotly.js's SVG with each heatmap image (one pixel per cell)
     enlarged by nearest neighbour, as the server's export does (viz/crisp.py): the same pixels, each
     cell a block, so macOS Preview, Illustrator or Inkscape cannot smooth the matrix into a gradient."""
-    import base64
-    import io
     import re
 
     import numpy as np
-    from PIL import Image
 
     from viz import crisp
-
-    def pngs(svg: str) -> list[np.ndarray]:
-        return [np.asarray(Image.open(io.BytesIO(base64.b64decode(b))))
-                for b in re.findall(r"data:image/png;base64,([A-Za-z0-9+/=]+)", svg)]
 
     open_view(page, "3 · Attention step by step")
     drawn_charts(page)
@@ -494,7 +487,7 @@ def test_the_camera_button_saves_an_svg_whose_heatmaps_no_viewer_blurs(page):
     assert download.value.suggested_filename.endswith(".svg") and saved.lstrip().startswith("<svg")
     plain = page.eval_on_selector(WEIGHTS_CHART, "gd => Plotly.toImage(gd, Object.assign({}, "
                                   "gd._context.toImageButtonOptions, {format: 'svg', imageDataOnly: true}))")
-    got, want = pngs(saved), pngs(plain)
+    got, want = ([p for p, _ in svg_pngs(svg)] for svg in (saved, plain))
     assert want and len(got) == len(want)
     for big, cells in zip(got, want, strict=True):
         k = crisp.factor(cells.shape[1], cells.shape[0])

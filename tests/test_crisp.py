@@ -9,6 +9,7 @@ import zlib
 import numpy as np
 import pikepdf
 import pytest
+from conftest import svg_pngs
 from PIL import Image
 
 from viz import crisp
@@ -42,11 +43,11 @@ def test_crisp_svg_enlarges_each_png_and_changes_nothing_else():
            b'<image width="300" height="10" xlink:href="' + png_uri(large) + b'"/><text>0:\xe4\xbd\xa0</text></svg>')
     out = crisp.crisp_svg(svg)
     uris = [part.split(b'"')[0] for part in out.split(b'xlink:href="')[1:]]
-    first = np.asarray(Image.open(io.BytesIO(base64.b64decode(uris[0].split(b",", 1)[1]))))
+    (first, drawn), (second, _) = svg_pngs(out)
     k = crisp.factor(5, 3)
-    assert first.shape == (3 * k, 5 * k, 4)
+    assert first.shape == (3 * k, 5 * k, 4) and drawn == (300, 180)
     assert np.array_equal(first, np.repeat(np.repeat(cells, k, 0), k, 1))
-    assert uris[1] == png_uri(large)  # left as it was
+    assert uris[1] == png_uri(large) and np.array_equal(second, large)  # left as it was
     assert out.replace(uris[0], b"") == svg.replace(png_uri(cells), b"")  # nothing else changed
     assert crisp.crisp_svg(svg) == out  # the same bytes every time
 

@@ -3,7 +3,6 @@ specs that never leave half an export behind, and the whole trace on disk and ba
 
 from __future__ import annotations
 
-import base64
 import io
 import json
 import re
@@ -16,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import svg_pngs
 from PIL import Image
 
 from lab.spec import FigureSpec
@@ -204,17 +204,6 @@ def test_pdf_and_png_are_byte_reproducible(server, figures):
     assert vx.render(fig, "png", width=400, height=300) == vx.render(fig, "png", width=400, height=300)
 
 
-def svg_images(svg: bytes) -> list[tuple[np.ndarray, tuple[int, int]]]:
-    """Each embedded PNG of an SVG as (pixels (H, W, C), drawn size (width, height) in CSS px)."""
-    out = []
-    for el in ET.fromstring(svg).iter():
-        href = el.get("{http://www.w3.org/1999/xlink}href") or el.get("href") or ""
-        if el.tag.endswith("image") and href.startswith("data:image/png;base64,"):
-            pixels = np.asarray(Image.open(io.BytesIO(base64.b64decode(href.split(",", 1)[1]))))
-            out.append((pixels, (round(float(el.get("width"))), round(float(el.get("height"))))))
-    return out
-
-
 def pdf_images(pdf: bytes) -> list[np.ndarray]:
     """Each 8-bit image of a PDF (soft masks included) as its decoded pixels (H, W, C)."""
     import pikepdf
@@ -251,11 +240,11 @@ def test_heatmaps_stay_crisp_in_viewers_that_smooth_images(server, figures, mode
             m.setattr(vx, "crisp_pdf", lambda b: b)
             plain_file = vx.render(fig, fmt, width=480, height=360)
         if fmt == "svg":
-            got, sizes = zip(*svg_images(made), strict=True)
-            plain = [p for p, _ in svg_images(plain_file)]
+            got, sizes = zip(*svg_pngs(made), strict=True)
+            plain = [p for p, _ in svg_pngs(plain_file)]
         else:  # a PDF places its images by matrix: take the SVG's size for the same figure
             got, plain = pdf_images(made), pdf_images(plain_file)
-            sizes = [max((s for _, s in svg_images(vx.render(fig, "svg", width=480, height=360))),
+            sizes = [max((s for _, s in svg_pngs(vx.render(fig, "svg", width=480, height=360))),
                          key=lambda s: s[0] * s[1])] * len(got)
         assert plain and len(got) == len(plain)
         want = [crisp.enlarge(p, crisp.factor(p.shape[1], p.shape[0])) for p in plain]
