@@ -301,6 +301,68 @@ def test_a_chart_goes_full_screen_and_back_and_follows_the_page_width(page):
     assert "Download plot" in buttons and not any("Share" in b for b in buttons)  # nothing is sent anywhere
 
 
+# A chart's width laid out (plotly), shown (after ui/chart.py's CSS scale), its column's, its box's height
+# and the shown height; and the texts of the chart (titles, labels) that stick out of what is shown.
+SHOWN = """gd => { const r = gd.querySelector('.main-svg').getBoundingClientRect();
+    const texts = [...gd.querySelectorAll('.main-svg text')].filter((t) => t.textContent.trim())
+        .map((t) => t.getBoundingClientRect()).filter((b) => b.width > 0);
+    return {laid: gd._fullLayout.width, shown: r.width, room: gd.parentElement.parentElement.clientWidth,
+            box: gd.parentElement.getBoundingClientRect().height, drawn: r.height, scale: gd.__lab.scale,
+            texts: texts.length, cut: texts.filter((b) => b.left < r.left - 1 || b.right > r.right + 1 ||
+                                                         b.top < r.top - 1 || b.bottom > r.bottom + 1).length}; }"""
+GRID_CHART = ".st-key-chart-heads-layers-heads .js-plotly-plot"
+
+
+def cell_centre(page, selector: str, row: int, col: int) -> list[float]:
+    """Where on the screen the centre of heatmap cell (row, col) is shown, the chart's scale included."""
+    page.locator(selector).scroll_into_view_if_needed()
+    return page.eval_on_selector(selector, """(gd, [row, col]) => { const fl = gd._fullLayout;
+        const r = gd.querySelector('.main-svg').getBoundingClientRect(), k = gd.__lab.scale;
+        return [r.left + (fl.xaxis._offset + fl.xaxis.c2p(col)) * k, r.top + (fl.yaxis._offset + fl.yaxis.c2p(row)) * k];
+    }""", [row, col])
+
+
+def test_a_slide_chart_in_a_narrower_column_is_drawn_at_1280_px_and_shown_whole_with_hover_on_the_cell(
+        browser, streamlit_url):
+    """The slide theme lays a figure out for 1280 px (its export). In a 1024 px window's column a chart is
+    drawn at 1280 px and shown shrunk to the column: every title and label inside it (before, drawn at the
+    column's width with slide-sized text, titles were cut), its box as tall as what is shown, and the
+    hover still names the cell under the mouse. In a column wider than 1280 px it is drawn at the
+    column's width, not scaled."""
+    context = browser.new_context(viewport={"width": 1024, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    errors = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(f"{streamlit_url}/?theme=slide&views=heads")
+    wait_idle(page)
+    page.wait_for_selector(f"{GRID_CHART} .main-svg")
+    grid = page.eval_on_selector(GRID_CHART, SHOWN)
+    assert grid["laid"] == 1280 and grid["room"] < 1000
+    assert abs(grid["shown"] - grid["room"]) <= 1 and grid["scale"] == pytest.approx(grid["room"] / 1280)
+    assert abs(grid["box"] - grid["drawn"]) <= 1
+    assert grid["texts"] > 10 and grid["cut"] == 0
+    open_view(page, "3 · Attention step by step")
+    page.wait_for_selector(f"{WEIGHTS_CHART} .main-svg")
+    weights = page.eval_on_selector(WEIGHTS_CHART, SHOWN)
+    assert weights["laid"] == 1280 and abs(weights["shown"] - weights["room"]) <= 1 and weights["cut"] == 0
+    rows, cols = page.eval_on_selector(WEIGHTS_CHART, "gd => [gd.layout.yaxis.ticktext, gd.layout.xaxis.ticktext]")
+    assert len(rows) >= 3 and len(cols) >= 3
+    for row, col in ((len(rows) - 1, 1), (0, len(cols) - 1)):  # far from the top left, where a scale error grows
+        page.mouse.move(*cell_centre(page, WEIGHTS_CHART, row, col))
+        page.wait_for_function("([q, k]) => [...document.querySelectorAll('.hoverlayer .hovertext')]"
+                               ".some((e) => e.textContent.includes('query ' + q) && e.textContent.includes('key ' + k))",
+                               arg=[rows[row], cols[col]], timeout=10_000)
+        page.mouse.move(1, 1)
+    page.set_viewport_size({"width": 2200, "height": 900})  # a column wider than the slide: no scale
+    page.wait_for_function(f"() => document.querySelector('{WEIGHTS_CHART}').__lab.scale === 1")
+    wide = page.eval_on_selector(WEIGHTS_CHART, SHOWN)
+    assert wide["room"] > 1280 and wide["laid"] == wide["shown"] == wide["room"]
+    assert page.eval_on_selector(WEIGHTS_CHART, "gd => gd.style.transform + gd.parentElement.style.height") == ""
+    assert page.locator(ERRORS).count() == 0 and errors == []
+    context.close()
+
+
 def test_in_full_screen_the_arrow_keys_flip_heads_and_the_chart_stays_full_screen(page):
     """A projector demo: one chart full screen, → shows the next head in it, without leaving full screen."""
     open_view(page, "3 · Attention step by step")

@@ -32,12 +32,15 @@ import streamlit as st
 
 from viz import crisp
 from viz.fig import payload_json
-from viz.theme import APP_HEIGHT  # a figure without a height is drawn this tall, as plotly.js would
+from viz.theme import APP_HEIGHT, design_size, theme_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 STATIC = ROOT / "static"  # Streamlit serves <app dir>/static/ at app/static/ (server.enableStaticServing)
 PLOTLY_JS = f"plotly-{plotly.__version__}.min.js"  # versioned name: a browser never keeps an old copy
 NAME = "attention_lab_chart"
+# Themes without a size of their own (default, dark) are laid out for a 700 px column but read well down
+# to about half a wide page (the order view's twins, ~520 px); narrower (a phone), a chart is shrunk.
+FLUID_MIN_WIDTH = 480
 log = logging.getLogger("attention_lab")
 
 # The component's script. Streamlit calls the default export on every rerun that draws the element,
@@ -139,9 +142,22 @@ function rowTop(row) {
   return Math.max(0, ...twins(row).map((g) => ((g.__lab.spec.figure.layout || {}).margin || {}).t || 0));
 }
 
+function shrink(gd, k, height) {
+  // k < 1: the chart drawn `height` px tall is shown at k times its size (a CSS transform, which
+  // plotly.js's hover, zoom and selection follow), its box as tall as what is shown.
+  const box = gd.parentElement, fullscreen = document.fullscreenElement === box;
+  gd.style.transform = k < 1 ? `scale(${k})` : "";
+  gd.style.transformOrigin = k < 1 ? "0 0" : "";
+  box.style.overflow = k < 1 ? "hidden" : "";
+  box.style.height = k < 1 && !fullscreen ? `${Math.ceil(height * k)}px` : "";
+}
+
 function draw(Plotly, gd) {
   // The figure's own size, its width the container's unless it sets one; the whole screen in full screen.
-  const {figure, config, row} = gd.__lab.spec;
+  // Where that is narrower than the figure's design width (spec.design, design_width in Python: 1280 px
+  // for slides), it is drawn at that width and shown shrunk to fit, as its export looks, rather than
+  // with its title cut and its labels crowded.
+  const {figure, config, row, design} = gd.__lab.spec;
   const box = gd.parentElement;
   gd.__lab.size = sizeKey(gd);
   const layout = Object.assign({}, figure.layout);
@@ -151,13 +167,18 @@ function draw(Plotly, gd) {
     layout.margin = Object.assign({}, layout.margin, {t: gd.__lab.top});
   }
   box.style.background = fullscreen ? (layout.paper_bgcolor || "white") : "";  // not the browser's black
+  const room = fullscreen ? window.innerWidth : box.parentElement.clientWidth;
+  const laidOut = layout.width || design || 0;
+  const k = room && laidOut > room ? room / laidOut : 1;
+  gd.__lab.scale = k;
   if (fullscreen) {
-    layout.width = window.innerWidth;
-    layout.height = window.innerHeight;
+    layout.width = window.innerWidth / k;
+    layout.height = window.innerHeight / k;
   } else {
-    layout.width = layout.width || box.parentElement.clientWidth || undefined;
-    layout.height = layout.height || __APP_HEIGHT__;
+    layout.width = layout.width || (room ? room / k : undefined);
+    layout.height = layout.height || __APP_HEIGHT__ / k;  // a figure of no height of its own keeps the app's
   }
+  shrink(gd, k, layout.height);
   const full = Object.assign({}, config, {
     modeBarButtonsToRemove: ["toImage"],  // plotly.js's own: its SVG leaves heatmaps to the viewer's smoothing
     modeBarButtonsToAdd: [
@@ -311,8 +332,18 @@ def _component():
     return st.components.v2.component(NAME, js=_script(), css=CSS, isolate_styles=False)
 
 
-def chart(figure, *, key: str, config: dict, title: str = "", caption: str = "", row: str = "") -> None:
-    """Draw `figure` (a go.Figure) under `key`; the same key on the next rerun updates it in place.
+def design_width(theme: str) -> int:
+    """The narrowest width in CSS px at which a figure of `theme` is drawn as it is laid out: a theme
+    of fixed size (paper 600, slide 1280: viz.theme.design_size) is shrunk to fit below its width, as
+    its export would look; the others follow the page's width down to FLUID_MIN_WIDTH."""
+    return design_size(theme)[0] if theme_spec(theme)["width"] else FLUID_MIN_WIDTH
+
+
+def chart(figure, *, key: str, config: dict, title: str = "", caption: str = "", row: str = "",
+          theme: str = "default") -> None:
+    """Draw `figure` (a go.Figure, styled with viz theme `theme`) under `key`; the same key on the next
+    rerun updates it in place. Where the page gives it less width than the theme laid it out for
+    (design_width: 1280 px for slides), it is drawn at that width and shown shrunk to fit.
 
     title and caption (plain text, shown as text: never HTML or markdown) are drawn above and below
     the chart in the look of st.subheader and st.caption, by the same element (CSS). Charts side by
@@ -320,5 +351,5 @@ def chart(figure, *, key: str, config: dict, title: str = "", caption: str = "",
     start level, and the columns stack where either would be narrower than 28rem (CSS)."""
     payload = ('{"figure":' + payload_json(figure) + ',"config":' + json.dumps(config)
                + ',"title":' + json.dumps(title) + ',"caption":' + json.dumps(caption)
-               + ',"row":' + json.dumps(row) + "}")
+               + ',"row":' + json.dumps(row) + ',"design":' + str(design_width(theme)) + "}")
     _component()(key=key, data=payload.encode("utf-8"), width="stretch", height="content")

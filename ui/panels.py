@@ -87,7 +87,7 @@ def render_panel(panel: Panel, view: str, spec: FigureSpec, row: str = "") -> No
     key = f"{view}-{panel.key}"
     if panel.figure is not None:  # one element: the title, the chart and the caption (ui/chart.py says why)
         chart(panel.figure, key=f"chart-{key}", config=viz.figure_config(key), title=panel.title,
-              caption=panel.caption, row=row)
+              caption=panel.caption, row=row, theme=spec.theme)
     else:
         st.subheader(md(panel.title), anchor=False)
         if panel.caption:

@@ -60,7 +60,7 @@ def _train(steps: int, positional: str, theme: str) -> dict:
                                        f"token accuracy {stats.accuracy:.0%}")
                 with chart:  # one key per update: each replaces the last in the placeholder
                     ui_chart(viz.loss_curve(losses, steps=list(range(1, len(losses) + 1)), theme=theme),
-                             key=f"chart-train-progress-{stats.step}", config=viz.figure_config("training-loss"))
+                             key=f"chart-train-progress-{stats.step}", config=viz.figure_config("training-loss"), theme=theme)
     pairs = list(heldout[:5])
     texts = list(EXAMPLES) + [p.zh for p in pairs]
     outputs = translate_batch(model.eval(), texts, src_tok, tgt_tok)
@@ -98,6 +98,6 @@ def train_panel(theme: str) -> None:
         if result is None:
             return
         ui_chart(viz.loss_curve(result["losses"], steps=list(range(1, len(result["losses"]) + 1)), theme=theme),
-                 key="chart-train-loss", config=viz.figure_config("training-loss"))
+                 key="chart-train-loss", config=viz.figure_config("training-loss"), theme=theme)
     st.caption(f"Last run: {result['steps']} steps, positional encoding {result['positional']}.")
     st.dataframe(result["table"], key="table-train")
