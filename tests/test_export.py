@@ -449,6 +449,41 @@ def test_export_buttons_offer_every_format_or_explain_the_install(present, tmp_p
         assert not buttons and "apt-get install -y chromium" in captions
 
 
+def test_the_download_cache_renders_a_file_once_and_keeps_at_most_its_bytes(monkeypatch):
+    """Rendered downloads are shared by the whole server (a class downloading one figure renders it once)
+    and bounded by their bytes, not their count: PNGs of 511 tokens at 300 dpi are MBs each. The newest
+    stay, the oldest go first, a file larger than the bound is served but not kept, and the key is a
+    digest of the figure's JSON, not the JSON itself."""
+    import ui.export as ue
+
+    calls = []
+
+    def fake_render(fig_json, fmt, *, width, height, scale):
+        calls.append(fig_json)
+        return bytes(int(fig_json))  # a file of that many bytes
+
+    monkeypatch.setattr(ue.vx, "render_json", fake_render)
+    cache = ue.rendered.cache
+    cache.clear()
+    mib = 2**20
+    assert ue.rendered(str(mib), "png", 600, 480, 1.0) == bytes(mib)
+    assert ue.rendered(str(mib), "png", 600, 480, 1.0) == bytes(mib) and len(calls) == 1  # rendered once
+    assert ue.rendered(str(mib), "svg", 600, 480, 1.0) and len(calls) == 2  # another format: its own file
+    n = ue.EXPORT_CACHE_BYTES // (8 * mib) + 4
+    for i in range(n):  # more 8 MiB files than the bound holds
+        ue.rendered(str(8 * mib + i), "png", 600, 480, 1.0)
+        assert cache.currsize <= ue.EXPORT_CACHE_BYTES
+    assert len(calls) == 2 + n
+    ue.rendered(str(8 * mib + n - 1), "png", 600, 480, 1.0)  # the newest is kept
+    assert len(calls) == 2 + n
+    ue.rendered(str(mib), "png", 600, 480, 1.0)  # the oldest was dropped: rendered again
+    assert len(calls) == 3 + n
+    huge = str(ue.EXPORT_CACHE_BYTES + 1)
+    assert len(ue.rendered(huge, "png", 600, 480, 1.0)) == ue.EXPORT_CACHE_BYTES + 1  # served, not kept
+    assert cache.currsize <= ue.EXPORT_CACHE_BYTES and all(len(repr(k)) < 200 for k in cache)
+    cache.clear()
+
+
 def test_trace_download_zip_holds_a_loadable_trace_and_sidecar(tmp_path, models):
     import zipfile
 

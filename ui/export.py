@@ -2,16 +2,19 @@
 
 Nothing is rendered while the page draws: each st.download_button gets a callable, which
 Streamlit runs (on another thread) only when that button is clicked. Rendered bytes are cached
-per (figure JSON, format, size, scale) for the whole server, and one headless Chromium stays
-warm (viz.export), so a second download of anything takes ~0.2 s.
+per (figure JSON, format, size, scale) for the whole server, bounded by bytes (EXPORT_CACHE_BYTES),
+and one headless Chromium stays warm (viz.export), so a second download of anything takes ~0.2 s.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
+import threading
 import zipfile
 from collections.abc import Callable
 
+import cachetools
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -27,9 +30,22 @@ _HELP = {
 }
 
 
-@st.cache_data(max_entries=256, show_spinner=False)
+# Rendered files kept, by their bytes, for the whole server, each for an hour: a class downloading the
+# figure the teacher shows renders it once. A PNG at 300 dpi of 511 tokens is a few MB, so a count of
+# entries (st.cache_data's bound) would not bound the memory; one file larger than this is not kept.
+EXPORT_CACHE_BYTES = 64 * 2**20
+
+
+def _render_key(fig_json: str, fmt: str, width: int, height: int, scale: float) -> tuple:
+    """The cache key: a digest of the figure's JSON (up to MBs at 511 tokens), not the text itself."""
+    return cachetools.keys.hashkey(hashlib.sha256(fig_json.encode("utf-8")).hexdigest(), fmt, width, height, scale)
+
+
+@cachetools.cached(cachetools.TTLCache(EXPORT_CACHE_BYTES, ttl=60 * 60, getsizeof=len), key=_render_key,
+                   condition=threading.Condition())
 def rendered(fig_json: str, fmt: str, width: int, height: int, scale: float) -> bytes:
-    """viz.export.render, cached across sessions and reruns (keyed on the figure's JSON)."""
+    """viz.export.render, cached across sessions and reruns (keyed on the figure's JSON); a second click
+    on the same download while the first renders waits for that render (one render, not two)."""
     return vx.render_json(fig_json, fmt, width=width, height=height, scale=scale)
 
 
