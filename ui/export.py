@@ -31,8 +31,9 @@ _HELP = {
 
 
 # Rendered files kept, by their bytes, for the whole server, each for an hour: a class downloading the
-# figure the teacher shows renders it once. A PNG at 300 dpi of 511 tokens is a few MB, so a count of
-# entries (st.cache_data's bound) would not bound the memory; one file larger than this is not kept.
+# figure the teacher shows renders it once. A file's size ranges from KBs to tens of MB (a 300 dpi PNG
+# of a 511-token heatmap: 0.5-0.8 MB; up to 16,384 px a side), so a count of entries (st.cache_data's
+# bound) would not bound the memory; one file larger than this is not kept.
 EXPORT_CACHE_BYTES = 64 * 2**20
 
 
