@@ -504,6 +504,26 @@ def test_the_translate_views_step_charts_sit_level_or_stack(page):
     assert page.locator(ERRORS).count() == 0
 
 
+def test_slide_twins_stack_where_side_by_side_would_show_them_at_under_half_their_size(browser, streamlit_url):
+    """Slide charts are laid out for 1280 px: in half of a 1500 px window's main area (~520 px) they would
+    be shown at ~0.4 of that, so there the twins stack, each the full width (0.8); in a 2400 px window
+    (half: ~960 px) they sit side by side and level."""
+    context = browser.new_context(viewport={"width": 1500, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    page.goto(f"{streamlit_url}/?theme=slide&views=order")
+    wait_idle(page)
+    drawn_charts(page)
+    rows = twin_rows(page, 1500)
+    assert {"order-diff", "order-pooled"} <= set(rows), rows
+    assert_stacked_full_width(rows)
+    scales = page.eval_on_selector_all('[data-testid="stMain"] .js-plotly-plot', "els => els.map(gd => gd.__lab.scale)")
+    assert min(scales) > 0.75, scales
+    assert_side_by_side_and_level(twin_rows(page, 2400))
+    assert page.locator(ERRORS).count() == 0
+    context.close()
+
+
 VERDICTS = """() => [...document.querySelectorAll('.st-key-twins-order-verdict [data-testid="stAlert"]')].map(a => {
     const box = a.getBoundingClientRect(), text = a.querySelector('[data-testid="stMarkdownContainer"]');
     return {top: Math.round(box.top), bottom: Math.round(box.bottom), height: Math.round(box.height),

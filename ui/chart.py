@@ -41,6 +41,7 @@ NAME = "attention_lab_chart"
 # Themes without a size of their own (default, dark) are laid out for a 700 px column but read well down
 # to about half a wide page (the order view's twins, ~520 px); narrower (a phone), a chart is shrunk.
 FLUID_MIN_WIDTH = 480
+STACK_REM = 28  # twins stack where a column would be narrower than this, or than half the design width (JS)
 log = logging.getLogger("attention_lab")
 
 # The component's script. Streamlit calls the default export on every rerun that draws the element,
@@ -78,6 +79,7 @@ function toggleFullscreen(gd) {
 // The camera button: plotly.js's SVG, each heatmap image (one pixel per cell) enlarged by nearest
 // neighbour as the server's export does (viz/crisp.py, its constants), so that no viewer blurs it.
 const CRISP_TARGET = __CRISP_TARGET__, CRISP_MAX = __CRISP_MAX__;
+const STACK_REM = __STACK_REM__;  // twin charts stack below this column width (and half their design width)
 
 function crispFactor(w, h) {
   const longest = Math.max(w, h);
@@ -238,6 +240,14 @@ function say(gd, text) {
   gd.__lab.message.textContent = text;
 }
 
+function stackBelow(parentElement, spec) {
+  // Twin charts (a row, in st.columns, which wrap) stack, each the full width, where either column would
+  // be narrower than 28rem or than half the figure's design width: a slide chart (1280 px) side by side
+  // would be shown at under half its size; at half of a laptop's width a heatmap squeezes its cells.
+  const column = spec.row ? parentElement.closest('[data-testid="stColumn"]') : null;
+  if (column) column.style.minWidth = `min(100%, max(${STACK_REM}rem, ${(spec.design || 0) / 2}px))`;
+}
+
 export default function ({parentElement, data}) {
   const gd = parentElement.querySelector("div.lab-chart") || mount(parentElement);
   const text = decode(data);
@@ -247,6 +257,7 @@ export default function ({parentElement, data}) {
   label(gd.__lab.title, gd.__lab.spec.title);
   label(gd.__lab.caption, gd.__lab.spec.caption);
   gd.__lab.title.dataset.row = gd.__lab.spec.row || "";
+  stackBelow(parentElement, gd.__lab.spec);
   equalize(gd.__lab.spec.row);
   loadPlotly().then((Plotly) => {
     if (gd.__lab.text !== text) return;  // a newer figure came while plotly.js loaded
@@ -293,10 +304,6 @@ CSS = """
   opacity: 0.6; margin: 1rem 0 0 0; overflow-wrap: break-word;
 }
 .lab-chart-title[hidden], .lab-chart-caption[hidden] { display: none; }
-/* Twin charts side by side (a row: st.columns, which wrap) stack, each the full width, once either
-   would be narrower than 28rem: at half of a laptop's width a heatmap clips its title and squeezes
-   its cells. */
-[data-testid="stColumn"]:has(h3.lab-chart-title[data-row]) { min-width: min(100%, 28rem); }
 """
 
 
@@ -317,7 +324,8 @@ def ensure_plotly_js(static: Path = STATIC) -> Path:
 
 def _script() -> str:
     return (JS.replace("__PLOTLY_JS__", PLOTLY_JS).replace("__APP_HEIGHT__", str(APP_HEIGHT))
-            .replace("__CRISP_TARGET__", str(crisp.TARGET_PX)).replace("__CRISP_MAX__", str(crisp.MAX_PX)))
+            .replace("__CRISP_TARGET__", str(crisp.TARGET_PX)).replace("__CRISP_MAX__", str(crisp.MAX_PX))
+            .replace("__STACK_REM__", str(STACK_REM)))
 
 
 @functools.cache
@@ -348,7 +356,8 @@ def chart(figure, *, key: str, config: dict, title: str = "", caption: str = "",
     title and caption (plain text, shown as text: never HTML or markdown) are drawn above and below
     the chart in the look of st.subheader and st.caption, by the same element (CSS). Charts side by
     side (in st.columns) share a `row` name: their titles take the tallest one's height, so the charts
-    start level, and the columns stack where either would be narrower than 28rem (CSS)."""
+    start level, and the columns stack where either would be narrower than 28rem or than half the design
+    width (slide charts, 1280 px, stack below 640 px columns)."""
     payload = ('{"figure":' + payload_json(figure) + ',"config":' + json.dumps(config)
                + ',"title":' + json.dumps(title) + ',"caption":' + json.dumps(caption)
                + ',"row":' + json.dumps(row) + ',"design":' + str(design_width(theme)) + "}")
