@@ -451,7 +451,7 @@ def test_export_buttons_offer_every_format_or_explain_the_install(present, tmp_p
 
 def test_the_download_cache_renders_a_file_once_and_keeps_at_most_its_bytes(monkeypatch):
     """Rendered downloads are shared by the whole server (a class downloading one figure renders it once)
-    and bounded by their bytes, not their count (a file is KBs to tens of MB). The newest
+    and bounded by their bytes, not their count (a file is KBs to MBs). The newest
     stay, the oldest go first, a file larger than the bound is served but not kept, and the key is a
     digest of the figure's JSON, not the JSON itself."""
     import ui.export as ue

@@ -31,8 +31,8 @@ _HELP = {
 
 
 # Rendered files kept, by their bytes, for the whole server, each for an hour: a class downloading the
-# figure the teacher shows renders it once. A file's size ranges from KBs to tens of MB (a 300 dpi PNG
-# of a 511-token heatmap: 0.5-0.8 MB; up to 16,384 px a side), so a count of entries (st.cache_data's
+# figure the teacher shows renders it once. Files range from KBs to MBs (a 300 dpi PNG of a 511-token
+# heatmap: 0.5-0.8 MB; an export may be up to 16,384 px a side), so a count of entries (st.cache_data's
 # bound) would not bound the memory; one file larger than this is not kept.
 EXPORT_CACHE_BYTES = 64 * 2**20
 

@@ -60,7 +60,8 @@ def _train(steps: int, positional: str, theme: str) -> dict:
                                        f"token accuracy {stats.accuracy:.0%}")
                 with chart:  # one key per update: each replaces the last in the placeholder
                     ui_chart(viz.loss_curve(losses, steps=list(range(1, len(losses) + 1)), theme=theme),
-                             key=f"chart-train-progress-{stats.step}", config=viz.figure_config("training-loss"), theme=theme)
+                             key=f"chart-train-progress-{stats.step}", config=viz.figure_config("training-loss"),
+                             theme=theme)
     pairs = list(heldout[:5])
     texts = list(EXAMPLES) + [p.zh for p in pairs]
     outputs = translate_batch(model.eval(), texts, src_tok, tgt_tok)
