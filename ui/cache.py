@@ -70,14 +70,25 @@ def models() -> Models:
     return Models(load, run_for, order_for)
 
 
+SHARED_TTL_S = 60 * 60  # a lesson's views and downloads are released an hour after they were made
+
+
+def shared(max_bytes: int, getsizeof, **kwargs):
+    """A cache for the whole server (cachetools, since Streamlit's caches count entries, not bytes):
+    bounded by `max_bytes` as getsizeof counts them, each entry dropped SHARED_TTL_S after it was made,
+    and a caller asking for a key another is computing waits for that result (one computation, not two).
+    An entry larger than the bound is returned but not kept. kwargs: cachetools.cached's (key, info)."""
+    cache = cachetools.TTLCache(max_bytes, ttl=SHARED_TTL_S, getsizeof=getsizeof)
+    return cachetools.cached(cache, condition=threading.Condition(), **kwargs)
+
+
 # Views kept, by ViewResult.nbytes: ~150 of 8 tokens (~0.2 MB each), a handful of 512 (the base
 # model's heads view at 512, ~150 MB by that count, is not kept at all). A class following the
 # teacher needs a few views at a time; 30 students exploring alone added ~40 MiB at 64 MiB.
 VIEW_CACHE_BYTES = 32 * 2**20
 
 
-@cachetools.cached(cachetools.TTLCache(VIEW_CACHE_BYTES, ttl=60 * 60, getsizeof=ViewResult.nbytes),
-                   condition=threading.Condition(), info=True)
+@shared(VIEW_CACHE_BYTES, ViewResult.nbytes, info=True)
 def view_result(view: str, spec: FigureSpec) -> ViewResult:
     """lab.views.build_view with the app's models, once per (view, spec) for the whole server
     (read-only from here on, like a Run), with each figure's payload made (ui.chart sends it)."""

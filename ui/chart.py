@@ -125,11 +125,15 @@ async function saveSvg(gd) {
   setTimeout(() => URL.revokeObjectURL(link.href), 10000);
 }
 
+function roomWidth(gd) {
+  // The width the chart may take: the screen's in full screen, else its container's.
+  return document.fullscreenElement === gd.parentElement ? window.innerWidth : gd.parentElement.parentElement.clientWidth;
+}
+
 function sizeKey(gd) {
   // What the drawn size depends on: the screen's size in full screen, else the container's width.
-  const box = gd.parentElement;
-  return document.fullscreenElement === box ? `${window.innerWidth}x${window.innerHeight}`
-                                            : `${box.parentElement.clientWidth}`;
+  return document.fullscreenElement === gd.parentElement ? `${window.innerWidth}x${window.innerHeight}`
+                                                         : `${roomWidth(gd)}`;
 }
 
 function twins(row) {
@@ -144,10 +148,10 @@ function rowTop(row) {
   return Math.max(0, ...twins(row).map((g) => ((g.__lab.spec.figure.layout || {}).margin || {}).t || 0));
 }
 
-function shrink(gd, k, height) {
+function shrink(gd, k, height, fullscreen) {
   // k < 1: the chart drawn `height` px tall is shown at k times its size (a CSS transform, which
   // plotly.js's hover, zoom and selection follow), its box as tall as what is shown.
-  const box = gd.parentElement, fullscreen = document.fullscreenElement === box;
+  const box = gd.parentElement;
   gd.style.transform = k < 1 ? `scale(${k})` : "";
   gd.style.transformOrigin = k < 1 ? "0 0" : "";
   box.style.overflow = k < 1 ? "hidden" : "";
@@ -169,7 +173,7 @@ function draw(Plotly, gd) {
     layout.margin = Object.assign({}, layout.margin, {t: gd.__lab.top});
   }
   box.style.background = fullscreen ? (layout.paper_bgcolor || "white") : "";  // not the browser's black
-  const room = fullscreen ? window.innerWidth : box.parentElement.clientWidth;
+  const room = roomWidth(gd);
   const laidOut = layout.width || design || 0;
   const k = room && laidOut > room ? room / laidOut : 1;
   gd.__lab.scale = k;
@@ -180,7 +184,7 @@ function draw(Plotly, gd) {
     layout.width = layout.width || (room ? room / k : undefined);
     layout.height = layout.height || __APP_HEIGHT__ / k;  // a figure of no height of its own keeps the app's
   }
-  shrink(gd, k, layout.height);
+  shrink(gd, k, layout.height, fullscreen);
   const full = Object.assign({}, config, {
     modeBarButtonsToRemove: ["toImage"],  // plotly.js's own: its SVG leaves heatmaps to the viewer's smoothing
     modeBarButtonsToAdd: [

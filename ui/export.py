@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import threading
 import zipfile
 from collections.abc import Callable
 
@@ -19,6 +18,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from lab.spec import FigureSpec
+from ui.cache import shared
 from viz import export as vx
 
 _LABELS = {"svg": "SVG", "pdf": "PDF", "png": "PNG"}
@@ -30,7 +30,7 @@ _HELP = {
 }
 
 
-# Rendered files kept, by their bytes, for the whole server, each for an hour: a class downloading the
+# Rendered files kept, by their bytes, for the whole server (ui.cache.shared): a class downloading the
 # figure the teacher shows renders it once. Files range from KBs to MBs (a 300 dpi PNG of a 511-token
 # heatmap: 0.5-0.8 MB; an export may be up to 16,384 px a side), so a count of entries (st.cache_data's
 # bound) would not bound the memory; one file larger than this is not kept.
@@ -42,8 +42,7 @@ def _render_key(fig_json: str, fmt: str, width: int, height: int, scale: float) 
     return cachetools.keys.hashkey(hashlib.sha256(fig_json.encode("utf-8")).hexdigest(), fmt, width, height, scale)
 
 
-@cachetools.cached(cachetools.TTLCache(EXPORT_CACHE_BYTES, ttl=60 * 60, getsizeof=len), key=_render_key,
-                   condition=threading.Condition())
+@shared(EXPORT_CACHE_BYTES, len, key=_render_key)
 def rendered(fig_json: str, fmt: str, width: int, height: int, scale: float) -> bytes:
     """viz.export.render, cached across sessions and reruns (keyed on the figure's JSON); a second click
     on the same download while the first renders waits for that render (one render, not two)."""

@@ -120,8 +120,9 @@ for _name, _t in THEMES.items():
     _t["auto_values"] = _t["legend_below"] = _name.startswith("paper")
 THEME_NAMES = tuple(THEMES)
 
-# Themes without a fixed size are drawn by Streamlit at the container's width (about 700 to
-# 1100 px) and the figure's own height (Plotly's default 450 px): lay them out for the narrowest.
+# Themes without a fixed size are drawn by the app at its column's width (~1,050 px in a 1500 px
+# window, ~520 for charts side by side, ~560 in a 1024 px window) and the figure's own height (Plotly's
+# default 450 px): lay them out for 700 px, which reads well down to ~480 (ui/chart.py shrinks below).
 APP_WIDTH = 700
 APP_HEIGHT = 450
 # A line break that apply_theme inserted to wrap a long title or note (it re-wraps from scratch
