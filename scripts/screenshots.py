@@ -1,6 +1,6 @@
 """Full-page screenshots of every view of the running app, for looking at (not for tests).
 
-    python scripts/screenshots.py [--out artifacts/screenshots] [--query "sentence_a=...&theme=paper"]
+    python scripts/screenshots.py [--out artifacts/screenshots] [--query "sentence_a=...&theme=paper"] [--dark]
 
 Starts `streamlit run app.py` on a free loopback port, opens each view in headless Chromium
 (/usr/bin/chromium) and saves <view>.png. Nothing is downloaded.
@@ -133,6 +133,7 @@ def main() -> None:
     parser.add_argument("--views", default="all", help="comma-separated view numbers (1-7) or 'all'")
     parser.add_argument("--prefix", default="")
     parser.add_argument("--width", type=int, default=1500)
+    parser.add_argument("--dark", action="store_true", help="the browser asks for a dark page (OS dark mode)")
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
@@ -141,7 +142,8 @@ def main() -> None:
     labels = VIEW_LABELS if args.views == "all" else [VIEW_LABELS[int(i) - 1] for i in args.views.split(",")]
     with streamlit_server() as (url, _), sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": args.width, "height": 1000})
+        page = browser.new_page(viewport={"width": args.width, "height": 1000},
+                                color_scheme="dark" if args.dark else "light")
         page.goto(f"{url}/?{args.query}" if args.query else url)
         wait_idle(page)
         for label in labels:

@@ -326,6 +326,41 @@ def test_share_link_opens_the_same_view_and_settings(make_app):
     assert shown == FigureSpec.from_query(query)
 
 
+def test_the_figure_theme_follows_the_pages_light_or_dark_until_one_is_chosen(make_app, monkeypatch):
+    """A dark page (the browser's colour scheme, as st.context.theme reads it) gets dark figures; a theme
+    picked by hand or named by a link stays whatever the page does; a followed theme is not in the link."""
+    import streamlit.runtime.context as context
+
+    from viz.theme import THEMES
+
+    page = {"color_scheme": "dark"}
+    real = context._context_info_field
+    monkeypatch.setattr(context, "_context_info_field", lambda name: page.get(name) or real(name))
+
+    def shown(at) -> tuple[str, set[str], str | None]:
+        clean(at)
+        link = dict(parse_qsl(urlsplit(at.code[0].value).query))
+        backgrounds = {f["layout"]["paper_bgcolor"] for f in figures(at)}
+        return at.selectbox(key="theme").value, backgrounds, link.get("theme")
+
+    dark, light = THEMES["dark"]["paper_bgcolor"], THEMES["default"]["paper_bgcolor"]
+    assert dark != light
+    at = make_app(view="attention", share=True, **SMALL)
+    assert shown(at) == ("dark", {dark}, None)  # the link leaves it to the receiver's page
+    page["color_scheme"] = "light"  # the person's system turns light: the next full run follows
+    assert shown(at.run()) == ("default", {light}, None)
+    at.selectbox(key="theme").set_value("dark").run()  # chosen by hand: kept on a light page, and linked
+    assert shown(at.run()) == ("dark", {dark}, "dark")
+    at.selectbox(key="theme").set_value("default").run()
+    page["color_scheme"] = "dark"
+    assert shown(at.run()) == ("default", {light}, "default")  # "default" chosen on a dark page stays too
+    linked = make_app(link={"views": "attention", "theme": "default", **{k: str(v) for k, v in SMALL.items()}},
+                      share=True)
+    assert shown(linked) == ("default", {light}, "default")
+    unlinked = make_app(link={"views": "attention", **{k: str(v) for k, v in SMALL.items()}}, share=True)
+    assert shown(unlinked) == ("dark", {dark}, None)
+
+
 @pytest.mark.parametrize("query, field", [({"layer": "abc"}, "layer"), ({"colour": "red"}, "colour"),
                                           ({"mask": "<b>x</b>"}, "mask")])
 def test_a_bad_link_names_the_field_and_falls_back_to_defaults(make_app, query, field):

@@ -428,6 +428,42 @@ def test_a_theme_chosen_live_draws_what_a_fresh_page_of_that_theme_draws(page, b
     assert len(live) == len(before) >= 5 and all(a != b for a, b in zip(live, before, strict=True))
 
 
+PAGE_AND_CHART_COLOURS = """() => [getComputedStyle(document.querySelector('[data-testid="stApp"]')).backgroundColor,
+    ...[...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot .main-svg:first-child')]
+       .map(svg => getComputedStyle(svg).backgroundColor)]"""
+
+
+def test_on_a_dark_page_the_charts_are_dark_and_follow_the_page_until_a_theme_is_chosen(browser, streamlit_url):
+    """The browser asks for dark (the operating system's dark mode): Streamlit's page is dark, and so are the
+    charts, in the page's own colour; the page turning light, the next full run follows; a theme chosen stays."""
+    context = browser.new_context(viewport={"width": 1500, "height": 1000}, color_scheme="dark")
+    try:
+        tab = context.new_page()
+        tab.goto(f"{streamlit_url}/?views=attention")
+        wait_idle(tab)
+        drawn_charts(tab)
+        page_bg, *charts = tab.evaluate(PAGE_AND_CHART_COLOURS)
+        assert len(charts) >= 5 and set(charts) == {page_bg} != {"rgb(255, 255, 255)"}, (page_bg, charts)
+        assert tab.locator(".st-key-theme [role='combobox']").input_value() == "dark"
+        full_screenshot(tab, str(SCREENSHOTS / "browser-dark-page.png"))
+        tab.emulate_media(color_scheme="light")  # the system turns light; no rerun yet
+        tab.locator('[data-testid="stMain"] h1').click()  # focus off any box: "r" reruns the whole app
+        tab.keyboard.press("r")
+        tab.wait_for_function(f"() => ({PAGE_AND_CHART_COLOURS})().every(c => c === 'rgb(255, 255, 255)')")
+        wait_idle(tab)
+        assert tab.locator(".st-key-theme [role='combobox']").input_value() == "default"
+        tab.locator(".st-key-theme [role='combobox']").click()
+        if not tab.get_by_role("option", name="dark", exact=True).count():
+            tab.keyboard.press("ArrowDown")
+        tab.get_by_role("option", name="dark", exact=True).click()
+        wait_for_setting(tab, "theme", "dark")  # chosen: in the link, and kept on the light page
+        tab.wait_for_function(f"() => ({PAGE_AND_CHART_COLOURS})().slice(1).every(c => c !== 'rgb(255, 255, 255)')")
+        page_bg, *charts = tab.evaluate(PAGE_AND_CHART_COLOURS)
+        assert page_bg == "rgb(255, 255, 255)" and len(charts) >= 5 and "rgb(255, 255, 255)" not in charts
+    finally:
+        context.close()
+
+
 TWIN_ROWS = """() => {
     // Per row of twin charts: each title's text height (a Range: what min-height cannot change), its
     // min-height, and where and how wide each chart and its plot area are, against the main area's width.

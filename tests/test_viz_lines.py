@@ -15,6 +15,7 @@ from lab.compute import load_model
 from lab.spec import FigureSpec
 from lab.views import Models, build_view, head_arrays, record
 from viz.attention import LINE_BANDS, LINES_ALL_UP_TO, LINES_TOP
+from viz.theme import THEMES
 
 
 def softmax_rows(rng, n_q, n_k, mask=None):
@@ -131,7 +132,9 @@ def test_repeated_tokens_keep_a_label_each_and_the_dark_theme_draws_light_lines(
                               theme="dark")
     assert len(set(fig.layout.yaxis.ticktext)) == 4 and len(set(fig.layout.yaxis2.ticktext)) == 4
     (trace,) = [t for t in fig.data if t.meta["role"] == "lines"]
-    assert trace.line.color.startswith("rgba(250,250,250,")  # the dark theme's text colour, not black
+    text = THEMES["dark"]["font_color"].lstrip("#")  # the dark theme's text colour, not black
+    assert trace.line.color.startswith("rgba({},{},{},".format(*(int(text[i:i + 2], 16) for i in (0, 2, 4))))
+    assert min(int(text[i:i + 2], 16) for i in (0, 2, 4)) > 200  # light: visible on the dark background
 
 
 def test_the_query_views_lines_are_the_models_weights():

@@ -16,7 +16,7 @@ import streamlit as st
 
 from lab.spec import MASKS, THEMES
 from model.device import available_devices
-from ui.state import keep_choice, keep_in_range
+from ui.state import choose_theme, keep_choice, keep_in_range
 
 MASK_HELP = {
     "paper": "As in the paper: every block ignores [PAD] keys (added to line A and B up), and the decoder's "
@@ -32,7 +32,8 @@ POSITIONAL_HELP = {
     "none": "no position information at all: self-attention then cannot tell word order.",
 }
 THEME_HELP = ("default: for the screen. paper / paper-sans: white, print sizes, values written in small matrices "
-              "(serif or sans-serif type). slide: large type for a projector. dark: dark background.")
+              "(serif or sans-serif type). slide: large type for a projector. dark: dark background. Until you "
+              "choose one, the figures follow the page: dark in dark mode, default otherwise.")
 UI_LIMITS = {"d_model": (2, 512), "n_heads": (1, 64), "n_layers": (1, 6), "d_ff": (1, 2048), "seed": (0, 2**31 - 1),
              "width": (0, 8000), "height": (0, 8000), "scale": (0.1, 10.0)}
 
@@ -84,7 +85,7 @@ def model_section(trained_problem: str | None, notes: list[str]) -> None:
 
 def display_section() -> None:
     st.header("Figures")
-    st.selectbox("Theme", list(THEMES), key="theme", help=THEME_HELP)
+    st.selectbox("Theme", list(THEMES), key="theme", help=THEME_HELP, on_change=choose_theme)
     with st.expander("Export size", expanded=False):
         for key, label in (("width", "width (CSS px)"), ("height", "height (CSS px)")):
             keep_in_range(key, *UI_LIMITS[key])

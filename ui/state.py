@@ -26,6 +26,10 @@ def _defaults() -> dict[str, object]:
 
 
 DEFAULTS = _defaults()
+# The figure theme follows the page's (light or dark, from the browser's colour scheme or Streamlit's
+# settings menu) until the person picks one in the sidebar (choose_theme) or a link sets it.
+FOLLOWS_PAGE = "_theme_follows_page"
+PAGE_THEMES = {"light": "default", "dark": "dark"}
 RANDOM_ONLY = ("tokenizer", "d_model", "n_heads", "n_layers", "d_ff", "norm", "seed")  # ignored by zh-en
 
 # label -> (sentence A, sentence B)
@@ -41,7 +45,8 @@ PRESETS: dict[str, tuple[str, str]] = {
 
 
 def init_state() -> None:
-    """Fill missing keys (defaults, or a share link on a session's first run) and keep widget values.
+    """Fill missing keys (defaults, or a share link on a session's first run) and keep widget values;
+    the figure theme takes the page's light or dark until one is chosen (FOLLOWS_PAGE).
 
     Re-assigning a widget's key to itself keeps its value while the widget is not drawn (a control
     that only one view shows), instead of Streamlit dropping it.
@@ -51,6 +56,8 @@ def init_state() -> None:
     if first:
         ss["_started"] = True
         params = st.query_params.to_dict()
+        if "theme" not in params and "theme" not in ss:  # nobody chose one: the page's light or dark
+            ss[FOLLOWS_PAGE] = True
         if params:
             try:
                 for key, value in state_from_spec(FigureSpec.from_query(params)).items():
@@ -64,6 +71,22 @@ def init_state() -> None:
             ss[key] = value
         else:
             ss[key] = ss[key]
+    if ss.get(FOLLOWS_PAGE):
+        ss["theme"] = page_theme()
+
+
+
+def page_theme() -> str:
+    """The figure theme that sits on this page: "dark" on a dark page, else "default".
+
+    st.context.theme is the page's type as of this rerun; an operating system switching to dark
+    mode does not rerun the app, so the figures follow at the next full run (any sidebar change)."""
+    return PAGE_THEMES.get(st.context.theme.type or "light", "default")
+
+
+def choose_theme() -> None:
+    """The Theme box's callback: a theme picked by hand stays, whatever the page does."""
+    st.session_state.pop(FOLLOWS_PAGE, None)
 
 
 def state_from_spec(spec: FigureSpec) -> dict[str, object]:
@@ -85,12 +108,18 @@ def spec_from_state() -> FigureSpec:
     return FigureSpec(**values)
 
 
-def share_query(spec: FigureSpec) -> dict[str, str]:
-    """Query parameters of a share link: the spec's non-default fields, the view always included."""
+def share_query(spec: FigureSpec, theme_follows_page: bool = False) -> dict[str, str]:
+    """Query parameters of a share link: the spec's non-default fields, the view always included. A
+    theme chosen (in the sidebar or by a link) is always in it; one that only follows the page (dark
+    on a dark page) is left out, so the link opens in the receiver's own light or dark."""
     shared = dataclasses.replace(
         spec, sentence_a=spec.sentence_a[:MAX_CHARS], sentence_b=spec.sentence_b[:MAX_CHARS]
     )
+    if theme_follows_page:
+        shared = dataclasses.replace(shared, theme=DEFAULTS["theme"])
     query = shared.to_query()
+    if not theme_follows_page:  # chosen, even "default": it stays so on a dark page too
+        query["theme"] = spec.theme
     query["views"] = ",".join(spec.views)  # even when it is the spec default: a link is never empty
     return query
 
