@@ -478,6 +478,37 @@ def test_token_diff_marks_positions_that_differ():
     assert styled_rows == {0, 3}
 
 
+def _luminance(hex_colour: str) -> float:
+    """WCAG 2 relative luminance of #rrggbb."""
+    def channel(c: float) -> float:
+        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+    r, g, b = (channel(int(hex_colour.lstrip("#")[i:i + 2], 16) / 255) for i in (0, 2, 4))
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def _contrast(a: str, b: str) -> float:
+    hi, lo = sorted((_luminance(a), _luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+@pytest.mark.parametrize("dark", [False, True])
+def test_highlighted_rows_are_legible_on_a_light_and_on_a_dark_page(dark):
+    """Bold text on the highlight reads (WCAG AA, 4.5:1); on a dark page the table draws its check marks
+    (the "differs" column) in the page's light text colour, which must stand out from the highlight too
+    (3:1, WCAG's figure for non-text marks): a pale yellow there hid them."""
+    from viz.theme import THEMES
+
+    frame = viz.token_comparison(list("你喜欢她"), [1, 2, 3, 4], list("她喜欢你"), [4, 2, 3, 1])
+    css = viz.highlight_differences(frame, dark=dark).to_html().split("</style>")[0]
+    background = re.search(r"background-color: (#[0-9a-f]{6})", css).group(1)
+    text = re.search(r"[^-]color: (#[0-9a-f]{6})", css).group(1)
+    assert "font-weight: bold" in css and {r for r in range(4) if f"_row{r}_col0" in css} == {0, 3}
+    assert _contrast(text, background) >= 4.5
+    if dark:
+        assert _contrast(THEMES["dark"]["font_color"], background) >= 3
+        assert _contrast(THEMES["dark"]["paper_bgcolor"], background) >= 1.5  # the row stands out
+
+
 def test_matrix_frame_has_unique_labels_and_the_numbers():
     m = RNG.normal(size=(10, 3))
     frame = viz.matrix_frame(m, I_LIKE_HER, None)

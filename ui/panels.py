@@ -72,8 +72,8 @@ def _table(panel: Panel, key: str, *, numbers: bool) -> None:
         st.caption(f"{table.shape[0]:,} × {table.shape[1]:,} numbers: too many to show here; "
                    "download them as CSV.")
     elif panel.highlight is not None:
-        st.dataframe(viz.highlight_differences(table, differs=panel.highlight), key=f"table-{key}",
-                     hide_index=_plain_index(table))
+        st.dataframe(viz.highlight_differences(table, differs=panel.highlight, dark=st.context.theme.type == "dark"),
+                     key=f"table-{key}", hide_index=_plain_index(table))
     else:
         st.dataframe(table, key=f"table-{key}", hide_index=_plain_index(table))
 

@@ -10,6 +10,8 @@ import pandas as pd
 from viz.labels import unique_labels
 
 DIFF_HIGHLIGHT = "background-color: #ffe08a; color: #000000; font-weight: bold"
+# On a dark page: a dark amber under light text, so the table's own (light) check marks still show.
+DIFF_HIGHLIGHT_DARK = "background-color: #6b5310; color: #fff6d6; font-weight: bold"
 
 
 def token_table(
@@ -78,19 +80,20 @@ def token_comparison(
 
 
 def highlight_differences(
-    frame: pd.DataFrame, *, differs: Sequence[bool] | None = None
+    frame: pd.DataFrame, *, differs: Sequence[bool] | None = None, dark: bool = False
 ) -> pd.io.formats.style.Styler:
     """A Styler (st.dataframe accepts it) that marks rows where `differs` is True.
 
     `differs` defaults to the frame's own "differs" column. Rows are highlighted and bold, so
-    the difference does not rest on colour alone.
+    the difference does not rest on colour alone; `dark`: in colours for a dark page.
     """
+    style = DIFF_HIGHLIGHT_DARK if dark else DIFF_HIGHLIGHT
     flags = list(frame["differs"] if differs is None else differs)
     if len(flags) != len(frame):
         raise ValueError(f"{len(flags)} flags for {len(frame)} rows")
 
     def style_row(row):
-        return [DIFF_HIGHLIGHT if flags[frame.index.get_loc(row.name)] else ""] * len(row)
+        return [style if flags[frame.index.get_loc(row.name)] else ""] * len(row)
 
     return frame.style.apply(style_row, axis=1)
 
