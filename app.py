@@ -32,7 +32,7 @@ from ui import cache, look  # noqa: E402
 from ui.panels import render_result, ui_export  # noqa: E402
 from ui.sentences import sentences_row  # noqa: E402
 from ui.sidebar import sidebar  # noqa: E402
-from ui.state import FOLLOWS_PAGE, init_state, open_head, share_query, spec_from_state  # noqa: E402
+from ui.state import FOLLOWS_PAGE, init_state, open_head, page_turned, share_query, spec_from_state  # noqa: E402
 from ui.style import page_style  # noqa: E402
 from ui.text import md  # noqa: E402
 from ui.train import train_panel  # noqa: E402
@@ -186,6 +186,8 @@ def main_area(trained_ok: bool) -> None:
     does not pass through main()'s guard, so this one has its own: never a traceback on the page.
     """
     app_torch_threads()  # this fragment rerun's own thread (lab/threads.py)
+    if page_turned():  # the page went light or dark: the whole app follows (the sidebar's Theme box too)
+        st.rerun(scope="app")
     try:
         _main_area(trained_ok)
     except Exception as exc:

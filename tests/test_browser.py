@@ -435,7 +435,8 @@ PAGE_AND_CHART_COLOURS = """() => [getComputedStyle(document.querySelector('[dat
 
 def test_on_a_dark_page_the_charts_are_dark_and_follow_the_page_until_a_theme_is_chosen(browser, streamlit_url):
     """The browser asks for dark (the operating system's dark mode): Streamlit's page is dark, and so are the
-    charts, in the page's own colour; the page turning light, the next full run follows; a theme chosen stays."""
+    charts, in the page's own colour; the page turning light, the next interaction follows (a head change, which
+    reruns only the main area, reruns the whole app for it); a theme chosen stays."""
     context = browser.new_context(viewport={"width": 1500, "height": 1000}, color_scheme="dark")
     try:
         tab = context.new_page()
@@ -447,11 +448,12 @@ def test_on_a_dark_page_the_charts_are_dark_and_follow_the_page_until_a_theme_is
         assert tab.locator(".st-key-theme [role='combobox']").input_value() == "dark"
         full_screenshot(tab, str(SCREENSHOTS / "browser-dark-page.png"))
         tab.emulate_media(color_scheme="light")  # the system turns light; no rerun yet
-        tab.locator('[data-testid="stMain"] h1').click()  # focus off any box: "r" reruns the whole app
-        tab.keyboard.press("r")
+        tab.locator('[data-testid="stMain"] h1').click()  # focus off any box: → flips the head (a fragment rerun)
+        tab.keyboard.press("ArrowRight")
         tab.wait_for_function(f"() => ({PAGE_AND_CHART_COLOURS})().every(c => c === 'rgb(255, 255, 255)')")
         wait_idle(tab)
         assert tab.locator(".st-key-theme [role='combobox']").input_value() == "default"
+        assert tab.locator(".st-key-head [role='combobox']").input_value() == "head 1"  # and the head moved on
         tab.locator(".st-key-theme [role='combobox']").click()
         if not tab.get_by_role("option", name="dark", exact=True).count():
             tab.keyboard.press("ArrowDown")

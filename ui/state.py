@@ -79,9 +79,16 @@ def init_state() -> None:
 def page_theme() -> str:
     """The figure theme that sits on this page: "dark" on a dark page, else "default".
 
-    st.context.theme is the page's type as of this rerun; an operating system switching to dark
-    mode does not rerun the app, so the figures follow at the next full run (any sidebar change)."""
+    st.context.theme is the page's type as of this rerun (the page turning dark does not rerun the
+    app: the figures follow at the next interaction, see page_turned)."""
     return PAGE_THEMES.get(st.context.theme.type or "light", "default")
+
+
+def page_turned() -> bool:
+    """The figures follow the page, and it turned light or dark since the last full run (init_state
+    sets the theme, and the sidebar shows it, only then): a fragment rerun must become a full one."""
+    ss = st.session_state
+    return bool(ss.get(FOLLOWS_PAGE)) and ss.get("theme") != page_theme()
 
 
 def choose_theme() -> None:
