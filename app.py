@@ -32,7 +32,14 @@ from ui import cache, look  # noqa: E402
 from ui.panels import render_result, ui_export  # noqa: E402
 from ui.sentences import sentences_row  # noqa: E402
 from ui.sidebar import sidebar  # noqa: E402
-from ui.state import FOLLOWS_PAGE, init_state, open_head, page_turned, share_query, spec_from_state  # noqa: E402
+from ui.state import (  # noqa: E402
+    follows_page,
+    init_state,
+    open_head,
+    page_turned,
+    share_query,
+    spec_from_state,
+)
 from ui.style import page_style  # noqa: E402
 from ui.text import md  # noqa: E402
 from ui.train import train_panel  # noqa: E402
@@ -141,7 +148,7 @@ def head_buttons(spec: FigureSpec, models) -> None:
 
 def share(spec: FigureSpec) -> None:
     """Keep the address bar a share link of this view; show it and the spec JSON."""
-    query = share_query(spec, theme_follows_page=bool(st.session_state.get(FOLLOWS_PAGE)))
+    query = share_query(spec, theme_follows_page=follows_page())
     if st.query_params.to_dict() != query:
         st.query_params.from_dict(query)
     base = (st.context.url or "").split("?")[0]

@@ -359,6 +359,14 @@ def test_the_figure_theme_follows_the_pages_light_or_dark_until_one_is_chosen(ma
     assert shown(linked) == ("default", {light}, "default")
     unlinked = make_app(link={"views": "attention", **{k: str(v) for k, v in SMALL.items()}}, share=True)
     assert shown(unlinked) == ("dark", {dark}, None)
+    # the token tables' highlighted rows take the page's colours, whatever the figure theme
+    from viz.tables import DIFF_HIGHLIGHT, DIFF_HIGHLIGHT_DARK
+
+    for scheme, highlight in (("dark", DIFF_HIGHLIGHT_DARK), ("light", DIFF_HIGHLIGHT)):
+        page["color_scheme"] = scheme
+        view(linked, "tokens")
+        styles = [d.proto.arrow_data.styler.styles for d in linked.dataframe if d.proto.arrow_data.HasField("styler")]
+        assert len(styles) == 1 and highlight in styles[0], (scheme, styles)
 
 
 @pytest.mark.parametrize("query, field", [({"layer": "abc"}, "layer"), ({"colour": "red"}, "colour"),

@@ -17,6 +17,7 @@ import viz
 from lab.spec import FigureSpec
 from lab.views import Panel, ViewResult
 from ui.chart import chart
+from ui.state import page_is_dark
 from ui.text import md
 
 SHOW_TABLE_CELLS = 200_000  # a table that IS the panel (tokens, numbers) is shown up to this size
@@ -72,7 +73,7 @@ def _table(panel: Panel, key: str, *, numbers: bool) -> None:
         st.caption(f"{table.shape[0]:,} × {table.shape[1]:,} numbers: too many to show here; "
                    "download them as CSV.")
     elif panel.highlight is not None:
-        st.dataframe(viz.highlight_differences(table, differs=panel.highlight, dark=st.context.theme.type == "dark"),
+        st.dataframe(viz.highlight_differences(table, differs=panel.highlight, dark=page_is_dark()),
                      key=f"table-{key}", hide_index=_plain_index(table))
     else:
         st.dataframe(table, key=f"table-{key}", hide_index=_plain_index(table))

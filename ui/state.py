@@ -71,24 +71,30 @@ def init_state() -> None:
             ss[key] = value
         else:
             ss[key] = ss[key]
-    if ss.get(FOLLOWS_PAGE):
+    if follows_page():
         ss["theme"] = page_theme()
 
 
+def page_is_dark() -> bool:
+    """st.context.theme: the page's light or dark as of this rerun (the page turning dark does not
+    rerun the app: the figures follow at the next interaction, see page_turned)."""
+    return st.context.theme.type == "dark"
+
 
 def page_theme() -> str:
-    """The figure theme that sits on this page: "dark" on a dark page, else "default".
+    """The figure theme that sits on this page: "dark" on a dark page, else "default"."""
+    return PAGE_THEMES["dark" if page_is_dark() else "light"]
 
-    st.context.theme is the page's type as of this rerun (the page turning dark does not rerun the
-    app: the figures follow at the next interaction, see page_turned)."""
-    return PAGE_THEMES.get(st.context.theme.type or "light", "default")
+
+def follows_page() -> bool:
+    """Whether the figure theme follows the page (nobody chose one)."""
+    return bool(st.session_state.get(FOLLOWS_PAGE))
 
 
 def page_turned() -> bool:
     """The figures follow the page, and it turned light or dark since the last full run (init_state
     sets the theme, and the sidebar shows it, only then): a fragment rerun must become a full one."""
-    ss = st.session_state
-    return bool(ss.get(FOLLOWS_PAGE)) and ss.get("theme") != page_theme()
+    return follows_page() and st.session_state.get("theme") != page_theme()
 
 
 def choose_theme() -> None:
@@ -122,11 +128,11 @@ def share_query(spec: FigureSpec, theme_follows_page: bool = False) -> dict[str,
     shared = dataclasses.replace(
         spec, sentence_a=spec.sentence_a[:MAX_CHARS], sentence_b=spec.sentence_b[:MAX_CHARS]
     )
-    if theme_follows_page:
-        shared = dataclasses.replace(shared, theme=DEFAULTS["theme"])
     query = shared.to_query()
-    if not theme_follows_page:  # chosen, even "default": it stays so on a dark page too
-        query["theme"] = spec.theme
+    if theme_follows_page:
+        query.pop("theme", None)  # the receiver's page decides
+    else:
+        query["theme"] = spec.theme  # chosen, even "default": it stays so on a dark page too
     query["views"] = ",".join(spec.views)  # even when it is the spec default: a link is never empty
     return query
 
