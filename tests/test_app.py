@@ -326,6 +326,24 @@ def test_share_link_opens_the_same_view_and_settings(make_app):
     assert shown == FigureSpec.from_query(query)
 
 
+def test_the_slide_theme_says_in_the_sidebar_how_to_get_its_type_large(make_app):
+    """Slide charts are laid out 1280 px wide and shrink to fit a narrower column (ui/chart.py): where the
+    theme is picked, say how a projector shows them larger."""
+    from viz.theme import design_size
+
+    def sidebar_captions(at) -> list[str]:
+        return [c.value for c in at.sidebar.caption]
+
+    at = make_app(view="attention", **SMALL)
+    assert not any("full-screen" in c for c in sidebar_captions(at))
+    at.selectbox(key="theme").set_value("slide").run()
+    clean(at)
+    (hint,) = [c for c in sidebar_captions(at) if "full-screen" in c]
+    assert f"{design_size('slide')[0]} px" in hint and "collapse this sidebar" in hint
+    at.selectbox(key="theme").set_value("paper").run()
+    assert not any("full-screen" in c for c in sidebar_captions(at))
+
+
 def test_the_figure_theme_follows_the_pages_light_or_dark_until_one_is_chosen(make_app, monkeypatch):
     """A dark page (the browser's colour scheme, as st.context.theme reads it) gets dark figures; a theme
     picked by hand or named by a link stays whatever the page does; a followed theme is not in the link."""

@@ -17,6 +17,7 @@ import streamlit as st
 from lab.spec import MASKS, THEMES
 from model.device import available_devices
 from ui.state import choose_theme, keep_choice, keep_in_range
+from viz.theme import design_size
 
 MASK_HELP = {
     "paper": "As in the paper: every block ignores [PAD] keys (added to line A and B up), and the decoder's "
@@ -86,6 +87,10 @@ def model_section(trained_problem: str | None, notes: list[str]) -> None:
 def display_section() -> None:
     st.header("Figures")
     st.selectbox("Theme", list(THEMES), key="theme", help=THEME_HELP, on_change=choose_theme)
+    if st.session_state.get("theme") == "slide":  # its large type shrinks with its layout in a narrow column
+        st.caption(f"Slide figures are laid out {design_size('slide')[0]} px wide, as exported, and shrink to fit a "
+                   "narrower column. On a projector, collapse this sidebar («) or use a chart's full-screen "
+                   "button for larger type.")
     with st.expander("Export size", expanded=False):
         for key, label in (("width", "width (CSS px)"), ("height", "height (CSS px)")):
             keep_in_range(key, *UI_LIMITS[key])
