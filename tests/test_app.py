@@ -372,10 +372,10 @@ def test_the_figure_theme_follows_the_pages_light_or_dark_until_one_is_chosen(ma
     at.selectbox(key="theme").set_value("default").run()
     page["color_scheme"] = "dark"
     assert shown(at.run()) == ("default", {light}, "default")  # "default" chosen on a dark page stays too
-    linked = make_app(link={"views": "attention", "theme": "default", **{k: str(v) for k, v in SMALL.items()}},
-                      share=True)
+    small = {k: str(v) for k, v in SMALL.items()}
+    linked = make_app(link={"views": "attention", "theme": "default", **small}, share=True)
     assert shown(linked) == ("default", {light}, "default")
-    unlinked = make_app(link={"views": "attention", **{k: str(v) for k, v in SMALL.items()}}, share=True)
+    unlinked = make_app(link={"views": "attention", **small}, share=True)
     assert shown(unlinked) == ("dark", {dark}, None)
     # the token tables' highlighted rows take the page's colours, whatever the figure theme
     from viz.tables import DIFF_HIGHLIGHT, DIFF_HIGHLIGHT_DARK

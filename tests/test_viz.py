@@ -391,6 +391,7 @@ def test_fonts_include_chinese_glyphs():
 
 
 def _luminance(hex_color: str) -> float:
+    """WCAG 2 relative luminance of #rrggbb."""
     rgb = [int(hex_color[i : i + 2], 16) / 255 for i in (1, 3, 5)]
     lin = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
     return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
@@ -476,19 +477,6 @@ def test_token_diff_marks_positions_that_differ():
     assert "#ffe08a" in css
     styled_rows = {r for r in range(4) if f"_row{r}_col0" in css}
     assert styled_rows == {0, 3}
-
-
-def _luminance(hex_colour: str) -> float:
-    """WCAG 2 relative luminance of #rrggbb."""
-    def channel(c: float) -> float:
-        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
-    r, g, b = (channel(int(hex_colour.lstrip("#")[i:i + 2], 16) / 255) for i in (0, 2, 4))
-    return 0.2126 * r + 0.7152 * g + 0.0722 * b
-
-
-def _contrast(a: str, b: str) -> float:
-    hi, lo = sorted((_luminance(a), _luminance(b)), reverse=True)
-    return (hi + 0.05) / (lo + 0.05)
 
 
 @pytest.mark.parametrize("dark", [False, True])

@@ -8,6 +8,7 @@ import dataclasses
 import re
 
 import numpy as np
+import plotly.colors
 import pytest
 
 import viz
@@ -132,9 +133,9 @@ def test_repeated_tokens_keep_a_label_each_and_the_dark_theme_draws_light_lines(
                               theme="dark")
     assert len(set(fig.layout.yaxis.ticktext)) == 4 and len(set(fig.layout.yaxis2.ticktext)) == 4
     (trace,) = [t for t in fig.data if t.meta["role"] == "lines"]
-    text = THEMES["dark"]["font_color"].lstrip("#")  # the dark theme's text colour, not black
-    assert trace.line.color.startswith("rgba({},{},{},".format(*(int(text[i:i + 2], 16) for i in (0, 2, 4))))
-    assert min(int(text[i:i + 2], 16) for i in (0, 2, 4)) > 200  # light: visible on the dark background
+    text = plotly.colors.hex_to_rgb(THEMES["dark"]["font_color"])  # the dark theme's text colour, not black
+    assert trace.line.color.startswith("rgba({},{},{},".format(*text))
+    assert min(text) > 200  # light: visible on the dark background
 
 
 def test_the_query_views_lines_are_the_models_weights():

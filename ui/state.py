@@ -29,7 +29,6 @@ DEFAULTS = _defaults()
 # The figure theme follows the page's (light or dark, from the browser's colour scheme or Streamlit's
 # settings menu) until the person picks one in the sidebar (choose_theme) or a link sets it.
 FOLLOWS_PAGE = "_theme_follows_page"
-PAGE_THEMES = {"light": "default", "dark": "dark"}
 RANDOM_ONLY = ("tokenizer", "d_model", "n_heads", "n_layers", "d_ff", "norm", "seed")  # ignored by zh-en
 
 # label -> (sentence A, sentence B)
@@ -83,7 +82,7 @@ def page_is_dark() -> bool:
 
 def page_theme() -> str:
     """The figure theme that sits on this page: "dark" on a dark page, else "default"."""
-    return PAGE_THEMES["dark" if page_is_dark() else "light"]
+    return "dark" if page_is_dark() else "default"
 
 
 def follows_page() -> bool:
