@@ -64,6 +64,19 @@ def test_order_view_verdicts_follow_the_maths(models):
     assert diff.max() <= 1e-5 and p["diff-pe"].table.to_numpy().max() > 1e-3
 
 
+@pytest.mark.parametrize("a, b", [("你喜欢她", "她喜欢你"), ("我爱我家", "我家我爱")])
+def test_the_aligned_outputs_label_each_row_of_b_with_the_token_that_sits_there(models, a, b):
+    """B reordered to A's order: row i of B's panel is the token matching A's row i, under B's position."""
+    p, _ = panels("order", dataclasses.replace(SPEC, sentence_a=a, sentence_b=b), models)
+    for slug in ("pe", "nope"):
+        layout = p[f"aligned-{slug}"].figure.layout
+        rows_a, rows_b = list(layout.yaxis.ticktext), list(layout.yaxis2.ticktext)
+        pieces = [lab.split(":", 1) for lab in rows_b]
+        assert [piece for _, piece in pieces] == [lab.split(":", 1)[1] for lab in rows_a] == list(a)
+        assert all(b[int(pos)] == piece for pos, piece in pieces)  # each label is B's token at that position
+        assert sorted(int(pos) for pos, _ in pieces) == list(range(len(b)))
+
+
 def test_order_view_with_a_non_permutation_says_so(models):
     spec = dataclasses.replace(SPEC, sentence_b="我有一只猫")
     p, _ = panels("order", spec, models)

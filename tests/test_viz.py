@@ -618,12 +618,13 @@ def test_aligned_outputs_use_one_scale_and_state_the_max_difference():
         a,
         a + 1e-3,
         labels_a=list("你喜欢她"),
-        labels_b=[list("她喜欢你")[p] for p in perm],
+        labels_b=list("她喜欢你"),
         positions_b=perm,
     )
     heats = values_traces(fig)
     assert len(heats) == 3 and {t.coloraxis for t in heats} == {"coloraxis"}
-    assert fig.layout.yaxis2.ticktext[0] == "3:你"
+    # B's row i is B's token at perm[i], labelled with B's own position: the same piece as A's row i
+    assert list(fig.layout.yaxis2.ticktext) == ["3:你", "1:喜", "2:欢", "0:她"]
     assert "max |A − B| = 0.001" in header(fig)
 
 

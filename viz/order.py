@@ -86,7 +86,8 @@ def aligned_outputs_figure(
     one diverging scale.
 
     outputs_b row i must be the output of the token that matches A's token i; positions_b gives
-    each such row's original position in B, so its label reads "position:piece" of B.
+    each such row's original position in B. labels_b are B's pieces in B's own order, so row i is
+    labelled with B's label at positions_b[i] ("position:piece" of B: the same piece as A's row i).
     """
     a = np.asarray(outputs_a, dtype=np.float64)
     b = np.asarray(outputs_b, dtype=np.float64)
@@ -95,10 +96,8 @@ def aligned_outputs_figure(
     diff = np.abs(a - b)
     rows_a = display_labels(labels_a, a.shape[0])
     if labels_b is not None and positions_b is not None:
-        rows_b = [
-            f"{int(p)}:{lab.split(':', 1)[1]}"
-            for p, lab in zip(positions_b, display_labels(labels_b, b.shape[0]), strict=True)
-        ]
+        own = display_labels(labels_b, b.shape[0])  # B's labels in B's order: "position:piece"
+        rows_b = [own[int(p)] for p in positions_b]  # (T,) in A's order
     else:
         rows_b = display_labels(labels_b, b.shape[0])
     lo, hi, scale = color_range("values", [a, b], zmax=symmetric_range(a, b))
