@@ -28,6 +28,7 @@ from lab.compute import model_fields  # noqa: E402  (set_page_config must come f
 from lab.heap import freeze_startup_heap  # noqa: E402
 from lab.spec import VIEWS, FigureSpec, SpecError  # noqa: E402
 from lab.threads import app_torch_threads  # noqa: E402
+from lab.views import decoding_spec  # noqa: E402
 from ui import cache, look  # noqa: E402
 from ui.panels import render_result, ui_export  # noqa: E402
 from ui.sentences import sentences_row  # noqa: E402
@@ -119,7 +120,7 @@ def view_body(view: str, spec: FigureSpec) -> None:
     after = {}
     if view == "heads":
         after["heads-grid"] = lambda: head_buttons(spec, models)
-    run = models.run(spec) if view == "translate" and spec.model == "zh-en" else None
+    run = models.run(decoding_spec(spec)) if view == "translate" and spec.model == "zh-en" else None
     if run is not None:
         after["translation"] = lambda: decoding_steps(run, models.model(spec), spec)
     render_result(result, view, spec, after=after, side_by_side=view == "order")

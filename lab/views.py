@@ -587,10 +587,21 @@ def order_view(spec: FigureSpec, models: Models) -> ViewResult:
 
 
 # -- 7. translation ---------------------------------------------------------------------------
+def decoding_spec(spec: FigureSpec) -> FigureSpec:
+    """The spec whose run the translate view shows: the paper's masks, whatever the sidebar's Mask.
+
+    Greedy decoding (the translation shown) runs the model as it was trained, with those masks; one
+    traced pass over [BOS] y1 .. yn reproduces its step t in row t only under the look-ahead mask
+    (row t then sees tokens 0..t, what step t had read). Under 'none' row t would read the later
+    tokens of the model's own output, and under 'look-ahead' the encoder would read causally: the
+    rows would show steps that greedy decoding never took."""
+    return spec if spec.mask == "paper" else dataclasses.replace(spec, mask="paper")
+
+
 def translate_view(spec: FigureSpec, models: Models) -> ViewResult:
     if spec.model != "zh-en":
         return ViewResult(hint="Choose the trained model (zh-en) to watch it translate.")
-    run_ = models.run(spec)
+    run_ = models.run(decoding_spec(spec))
     if run_ is None:
         return ViewResult(hint="Type a Chinese sentence, e.g. 你喜欢她, to translate it.")
     row = _row(run_, spec)
@@ -599,6 +610,10 @@ def translate_view(spec: FigureSpec, models: Models) -> ViewResult:
     trace = run_.trace
     layer = _clamp(spec.layer, len(trace.decoder.layers))
     out = ViewResult(notices=list(run_.notices))
+    if spec.mask != "paper":
+        out.notices.append(f"Translate decodes with the paper's masks, whatever the sidebar's Mask ('{spec.mask}', "
+                           "which the other views use): greedy decoding runs the model as it was trained, and each "
+                           "step reads only the tokens before it.")
     out.panels.append(Panel("translation", "Greedy translation", caption=f"{s.text} → {s.translation}"))
     self_rec = trace.decoder.layers[layer].self_attn
     cross_rec = trace.decoder.layers[layer].cross_attn

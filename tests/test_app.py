@@ -439,6 +439,25 @@ def test_translate_view_reveals_decoding_one_step_at_a_time(make_app):
 
 
 @needs_trained
+@pytest.mark.parametrize("mask", ["none", "padding", "look-ahead"])
+def test_translate_shows_the_steps_greedy_decoding_took_whatever_the_sidebars_mask(make_app, mask):
+    """Each step predicts the next token of the translation shown, and its attention is the paper-mask pass's."""
+    paper = make_app(view="translate", model="zh-en")
+    at = make_app(view="translate", model="zh-en", mask=mask)
+    clean(at)
+    assert any("Translate decodes with the paper's masks" in t and f"'{mask}'" in t for t in alerts(at.warning))
+    assert any(t.endswith("→ you like her") for t in alerts(at.info))
+    for step, nxt in enumerate(["you", "like", "her", "[EOS]"], start=1):
+        for app in (paper, at):
+            app.slider(key="translate_step").set_value(step).run()
+        assert any(f"predicts “{nxt}”" in t for t in alerts(at.info)), (step, alerts(at.info))
+        for chart in ("Decoder self-attention, layer", "Cross-attention, layer"):
+            np.testing.assert_array_equal(values_z(figure_titled(at, chart)), values_z(figure_titled(paper, chart)))
+    chart = "Decoder self-attention (causal"
+    np.testing.assert_array_equal(values_z(figure_titled(at, chart)), values_z(figure_titled(paper, chart)))
+
+
+@needs_trained
 def test_train_panel_trains_a_fresh_model_and_leaves_the_shipped_one_alone(make_app):
     from model.demo import load_demo
 
