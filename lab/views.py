@@ -162,6 +162,13 @@ def _labels(run_: Run, row: int, block: str) -> tuple[list[str], list[str]]:
     return {"encoder self": (src, src), "decoder self": (tgt, tgt), "cross": (tgt, src)}[block]
 
 
+def _own_queries(run_: Run, row: int, block: str) -> int:
+    """How many query rows of a block are the sentence's own tokens: the rest are the [PAD] rows the batch
+    added to line it up with the longer sentence (not the sentence's, in any mask mode)."""
+    s = run_.sentences[row]
+    return len(s.src_ids) if block == "encoder self" else len(s.tgt_ids)
+
+
 def _clamp(value: int, upper: int) -> int:
     return max(0, min(value, upper - 1))
 
@@ -392,12 +399,17 @@ def heads_view(spec: FigureSpec, models: Models) -> ViewResult:
         lambda: pd.concat({f"layer {ly} head {h}": viz.matrix_frame(weights[ly, h], rows, cols)
                            for ly in range(weights.shape[0]) for h in range(weights.shape[1])}),
     ))
-    entropy = viz.mean_attention_entropy(weights)
+    own = _own_queries(run_, row, spec.block)
+    entropy = viz.mean_attention_entropy(weights[..., :own, :])  # (L, H): the sentence's own queries only
+    most_keys = int(allowed[:own].sum(-1).max())  # uniform over the most keys one of them may attend
     out.panels.append(Panel(
         "entropy", "Mean attention entropy (bits) per layer and head: low = focused, high = spread out",
-        viz.entropy_overview(entropy, n_keys=len(cols), theme=spec.theme),
+        viz.entropy_overview(entropy, n_keys=most_keys, theme=spec.theme),
         lambda: viz.matrix_frame(entropy, [f"layer {ly}" for ly in range(entropy.shape[0])],
                                  [f"head {h}" for h in range(entropy.shape[1])]),
+        caption="" if own == len(rows) else
+        f"The mean is over the sentence's {own} own queries: the {len(rows) - own} [PAD] rows that line it up with "
+        "the longer sentence are left out.",
     ))
     return out
 
@@ -443,7 +455,8 @@ def query_view(spec: FigureSpec, models: Models) -> ViewResult:
                              "may attend": allowed, "weight": a["weights"][q],
                              "weight without ÷√d_k": unscaled})
     d_k = a["q"].shape[-1]
-    raw = a["scores"][a["allowed"]]  # this head's raw scores q·k over every allowed (query, key)
+    own = _own_queries(run_, row, spec.block)
+    raw = a["scores"][:own][a["allowed"][:own]]  # this head's raw scores q·k, every allowed (own query, key)
     spread = (f" This head's raw scores have variance {raw.var():.3g}; its scaled scores, {raw.var() / d_k:.3g}."
               if raw.size > 1 else "")
     out.panels.append(Panel(

@@ -167,6 +167,42 @@ def test_empty_and_long_inputs(models):
     assert "<" in "".join(p["tokens-a"].table["piece"])  # the text itself, as data
 
 
+PADDED = dataclasses.replace(SPEC, sentence_a="你喜欢她", sentence_b="我爱你们大家都好")  # A: 4 tokens, padded to 8
+
+
+@pytest.mark.parametrize("block", ["encoder self", "decoder self", "cross"])
+@pytest.mark.parametrize("mask", ["paper", "none"])
+def test_head_entropy_is_the_mean_over_the_sentences_own_queries_in_bits(models, block, mask):
+    spec = dataclasses.replace(PADDED, block=block, mask=mask)
+    p, _ = panels("heads", spec, models)
+    own = 4 if block == "encoder self" else 5  # A's tokens; the decoder reads [BOS] + them
+    grid = p["layers-heads"].table  # every layer x head's weights, [PAD] rows included
+    entropy = p["entropy"].table.to_numpy()  # (L, H)
+    for ly in range(entropy.shape[0]):
+        for h in range(entropy.shape[1]):
+            w = grid.loc[f"layer {ly} head {h}"].to_numpy()[:own]  # the sentence's own query rows
+            bits = -np.sum(np.where(w > 0, w * np.log2(np.where(w > 0, w, 1)), 0), axis=1)
+            assert entropy[ly, h] == pytest.approx(bits.mean(), abs=1e-5), (ly, h)
+    assert f"{own} own queries" in p["entropy"].caption
+    # the colour range tops at uniform weights over the most keys one of those queries may attend
+    keys = {"paper": {"encoder self": 4, "decoder self": 5, "cross": 4}[block], "none": 8 if block != "decoder self"
+            else 9}[mask]
+    assert f"{np.log2(keys):.2f} bits = uniform over {keys} keys" in p["entropy"].figure.layout.annotations[0].text
+
+
+@pytest.mark.parametrize("block", ["encoder self", "decoder self"])
+def test_the_query_views_score_variance_is_over_the_sentences_own_queries(models, block):
+    spec = dataclasses.replace(PADDED, block=block, layer=1, head=2)
+    p, _ = panels("attention", spec, models)
+    own = 4 if block == "encoder self" else 5
+    scores = p["attention-scores"].table.to_numpy()[:own]
+    allowed = p["attention-mask"].table.to_numpy()[:own].astype(bool)
+    q, _ = panels("query", spec, models)
+    caption = q["query-bars"].caption
+    assert f"raw scores have variance {scores[allowed].var():.3g}; its scaled scores, " \
+           f"{scores[allowed].var() / 8:.3g}." in caption, caption
+
+
 def test_layer_and_head_out_of_range_are_clamped_not_crashing(models):
     p, _ = panels("attention", dataclasses.replace(SPEC, layer=9, head=9), models)
     assert "layer 1, head 3" in p["attention-qkv"].title
