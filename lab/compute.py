@@ -9,7 +9,7 @@ import torch
 from lab.spec import FigureSpec
 from model import Transformer, TransformerConfig, load_tokenizer, pick_device
 from model.analysis import traced_forward, with_positional
-from model.tokenizer import BOS_ID, PAD, PAD_ID, Encoding, TextTokenizer
+from model.tokenizer import BOS_ID, PAD, PAD_ID, UNK_ID, Encoding, TextTokenizer
 from model.transformer import Trace
 
 RANDOM_MAX_LEN = 512  # tokens per sentence the random model takes; longer input is cut, with a notice
@@ -122,12 +122,41 @@ def _pad(rows: list[list[int]]) -> torch.Tensor:
     return torch.tensor([r + [PAD_ID] * (width - len(r)) for r in rows], dtype=torch.long)
 
 
+def _shown(piece: str) -> str:
+    """A piece of text as a notice names it: quoted, or as code points where it would not show."""
+    if piece.isprintable():
+        return f"“{piece}”"
+    return " ".join(f"U+{ord(c):04X}" for c in piece)
+
+
+def unknown_notice(key: str, source: str, enc: Encoding, owner: str) -> str | None:
+    """A notice naming the pieces of a sentence its tokenizer read as [UNK] (None when there are none):
+    the model gets one and the same token for all of them, so it cannot tell them apart. owner: whose
+    vocabulary, possessive ("the char tokenizer's")."""
+    unknown = list(dict.fromkeys(source[s:e] for (s, e), i in zip(enc.offsets, enc.ids, strict=True) if i == UNK_ID))
+    if not unknown:
+        return None
+    named = ", ".join(_shown(u) for u in unknown[:8]) + (f" and {len(unknown) - 8} more" if len(unknown) > 8 else "")
+    return (f"Sentence {key.upper()}: {named} {'is' if len(unknown) == 1 else 'are'} not in {owner} "
+            "vocabulary, so the model reads [UNK] there: one and the same token for every unknown piece.")
+
+
 def read_source(loaded: Loaded, key: str, text: str, notices: list[str]) -> tuple[str, Encoding, int | None]:
     """(text the model reads, its source tokens, token count before cutting or None).
 
     Random models read at most max_len - 1 tokens (room for [BOS]); trained translators read the text
-    without whitespace, at most max_len characters. Longer input is cut, and a notice says so.
+    without whitespace, at most max_len characters. Longer input is cut, and a notice says so. Pieces
+    the tokenizer does not know get a notice too (unknown_notice).
     """
+    source, enc, cut_from = _read_source(loaded, key, text, notices)
+    owner = "the trained models'" if loaded.trained else f"the {loaded.src_tokenizer.name} tokenizer's"  # zh-en's = -nope's
+    unknown = unknown_notice(key, source, enc, owner)
+    if unknown is not None and unknown not in notices:
+        notices.append(unknown)
+    return source, enc, cut_from
+
+
+def _read_source(loaded: Loaded, key: str, text: str, notices: list[str]) -> tuple[str, Encoding, int | None]:
     if len(text) > MAX_INPUT_CHARS:
         notices.append(f"Sentence {key.upper()} has {len(text):,} characters; only the first "
                        f"{MAX_INPUT_CHARS:,} are read.")

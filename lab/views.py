@@ -17,7 +17,7 @@ import plotly.graph_objects as go
 import torch
 
 import viz
-from lab.compute import Loaded, Run, model_fields, read_source, run
+from lab.compute import MAX_INPUT_CHARS, Loaded, Run, model_fields, read_source, run
 from lab.spec import FigureSpec
 from model.analysis import (
     OrderReport,
@@ -185,8 +185,14 @@ def tokens_view(spec: FigureSpec, models: Models) -> ViewResult:
             continue
         source, enc, _ = read_source(loaded, key, text, out.notices)  # what the model reads (cut if too long)
         encs[key] = enc
-        table = viz.token_table(list(enc.pieces), list(enc.ids), list(enc.offsets), text=source)
-        out.panels.append(Panel(f"tokens-{key}", f"Sentence {key.upper()}: {len(enc)} tokens ({tok.name})",
+        offsets, shown, named = list(enc.offsets), source, tok.name
+        if loaded.trained:  # it reads the text without whitespace: give each span in the text as typed
+            typed = text[:MAX_INPUT_CHARS]
+            at = loaded.demo.source_positions(typed)  # (len(normalized),) index in `typed` of each character
+            offsets, shown = [(at[s], at[e - 1] + 1) for s, e in offsets], typed
+            named = f"{loaded.name}: one per character, spaces skipped"
+        table = viz.token_table(list(enc.pieces), list(enc.ids), offsets, text=shown)
+        out.panels.append(Panel(f"tokens-{key}", f"Sentence {key.upper()}: {len(enc)} tokens ({named})",
                                 table=table))
     if len(encs) == 2:
         a, b = encs["a"], encs["b"]
@@ -496,17 +502,36 @@ def _pe_pair(spec: FigureSpec, models: Models) -> tuple[Loaded, Loaded]:
     return with_pe, without
 
 
-def _verdict(report, pe_name: str) -> str:
+def _same_tokens(report) -> bool:
+    """B is A token for token: the reordering is the identity, and every model gives B A's outputs."""
+    return report.perm is not None and list(report.perm) == list(range(len(report.perm)))
+
+
+SAME_TOKENS = ("B is A token for token (no reordering), so every model gives B exactly A's outputs, with or "
+               "without PE: there is nothing to compare. Reorder A's tokens in B — e.g. 你喜欢她 and 她喜欢你.")
+
+
+def _matched_in_order(pieces: list[str]) -> str:
+    """Where B repeats a token, which of A's equal tokens each is matched with is a choice: say which."""
+    if len(set(pieces)) == len(pieces):
+        return ""
+    return (" B repeats a token: the k-th of B is matched with the k-th of A (in a model that sees position, "
+            "another matching gives another number).")
+
+
+def _verdict(report, pe_name: str, pieces_b: list[str]) -> str:
     if report.perm is None:
         return (f"{pe_name}: B is not a reordering of A's tokens, so there is no permutation to compare; "
                 f"the mean-pooled outputs differ by up to {report.pooled_max_abs_diff:.3g}.")
+    if _same_tokens(report):
+        return f"{pe_name}: {SAME_TOKENS}"
     if report.equivariant:
         return (f"{pe_name}: B's token outputs are A's, only reordered (max |f(B) − P f(A)| = "
                 f"{report.max_abs_diff:.2g}, float rounding). Self-attention is permutation-EQUIVARIANT, and the "
                 f"mean-pooled output is INVARIANT (max difference {report.pooled_max_abs_diff:.2g}): "
                 "the model cannot tell the two sentences apart.")
     return (f"{pe_name}: the outputs differ (max |f(B) − P f(A)| = {report.max_abs_diff:.3g}; pooled "
-            f"{report.pooled_max_abs_diff:.3g}): the model sees word order.")
+            f"{report.pooled_max_abs_diff:.3g}): the model sees word order.{_matched_in_order(pieces_b)}")
 
 
 @dataclass(eq=False)
@@ -559,7 +584,7 @@ def order_view(spec: FigureSpec, models: Models) -> ViewResult:
                      "max |f(B) − P f(A)|": rep.max_abs_diff, "max |mean f(A) − mean f(B)|": rep.pooled_max_abs_diff,
                      "equivariant": rep.equivariant, "pooled outputs equal": rep.pooled_equal})
         out.panels.append(Panel(f"verdict-{slug}", f"Verdict {name}",
-                                caption=_verdict(rep, name[0].upper() + name[1:])))
+                                caption=_verdict(rep, name[0].upper() + name[1:], pieces_b)))
         if rep.perm is not None:
             inv = np.argsort(rep.perm)  # A's token j sits at position inv[j] in B
             out.panels.append(Panel(
@@ -587,8 +612,11 @@ def order_view(spec: FigureSpec, models: Models) -> ViewResult:
                      "equivariant": causal.equivariant, "pooled outputs equal": causal.pooled_equal})
         text = ("Without PE but WITH a look-ahead (causal) mask, order still shows: "
                 f"max |f(B) − P f(A)| = {causal.max_abs_diff:.3g}. Each token sees a different number of "
-                "predecessors, so the mask itself leaks position (Haviv et al. 2022).")
-        if causal.equivariant:
+                "predecessors, so the mask itself leaks position (Haviv et al. 2022)."
+                + _matched_in_order(compared[-1][4]))
+        if _same_tokens(causal):
+            text = f"With a look-ahead mask and no PE: {SAME_TOKENS}"
+        elif causal.equivariant:
             text = ("With a look-ahead mask and no PE, these two inputs happen to give the same outputs "
                     "(e.g. they differ only where the mask hides it).")
         out.panels.append(Panel("verdict-causal", "A causal stack without PE still sees order", caption=text))

@@ -132,8 +132,9 @@ def with_positional(model: Transformer, kind: str) -> Transformer:
 def match_permutation(a: Sequence, b: Sequence) -> list[int] | None:
     """perm with b[i] == a[perm[i]] for every i, or None when b is not a reordering of a.
 
-    Repeated tokens are matched in order of appearance (any matching would do: equal tokens
-    give equal outputs in a model without positional information).
+    Repeated tokens are matched in order of appearance, the k-th of b with the k-th of a. In a model
+    without positional information any matching gives the same f(b) - P f(a) (equal tokens give equal
+    outputs); with PE or a causal mask another matching can give another number.
     """
     if len(a) != len(b):
         return None

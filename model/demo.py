@@ -89,6 +89,15 @@ class DemoModel:
             raise TypeError(f"text must be a str, got {type(text).__name__}")
         return _WHITESPACE.sub("", text)
 
+    @staticmethod
+    def source_positions(text: str) -> list[int]:
+        """Where each character of normalize(text) sits in text: len(normalize(text)) indices, increasing."""
+        kept, last = [], 0
+        for gap in _WHITESPACE.finditer(text):
+            kept.extend(range(last, gap.start()))
+            last = gap.end()
+        return kept + list(range(last, len(text)))
+
     def encode_source(self, text: str) -> tuple[list[int], list[str]]:
         """(ids, pieces) of the normalised source; raises SourceTooLongError beyond max_len."""
         source = self.normalize(text)

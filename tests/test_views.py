@@ -9,6 +9,7 @@ import pytest
 from lab.compute import load_model
 from lab.spec import FigureSpec
 from lab.views import Models, build_view
+from tests.conftest import needs_trained
 
 
 @pytest.fixture(scope="module")
@@ -75,6 +76,43 @@ def test_the_aligned_outputs_label_each_row_of_b_with_the_token_that_sits_there(
         assert [piece for _, piece in pieces] == [lab.split(":", 1)[1] for lab in rows_a] == list(a)
         assert all(b[int(pos)] == piece for pos, piece in pieces)  # each label is B's token at that position
         assert sorted(int(pos) for pos, _ in pieces) == list(range(len(b)))
+
+
+def test_order_view_with_b_equal_to_a_says_there_is_nothing_to_compare(models):
+    p, _ = panels("order", dataclasses.replace(SPEC, sentence_a="你喜欢她", sentence_b="你喜欢她"), models)
+    for slug in ("pe", "nope", "causal"):
+        caption = p[f"verdict-{slug}"].caption
+        assert "B is A token for token" in caption and "EQUIVARIANT" not in caption and "sees" not in caption
+
+
+def test_order_view_says_how_repeated_tokens_are_matched_where_the_number_depends_on_it(models):
+    p, _ = panels("order", dataclasses.replace(SPEC, sentence_a="我爱我家", sentence_b="我家我爱"), models)
+    said = "the k-th of B is matched with the k-th of A"
+    assert said in p["verdict-pe"].caption and said in p["verdict-causal"].caption
+    assert said not in p["verdict-nope"].caption  # without position, any matching gives the same numbers
+    p, _ = panels("order", SPEC, models)  # 你喜欢她 / 她喜欢你: no token repeats
+    assert not any(said in p[f"verdict-{slug}"].caption for slug in ("pe", "nope", "causal"))
+
+
+@pytest.mark.parametrize("view", ["tokens", "attention", "order"])
+def test_pieces_the_tokenizer_does_not_know_are_named_in_a_notice(models, view):
+    spec = dataclasses.replace(SPEC, sentence_a="我爱你", sentence_b="我😀你\x00")
+    _, result = panels(view, spec, models)
+    unknown = [n for n in result.notices if "[UNK]" in n]
+    assert unknown == ["Sentence B: “😀”, U+0000 are not in the char tokenizer's vocabulary, so the model reads "
+                       "[UNK] there: one and the same token for every unknown piece."]
+
+
+@needs_trained
+def test_the_trained_models_token_spans_point_into_the_text_as_typed():
+    spec = FigureSpec(model="zh-en", sentence_a="你 喜欢\t她 😀", sentence_b="她喜欢你")
+    p, result = panels("tokens", spec, Models(functools.lru_cache(maxsize=None)(load_model)))
+    table = p["tokens-a"].table
+    assert list(table["piece"]) == ["你", "喜", "欢", "她", "[UNK]"]  # whitespace is not read
+    assert [spec.sentence_a[s:e] for s, e in zip(table["start"], table["end"], strict=True)] == list("你喜欢她😀")
+    assert list(table["text"]) == list("你喜欢她😀") and list(table["start"]) == [0, 2, 3, 5, 7]
+    assert "zh-en: one per character, spaces skipped" in p["tokens-a"].title
+    assert any("“😀” is not in the trained models' vocabulary" in n for n in result.notices)
 
 
 def test_order_view_with_a_non_permutation_says_so(models):
