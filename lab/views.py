@@ -296,7 +296,8 @@ def positional_view(spec: FigureSpec, models: Models) -> ViewResult:
                                                      list(sentence.encoding.pieces))))
     offsets, values = ref.offsets, ref.dots
     out.panels.append(Panel(
-        "pe-dot-curve", "PE(i)·PE(i+k) = Σᵢ cos(ωᵢ k): symmetric in k, decays overall but not monotonically",
+        "pe-dot-curve", "PE(i)·PE(i+k) = Σⱼ cos(ωⱼ k), over the frequencies ωⱼ: symmetric in k, decays overall but not "
+        "monotonically",
         viz.pe_dot_curve(offsets, values, theme=th),
         lambda: pd.DataFrame({"offset": offsets.astype(int), "dot": values}),
     ))
@@ -311,6 +312,10 @@ def positional_view(spec: FigureSpec, models: Models) -> ViewResult:
     if kind == "none":
         out.notices.append("This model adds NO positional encoding (the middle panel is all zeros); "
                            "the curves above show what sinusoidal encoding would add.")
+    elif kind == "learned":
+        out.notices.append("This model's positional encoding is learned: a row of weights per position, not the "
+                           "formula (an untrained model's rows are random). The panels above show sinusoidal "
+                           "encoding for comparison; the last panel adds the model's own rows.")
     return out
 
 
@@ -438,8 +443,9 @@ def _journey_panels(spec: FigureSpec) -> list[Panel]:
               viz.context_vector_figure(a["weights"][q], a["v"], key_labels=words, query_label=words[q],
                                         context=a["context"][q], theme=spec.theme),
               viz.matrix_frame(a["context"][q : q + 1], [words[q]], ["z0", "z1"]),
-              caption=f"z = {np.round(_np(context[q]), 4).tolist()} — the tutorial prints "
-                      "tensor([0.3061, 0.8210]) for 'journey'."),
+              caption=f"z = {np.round(_np(context[q]), 4).tolist()}"
+                      + (" — the tutorial prints tensor([0.3061, 0.8210]) for it." if words[q] == "journey" else
+                         ". The tutorial prints z for 'journey' only (query 1 here): tensor([0.3061, 0.8210]).")),
     ]
 
 

@@ -78,6 +78,20 @@ def test_the_aligned_outputs_label_each_row_of_b_with_the_token_that_sits_there(
         assert sorted(int(pos) for pos, _ in pieces) == list(range(len(b)))
 
 
+@pytest.mark.parametrize("kind", ["sinusoidal", "learned", "none"])
+def test_the_positional_view_says_when_the_models_encoding_is_not_the_formula_drawn(models, kind):
+    p, result = panels("positional", dataclasses.replace(SPEC, positional=kind), models)
+    said = [n for n in result.notices if "positional encoding" in n]
+    assert len(said) == (kind != "sinusoidal")
+    assert kind == "sinusoidal" or ("learned" in said[0]) == (kind == "learned")
+    run_ = models.run(dataclasses.replace(SPEC, positional=kind))
+    n = len(run_.sentences[0].encoding)
+    # the last panel adds the model's own rows, whatever the curves above draw
+    own = run_.trace.encoder.embeddings.positional[:n].double().numpy()
+    added = p["embedding-pe"].table.to_numpy() - run_.trace.encoder.embeddings.tokens[0, :n].double().numpy()
+    np.testing.assert_allclose(added, own, atol=1e-5)
+
+
 def test_order_view_with_b_equal_to_a_says_there_is_nothing_to_compare(models):
     p, _ = panels("order", dataclasses.replace(SPEC, sentence_a="你喜欢她", sentence_b="你喜欢她"), models)
     for slug in ("pe", "nope", "causal"):
@@ -129,6 +143,12 @@ def test_query_view_reproduces_seed_002_for_the_journey_preset(models):
     np.testing.assert_allclose(seed["score ω"], [1.2705, 1.8524, 1.8111, 1.0795, 0.5577, 1.5440], atol=1e-4)
     np.testing.assert_allclose(seed["weight α"], [0.1500, 0.2264, 0.2199, 0.1311, 0.0906, 0.1820], atol=1e-4)
     np.testing.assert_allclose(p["journey-context"].table.to_numpy()[0], [0.3061, 0.8210], atol=1e-4)
+    assert p["journey-context"].caption.endswith("the tutorial prints tensor([0.3061, 0.8210]) for it.")
+    # another query: its own z, and the tutorial's number named as journey's, not as this word's
+    p, _ = panels("query", dataclasses.replace(spec, query=2), models)
+    z = p["journey-context"].table.to_numpy()[0]
+    assert "'starts'" in p["journey-context"].title and not np.allclose(z, [0.3061, 0.8210], atol=1e-3)
+    assert "for 'journey' only (query 1 here)" in p["journey-context"].caption
     bars = p["query-bars"].table
     np.testing.assert_allclose(bars["weight"].sum(), 1.0, atol=1e-6)
     ctx = p["query-context"].table.to_numpy()

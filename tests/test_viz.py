@@ -521,7 +521,7 @@ def test_pe_heatmap_uses_fixed_unit_range():
     assert (heat.zmin, heat.zmax) == (-1.0, 1.0)
 
 
-def test_pe_dot_curve_marks_where_it_rises_again_and_never_says_strictly():
+def test_pe_dot_curve_marks_its_local_peaks_and_never_says_strictly():
     d = 128
     ks = np.arange(-40, 41)
     freq = 1 / 10000 ** (2 * np.arange(d // 2) / d)
@@ -532,6 +532,9 @@ def test_pe_dot_curve_marks_where_it_rises_again_and_never_says_strictly():
     assert list(role_traces(fig, "marks")[0].x) == bumps
     text = header(fig)
     assert "decays overall" in text and "strictly" not in text and "not monotonic" in text
+    # the note names the peaks themselves (above both neighbours), not where the curve starts to rise
+    assert f"local peaks at k = {bumps[0]:g}, {bumps[1]:g}" in text
+    assert all(dots[ks == b][0] > dots[ks == b + 1][0] for b in bumps)
 
 
 def test_pe_curves_draw_chosen_dims_and_mark_sentence_positions():

@@ -204,7 +204,7 @@ def pe_dot_matrix(
 
 
 def local_maxima(offsets: np.ndarray, values: np.ndarray) -> list[float]:
-    """Offsets k > 0 where the curve rises again: values[k] above both neighbours."""
+    """Offsets k > 0 where the curve peaks again: values[k] above both neighbours (local maxima)."""
     k = np.asarray(offsets, dtype=np.float64).ravel()
     v = np.asarray(values, dtype=np.float64).ravel()
     order = np.argsort(k)
@@ -220,7 +220,7 @@ def pe_dot_curve(
     title: str | None = "PE(i)·PE(i+k) over the offset k: symmetric, decays overall",
     theme: str = "default",
 ) -> go.Figure:
-    """PE(i)·PE(i+k) = Σ cos(ω k) as a curve over k; where it rises again is marked.
+    """PE(i)·PE(i+k) = Σⱼ cos(ωⱼ k) as a curve over k; its local peaks (k > 0) are marked.
 
     It decays overall with |k| but not monotonically, so the figure never says "strictly".
     """
@@ -252,19 +252,19 @@ def pe_dot_curve(
                 x=kb,
                 y=np.interp(kb, k, v),
                 mode="markers",
-                name="rises again",
+                name="local peak",
                 marker=dict(
                     symbol="triangle-up",
                     size=11,
                     color=QUALITATIVE[1],
                     line=dict(width=1, color=t["font_color"]),
                 ),
-                hovertemplate="k = %{x}: rises again<extra></extra>",
+                hovertemplate="k = %{x}: a local peak<extra></extra>",
                 meta={"role": "marks"},
             )
         )
         shown = ", ".join(f"{b:g}" for b in bumps[:6]) + (", …" if len(bumps) > 6 else "")
-        notes.append(f"not monotonic: rises again at k = {shown}")
+        notes.append(f"not monotonic: local peaks at k = {shown}")
     fig.update_layout(
         title=title_layout(title, notes),
         xaxis_title="offset k = j − i",
