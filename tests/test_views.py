@@ -147,7 +147,7 @@ def test_query_view_reproduces_seed_002_for_the_journey_preset(models):
     # another query: its own z, and the tutorial's number named as journey's, not as this word's
     p, _ = panels("query", dataclasses.replace(spec, query=2), models)
     z = p["journey-context"].table.to_numpy()[0]
-    assert "'starts'" in p["journey-context"].title and not np.allclose(z, [0.3061, 0.8210], atol=1e-3)
+    assert "'starts'" in p["journey-context"].title and not np.allclose(z, [0.3061, 0.8210], atol=1e-4)
     assert "for 'journey' only (query 1 here)" in p["journey-context"].caption
     bars = p["query-bars"].table
     np.testing.assert_allclose(bars["weight"].sum(), 1.0, atol=1e-6)
