@@ -34,6 +34,7 @@ from ui.panels import render_result, ui_export  # noqa: E402
 from ui.sentences import sentences_row  # noqa: E402
 from ui.sidebar import sidebar  # noqa: E402
 from ui.state import (  # noqa: E402
+    DEFAULTS,
     follows_page,
     init_state,
     open_head,
@@ -113,9 +114,10 @@ def model_line(spec: FigureSpec) -> None:
 
 def view_body(view: str, spec: FigureSpec) -> None:
     models = cache.models()
-    if view in ("positional", "attention", "heads", "query", "translate") and spec.sentence == "b" \
-            and not spec.sentence_b.strip() and spec.sentence_a.strip():
-        st.info("Sentence B is empty: showing sentence A.", icon=":material/info:")
+    chosen, other = (spec.sentence_a, spec.sentence_b) if spec.sentence == "a" else (spec.sentence_b, spec.sentence_a)
+    if view in ("positional", "attention", "heads", "query", "translate") and not chosen.strip() and other.strip():
+        shown = "B" if spec.sentence == "a" else "A"
+        st.info(f"Sentence {spec.sentence.upper()} is empty: showing sentence {shown}.", icon=":material/info:")
     result = cache.view_result(view, spec)  # shared by every session (ui/cache.py)
     after = {}
     if view == "heads":
@@ -162,8 +164,8 @@ def share(spec: FigureSpec) -> None:
         st.code(f"{base}?{urlencode(query)}", language=None)
         if len(spec.sentence_a) > 2000 or len(spec.sentence_b) > 2000:
             st.caption("The link carries the first 2,000 characters of each sentence.")
-        st.caption("Save this spec as SPEC.json and run `python -m viz.export SPEC.json` to write the figures "
-                   "as SVG, PDF or PNG.")
+        st.caption("Save this spec as SPEC.json and run `python -m viz.export SPEC.json --out figures` to write "
+                   "the figures as SVG, PDF or PNG into the folder figures/.")
         st.code(spec.to_json(), language="json")
         with st.container(horizontal=True, gap="small"):
             st.download_button("SPEC.json", data=spec.to_json().encode("utf-8"), file_name="SPEC.json",
@@ -204,10 +206,24 @@ def main_area(trained_ok: bool) -> None:
                     "Try other settings; the server log has the details."))
 
 
+def link_error_notice() -> None:
+    """A link that could not be opened says so until the first change of a setting (in the main area, a
+    fragment: drawn in main() it would stay on the page through every fragment rerun)."""
+    ss = st.session_state
+    if "_link_error" not in ss:
+        return
+    settings = repr([ss.get(key) for key in DEFAULTS])
+    if ss.setdefault("_link_error_settings", settings) != settings:  # moved on: the message goes
+        del ss["_link_error"], ss["_link_error_settings"]
+        return
+    st.error(md(f"This link cannot be opened ({ss['_link_error']}); showing the default settings instead."))
+
+
 def _main_area(trained_ok: bool) -> None:
     ss = st.session_state
     for key in look.KEYS:  # keep the values of controls this view does not draw (see init_state)
         ss[key] = ss[key]
+    link_error_notice()
     sentences_row()
     st.segmented_control("View", list(VIEWS), key="view", format_func=VIEW_LABELS.get, required=True,
                          on_change=on_view_change, args=(trained_ok,), label_visibility="collapsed")
@@ -246,9 +262,6 @@ def main() -> None:
     page_style()
     st.title("Attention Lab")
     st.markdown(INTRO)
-    link_error = st.session_state.get("_link_error")
-    if link_error:
-        st.error(md(f"This link cannot be opened ({link_error}); showing the default settings instead."))
     problem = cache.trained_problem()
     for note in sidebar(problem):
         st.warning(md(note))

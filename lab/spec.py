@@ -18,6 +18,7 @@ MASKS = ("paper", "none", "padding", "look-ahead")
 BLOCKS = ("encoder self", "decoder self", "cross")
 VIEWS = ("tokens", "positional", "attention", "heads", "query", "order", "translate")
 THEMES = ("default", "paper", "paper-sans", "slide", "dark")
+MIN_EXPORT_SIDE = 100  # an export width or height: 0 (the theme's own) or at least this many CSS px
 FORMATS = ("svg", "pdf", "png")
 NORMS = ("post", "pre")
 DEVICES = ("auto", "cpu", "cuda", "mps")
@@ -77,7 +78,7 @@ class FigureSpec:
         for name, lo, hi in (
             ("d_model", 2, 1024), ("n_heads", 1, 64), ("n_layers", 1, 12), ("d_ff", 1, 8192),
             ("layer", 0, 63), ("head", 0, 63), ("query", 0, 100_000), ("seed", 0, 2**31 - 1),
-            ("width", 100, 8000), ("height", 100, 8000),
+            ("width", MIN_EXPORT_SIDE, 8000), ("height", MIN_EXPORT_SIDE, 8000),
         ):
             value = getattr(self, name)
             if name in ("width", "height") and value == 0:
@@ -100,6 +101,11 @@ class FigureSpec:
         for h in self.heads:
             if h < 0:
                 raise SpecError("heads", f"head {h} is negative")
+        for name in ("heads", "views"):
+            items = getattr(self, name)
+            twice = [x for i, x in enumerate(items) if x in items[:i]]
+            if twice:
+                raise SpecError(name, f"{twice[0]!r} is named twice")
 
     @property
     def size(self) -> tuple[int, int]:
@@ -157,7 +163,7 @@ class FigureSpec:
         data: dict = {}
         for key, raw in params.items():
             if key not in hints:
-                raise SpecError(key, "unknown field in the link")
+                raise SpecError(key or '""', "unknown field in the link")
             kind = hints[key]
             try:
                 if kind is int:

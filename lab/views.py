@@ -579,6 +579,9 @@ def order_data(spec: FigureSpec, models: Models) -> OrderData:
 def order_view(spec: FigureSpec, models: Models) -> ViewResult:
     if not spec.sentence_a.strip() or not spec.sentence_b.strip():
         return ViewResult(hint="Type two sentences — e.g. 你喜欢她 and 她喜欢你 — to compare their order.")
+    if spec.model == "random" and spec.d_model % 2:
+        return ViewResult(hint=f"This view compares the model with and without sinusoidal PE, which needs pairs of "
+                               f"dimensions: d_model is {spec.d_model}. Choose an even d_model (Model size).")
     data = models.order(spec)
     out = ViewResult(notices=list(data.notices))
     rows = []

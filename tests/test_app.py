@@ -326,6 +326,44 @@ def test_share_link_opens_the_same_view_and_settings(make_app):
     assert shown == FigureSpec.from_query(query)
 
 
+def test_the_share_boxs_export_command_runs_as_written(make_app, tmp_path, monkeypatch):
+    from viz import export
+
+    at = make_app(share=True, **SMALL)
+    clean(at)
+    said = next(plain(c.value) for c in at.caption if "python -m viz.export" in plain(c.value))
+    command = re.search(r"`(python -m viz\.export [^`]+)`", said).group(1).split()
+    (tmp_path / "SPEC.json").write_text(at.code[1].value, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    args = export._parser().parse_args(command[3:])  # what `python -m viz.export` parses: no usage error
+    assert (tmp_path / args.spec).is_file() and args.out
+
+
+def test_an_export_size_under_the_smallest_becomes_the_smallest_and_the_figures_stay(make_app):
+    from lab.spec import MIN_EXPORT_SIDE
+
+    at = make_app(view="attention", **SMALL)
+    for key in ("width", "height"):
+        box = at.number_input(key=key)
+        assert box.step == MIN_EXPORT_SIDE  # "+" from 0 (the theme's size) gives a size there is
+        box.set_value(50).run()  # typed
+        clean(at)
+        assert at.session_state[key] == MIN_EXPORT_SIDE and figures(at)
+    at.number_input(key="width").set_value(0).run()  # "−" back to the theme's own size
+    clean(at)
+    assert at.session_state["width"] == 0
+
+
+@pytest.mark.parametrize("empty", ["a", "b"])
+def test_an_empty_sentence_chosen_for_the_attention_views_says_the_other_is_shown(make_app, empty):
+    shown = {"a": "b", "b": "a"}[empty]
+    at = make_app(view="attention", sentence=empty, **{f"sentence_{empty}": "", f"sentence_{shown}": "我爱我家"},
+                  **SMALL)
+    clean(at)
+    assert f"Sentence {empty.upper()} is empty: showing sentence {shown.upper()}." in alerts(at.info)
+    assert any(f"sentence {shown.upper()}" in t for t in texts(at) if t.startswith("Q, K, V"))
+
+
 def test_the_slide_theme_says_in_the_sidebar_how_to_get_its_type_large(make_app):
     """Slide charts are laid out 1280 px wide and shrink to fit a narrower column (ui/chart.py): where the
     theme is picked, say how a projector shows them larger."""
@@ -395,8 +433,8 @@ def test_a_bad_link_names_the_field_and_falls_back_to_defaults(make_app, query, 
     assert len(at.error) == 1 and field in plain(at.error[0].value)
     assert at.session_state["layer"] == 0 and at.session_state["mask"] == "paper"
     assert at.dataframe  # the default view is drawn
-    at.run()
-    clean(at)  # the error was about the link, shown once
+    at.number_input(key="seed").set_value(1).run()  # a sidebar change: a whole-app rerun
+    clean(at)  # the error was about the link: said until the first change
 
 
 # -- trained models ---------------------------------------------------------------------------

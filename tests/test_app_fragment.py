@@ -137,6 +137,21 @@ def test_a_share_link_opens_view_block_layer_head_and_sentence(make_app):
     assert FigureSpec.from_json(at.code[1].value) == FigureSpec.from_query(query)
 
 
+@pytest.mark.parametrize("change", ["view", "sentence"])
+def test_a_bad_links_message_stays_until_a_setting_changes_then_goes_in_a_fragment_run(make_app, fragment_runs,
+                                                                                       change):
+    at = make_app(link={"layer": "abc"}, **SMALL)
+    assert len(at.error) == 1 and "layer" in str(at.error[0].value)
+    fragment_runs(at)
+    at.run()  # a rerun with nothing changed (a reconnect, say): still said
+    assert len(at.error) == 1
+    if change == "view":
+        at.segmented_control(key="view").set_value("heads").run()
+    else:
+        at.text_input(key="sentence_a").input("我爱我家").run()
+    clean(at)  # the user moved on: the message is gone, though only the main area reran
+
+
 def test_open_head_buttons_switch_view_and_head_in_a_fragment_run(make_app, calls, fragment_runs):
     at = make_app(view="heads", layer=1, sentence_a=unique_sentence(), **SMALL)
     clean(at)

@@ -206,6 +206,17 @@ def test_a_share_link_opens_the_same_view_layer_and_head(page, streamlit_url):
         assert page.locator(f".st-key-{key} [role='combobox']").input_value() == shown
 
 
+def test_a_bad_links_message_goes_at_the_first_change_though_only_the_main_area_reruns(page, streamlit_url):
+    page.goto(f"{streamlit_url}/?views=attention&layer=abc")
+    wait_idle(page)
+    error = page.locator('[data-testid="stAlertContentError"]')
+    assert error.count() == 1 and "layer" in error.inner_text()
+    open_view(page, "4 · Heads")  # a fragment rerun: the sidebar and the page above the main area stay
+    assert "All heads of layer" in headings(page)
+    page.wait_for_function("() => !document.querySelector('[data-testid=\"stAlertContentError\"]')",
+                           timeout=15_000)
+
+
 def test_numbers_and_downloads_of_a_figure_open_on_demand(page):
     open_view(page, "3 · Attention step by step")
     weights = "attention-attention-weights"

@@ -26,6 +26,8 @@ def test_defaults_are_the_mission_pair():
         ({"format": "gif"}, "format"),
         ({"width": 5}, "width"),
         ({"model": "zh-en", "positional": "learned"}, "positional"),
+        ({"heads": [1, 1, 0]}, "heads"),  # a grid would draw head 1 twice
+        ({"views": ["heads", "attention", "heads"]}, "views"),
     ],
 )
 def test_bad_specs_name_the_field(data, field):
@@ -61,3 +63,11 @@ def test_invalid_json_is_a_spec_error():
         FigureSpec.from_json("{")
     with pytest.raises(SpecError, match="JSON object"):
         FigureSpec.from_json("[1, 2]")
+
+
+def test_a_link_parameter_without_a_name_is_named_as_such():
+    with pytest.raises(SpecError) as info:
+        FigureSpec.from_query({"": "x"})
+    assert str(info.value) == '"": unknown field in the link'
+    with pytest.raises(SpecError, match="'1' is named twice|1 is named twice"):
+        FigureSpec.from_query({"heads": "1,1,0,1"})

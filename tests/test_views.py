@@ -92,6 +92,13 @@ def test_the_positional_view_says_when_the_models_encoding_is_not_the_formula_dr
     np.testing.assert_allclose(added, own, atol=1e-5)
 
 
+@pytest.mark.parametrize("positional", ["none", "learned"])
+def test_the_order_view_of_an_odd_d_model_says_what_it_needs(models, positional):
+    spec = dataclasses.replace(SPEC, d_model=15, n_heads=5, positional=positional)
+    result = build_view("order", spec, models)
+    assert not result.panels and "needs pairs of dimensions: d_model is 15" in result.hint
+
+
 def test_order_view_with_b_equal_to_a_says_there_is_nothing_to_compare(models):
     p, _ = panels("order", dataclasses.replace(SPEC, sentence_a="你喜欢她", sentence_b="你喜欢她"), models)
     for slug in ("pe", "nope", "causal"):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from lab.spec import MASKS, THEMES
+from lab.spec import MASKS, MIN_EXPORT_SIDE, THEMES
 from model.device import available_devices
 from ui.state import choose_theme, keep_choice, keep_in_range
 from viz.theme import design_size
@@ -94,9 +94,11 @@ def display_section() -> None:
     with st.expander("Export size", expanded=False):
         for key, label in (("width", "width (CSS px)"), ("height", "height (CSS px)")):
             keep_in_range(key, *UI_LIMITS[key])
-            st.number_input(label, min_value=UI_LIMITS[key][0], max_value=UI_LIMITS[key][1], step=50, key=key,
-                            help="0 = the theme's own size: paper 600×480 (one column), slide 1280×720, "
-                                 "otherwise 900×600. Otherwise at least 100.")
+            if 0 < st.session_state[key] < MIN_EXPORT_SIDE:  # typed: the smallest size there is, not an error
+                st.session_state[key] = MIN_EXPORT_SIDE
+            st.number_input(label, min_value=UI_LIMITS[key][0], max_value=UI_LIMITS[key][1], step=100, key=key,
+                            help=f"0 = the theme's own size: paper 600×480 (one column), slide 1280×720, "
+                                 f"otherwise 900×600. Otherwise at least {MIN_EXPORT_SIDE}.")
         keep_in_range("scale", *UI_LIMITS["scale"])
         st.number_input("PNG scale", min_value=0.1, max_value=10.0, step=0.125, format="%.3f", key="scale",
                         help="PNG pixels per CSS pixel: 3.125 × 96 dpi = 300 dpi; 3 = 288 dpi.")

@@ -62,9 +62,7 @@ def init_state() -> None:
                 for key, value in state_from_spec(FigureSpec.from_query(params)).items():
                     ss[key] = value  # a share link decides every setting it carries, and the defaults the rest
             except SpecError as exc:
-                ss["_link_error"] = str(exc)
-    else:
-        ss.pop("_link_error", None)
+                ss["_link_error"] = str(exc)  # said until a setting changes (app.py link_error_notice)
     for key, value in DEFAULTS.items():
         if key not in ss:
             ss[key] = value

@@ -523,7 +523,7 @@ def _parser() -> argparse.ArgumentParser:
             "itself as spec.json (to regenerate the figures) and manifest.json (titles, captions)."
         ),
         epilog=("Example: python -m viz.export spec.json --out figures --trace. The app's "
-                "'Spec' box shows the spec of the current view. Exit status: 0 done, 2 bad "
+                "'Share this view' box shows the spec of the current view. Exit status: 0 done, 2 bad "
                 "spec or arguments, 3 no browser, 1 rendering failed."),
     )
     p.add_argument("spec", help="the figure spec, a JSON file ('-' reads standard input)")
