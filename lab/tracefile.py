@@ -74,6 +74,25 @@ def trace_arrays(run, *, derived: bool = True) -> dict[str, np.ndarray]:
     return arrays
 
 
+def attention_map_bytes(run, *, derived: bool = True) -> int:
+    """Bytes of the (B, H, Tq, Tk) arrays trace_arrays would hold, from the shapes alone (nothing is
+    computed): per block the mask `allowed` (bool) and, if derived, scores, scaled, masked and weights.
+    A lower bound of the whole trace, and nearly all of it at long inputs (they grow as T^2)."""
+    trace = run.trace
+    (B, Ts), Tt = run.src.shape, run.tgt.size(1)
+    total = 0
+    for stack, T in ((trace.encoder, Ts), (trace.decoder, Tt)):
+        if stack is None:
+            continue
+        item = stack.layers[0].output.element_size() if stack.layers else 4
+        per_cell = 1 + (4 * item if derived else 0)  # allowed, then the four derived maps
+        for layer in stack.layers:
+            total += B * layer.self_attn.n_heads * T * T * per_cell
+            if hasattr(layer, "cross_attn"):
+                total += B * layer.cross_attn.n_heads * Tt * Ts * per_cell
+    return total
+
+
 def trace_metadata(run, spec=None, config=None, arrays: dict[str, np.ndarray] | None = None) -> dict:
     """The sidecar: tokens of every batch row, the spec, the model config and the array index."""
     rows = []

@@ -500,3 +500,49 @@ def test_trace_download_zip_holds_a_loadable_trace_and_sidecar(tmp_path, models)
     np.testing.assert_array_equal(arrays["decoder.0.cross_attn.weights"],
                                   run.trace.decoder.layers[0].cross_attn.weights.numpy())
     assert meta["rows"][0]["src_tokens"] == ["你", "喜", "欢", "她"]
+
+
+@pytest.mark.parametrize("derived", [True, False])
+@pytest.mark.parametrize("sizes", [dict(SMALL, sentence_b="我爱你们大家都好"), dict(d_model=32, n_heads=8, n_layers=3)])
+def test_the_attention_maps_size_is_known_before_the_trace_is_built(models, sizes, derived):
+    from lab.tracefile import attention_map_bytes
+
+    run = models.run(FigureSpec(**sizes))
+    arrays = trace_arrays(run, derived=derived)
+    maps = ("scores", "scaled", "masked", "weights", "allowed")
+    assert attention_map_bytes(run, derived=derived) == sum(
+        a.nbytes for name, a in arrays.items() if name.rsplit(".", 1)[-1] in maps)
+
+
+def test_a_trace_too_big_for_the_server_is_not_built_and_says_how_to_get_it(monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    import ui.export
+
+    monkeypatch.setattr(ui.export, "TRACE_DOWNLOAD_BYTES", ui.export.TRACE_DOWNLOAD_BYTES)  # restored after
+
+    def script():
+        import streamlit as st
+
+        import ui.export as ue
+        from lab.compute import load_model
+        from lab.spec import FigureSpec
+        from lab.views import Models
+
+        spec = FigureSpec(d_model=16, n_heads=2, n_layers=2, d_ff=32)
+        ue.TRACE_DOWNLOAD_BYTES = st.session_state["cap"]
+        ue.trace_download(Models(load_model).run(spec), spec, "trace")
+
+    from lab.compute import load_model
+    from lab.tracefile import attention_map_bytes
+    from lab.views import Models
+
+    size = attention_map_bytes(Models(load_model).run(FigureSpec(**SMALL)))
+    for cap, offered in ((size, True), (size - 1, False)):
+        at = AppTest.from_function(script, default_timeout=60)
+        at.session_state["cap"] = cap
+        at.run()
+        assert not at.exception
+        buttons = at.get("download_button")
+        said = [c.value for c in at.caption if "python -m viz.export SPEC.json --out figures --trace" in c.value]
+        assert (len(buttons), len(said)) == ((2, 0) if offered else (0, 1)), (cap, size)

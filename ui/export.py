@@ -99,6 +99,9 @@ def export_buttons(fig: go.Figure | None, key: str, spec: FigureSpec) -> None:
         )
 
 
+TRACE_DOWNLOAD_BYTES = 256 * 2**20  # the largest trace (its attention maps) the app builds for a download
+
+
 def _zip(files: dict[str, bytes]) -> bytes:
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as z:
@@ -113,7 +116,15 @@ def trace_download(run, spec: FigureSpec, key: str, *, config=None) -> None:
     each zipped with its JSON sidecar (tokens, spec, model config); built only when clicked."""
     if run is None:
         return
-    from lab.tracefile import trace_files
+    from lab.tracefile import attention_map_bytes, trace_files
+
+    size = attention_map_bytes(run)
+    if size > TRACE_DOWNLOAD_BYTES:  # the download is built, zipped and held in the server's memory
+        st.caption(f"This trace's attention maps alone are {size / 2**20:,.0f} MiB: more than the app builds for a "
+                   f"download (at most {TRACE_DOWNLOAD_BYTES // 2**20} MiB; it would hold them in the server's "
+                   "memory, twice). Save the spec above as SPEC.json and run `python -m viz.export SPEC.json "
+                   "--out figures --trace` on your own machine, or shorten the sentences.")
+        return
 
     def build(fmt: str) -> Callable[[], bytes]:
         return lambda: _zip(trace_files(run, spec, fmt=fmt, config=config))
