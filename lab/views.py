@@ -664,7 +664,8 @@ def translate_view(spec: FigureSpec, models: Models) -> ViewResult:
         out.notices.append(f"Translate decodes with the paper's masks, whatever the sidebar's Mask ('{spec.mask}', "
                            "which the other views use): greedy decoding runs the model as it was trained, and each "
                            "step reads only the tokens before it.")
-    out.panels.append(Panel("translation", "Greedy translation", caption=f"{s.text} → {s.translation}"))
+    read = s.text if s.cut_from is None else f"{s.encoding.text}…"  # a long paste: what the model read
+    out.panels.append(Panel("translation", "Greedy translation", caption=f"{read} → {s.translation}"))
     self_rec = trace.decoder.layers[layer].self_attn
     cross_rec = trace.decoder.layers[layer].cross_attn
     head = _clamp(spec.head, cross_rec.n_heads)

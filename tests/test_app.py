@@ -477,6 +477,21 @@ def test_translate_view_reveals_decoding_one_step_at_a_time(make_app):
 
 
 @needs_trained
+def test_the_translation_shows_what_the_model_read_and_a_leading_emoji_stays_text(make_app):
+    at = make_app(view="translate", model="zh-en", sentence_a="😀你喜欢她")
+    clean(at)
+    caption = next(i for i in at.info if "→" in plain(i.value))
+    assert plain(caption.value).startswith("😀你喜欢她 → ") and caption.icon == ":material/info:"
+    at = make_app(view="translate", model="zh-en", sentence_a="你喜欢她" * 2500)  # a 10,000-character paste
+    clean(at)
+    caption = plain(next(i for i in at.info if "→" in plain(i.value)).value)
+    from model.demo import load_demo
+
+    limit = load_demo("zh-en").config.max_len  # zh-en reads at most this many characters
+    assert caption.startswith(("你喜欢她" * 16)[:limit] + "… → ") and len(caption) < 200
+
+
+@needs_trained
 @pytest.mark.parametrize("mask", ["none", "padding", "look-ahead"])
 def test_translate_shows_the_steps_greedy_decoding_took_whatever_the_sidebars_mask(make_app, mask):
     """Each step predicts the next token of the translation shown, and its attention is the paper-mask pass's."""

@@ -92,7 +92,10 @@ def render_panel(panel: Panel, view: str, spec: FigureSpec, row: str = "") -> No
     else:
         st.subheader(md(panel.title), anchor=False)
         if panel.caption:
-            (st.caption if panel.has_table else st.info)(md(panel.caption))
+            if panel.has_table:
+                st.caption(md(panel.caption))
+            else:  # an explicit icon: with none, Streamlit takes a leading emoji of the text for one
+                st.info(md(panel.caption), icon=":material/info:")
         if panel.has_table:
             _table(panel, key, numbers=False)
             csv_button(panel, key)
