@@ -326,6 +326,16 @@ def test_share_link_opens_the_same_view_and_settings(make_app):
     assert shown == FigureSpec.from_query(query)
 
 
+def test_a_query_token_the_new_sentence_lacks_says_so_as_layer_and_head_do(make_app):
+    at = make_app(view="query", sentence_a="我爱我的家人们", query=6, **SMALL)
+    clean(at)
+    assert at.selectbox(key="query").value == 6 and not at.warning
+    at.text_input(key="sentence_a").input("我爱你").run()
+    clean(at)
+    assert at.selectbox(key="query").value == 0
+    assert alerts(at.warning) == ["query = 6 is not available here; using 0."]
+
+
 def test_the_share_boxs_export_command_runs_as_written(make_app, tmp_path, monkeypatch):
     from viz import export
 

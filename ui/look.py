@@ -112,6 +112,6 @@ def look_controls(view: str, base: FigureSpec | None, notes: list[str]) -> None:
                      help="Which sentence the attention figures show.")
         if "query" in used and base is not None:
             labels = query_labels(cache.run_for(base), base)
-            keep_choice("query", list(range(len(labels))))
+            keep_choice("query", list(range(len(labels))), notes)
             st.selectbox("Query token", list(range(len(labels))), key="query", format_func=lambda i: labels[i],
                          width=WIDTHS["query"], help="The token whose attention the bars show.")
