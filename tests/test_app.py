@@ -484,6 +484,9 @@ def test_translate_view_reveals_decoding_one_step_at_a_time(make_app):
     # the whole decoder self-attention (lab.views.translate_view) is causal
     z = values_z(figure_titled(at, "Decoder self-attention (causal"))
     assert np.isnan(z[np.triu_indices(4, k=1)]).all()
+    at.text_input(key="sentence_a").input("她喜欢你").run()  # a new sentence opens on its whole translation
+    clean(at)
+    assert at.slider(key="translate_step").value == at.slider(key="translate_step").max == 4
 
 
 @needs_trained
@@ -533,5 +536,8 @@ def test_train_panel_trains_a_fresh_model_and_leaves_the_shipped_one_alone(make_
     loss = figure_titled(at, "Training loss")
     assert decode_array(loss["data"][0]["y"]).shape == (10,)
     assert "after 10 steps" in at.dataframe[-1].value.columns
+
+    outputs = list(at.dataframe[-1].value["after 10 steps"])
+    assert all(o.strip() for o in outputs)  # an empty translation ([EOS] at once, early on) is said: NOTHING_YET
     after = shipped.state_dict()
     assert all(np.array_equal(before[k].numpy(), after[k].numpy()) for k in before)

@@ -64,13 +64,16 @@ def _train(steps: int, positional: str, theme: str) -> dict:
                              theme=theme)
     pairs = list(heldout[:5])
     texts = list(EXAMPLES) + [p.zh for p in pairs]
-    outputs = translate_batch(model.eval(), texts, src_tok, tgt_tok)
+    outputs = [out or NOTHING_YET for out in translate_batch(model.eval(), texts, src_tok, tgt_tok)]
     table = pd.DataFrame({
         "Chinese": texts,
         "reference": ["you like her", "she likes you"] + [p.en for p in pairs],
         f"after {steps} steps": outputs,
     })
     return {"losses": losses, "table": table, "steps": steps, "positional": positional}
+
+
+NOTHING_YET = "(nothing yet: [EOS] first)"  # an empty translation, said: early on the model ends at once
 
 
 def train_panel(theme: str) -> None:

@@ -34,7 +34,10 @@ def decoding_steps(run: Run, loaded: Loaded, spec: FigureSpec) -> None:
     predicted = [loaded.tgt_tokenizer.id_to_piece(int(i)) for i in logits.argmax(-1).tolist()]
     st.subheader("Watch it decode, one step at a time", anchor=False)
     if n_dec > 1:
-        st.session_state["translate_step"] = min(max(st.session_state.get("translate_step", n_dec), 1), n_dec)
+        ss = st.session_state
+        if ss.get("_translate_step_of") != sentence.text:  # a new sentence opens on its whole translation
+            ss["_translate_step_of"], ss["translate_step"] = sentence.text, n_dec
+        ss["translate_step"] = min(max(ss.get("translate_step", n_dec), 1), n_dec)
         step = st.slider("Decoding step", 1, n_dec, key="translate_step",
                          help="Step t: the decoder has read t tokens ([BOS] and its own earlier outputs).")
     else:
