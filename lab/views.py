@@ -586,8 +586,9 @@ def order_view(spec: FigureSpec, models: Models) -> ViewResult:
     out = ViewResult(notices=list(data.notices))
     rows = []
     compared = data.compared
-    # one colour range for both difference maps, so "with" and "without" compare side by side
-    reference = max(float(np.abs(rep.outputs_a).max()) for _, _, rep, _, _ in compared)
+    # one colour range for both difference maps, so "with" and "without" compare side by side: the outputs'
+    # size (rounding noise stays dark), or the largest difference where that is larger (nothing clipped)
+    reference = max(max(float(np.abs(rep.outputs_a).max()), rep.max_abs_diff or 0.0) for _, _, rep, _, _ in compared)
     for name, slug, rep, pieces_a, pieces_b in compared:
         rows.append({"model": name, "B is a reordering of A": rep.perm is not None,
                      "max |f(B) − P f(A)|": rep.max_abs_diff, "max |mean f(A) − mean f(B)|": rep.pooled_max_abs_diff,
@@ -600,8 +601,10 @@ def order_view(spec: FigureSpec, models: Models) -> ViewResult:
                 f"aligned-{slug}", f"Token outputs {name}: A, B reordered to A's order, |A − B|",
                 viz.aligned_outputs_figure(rep.outputs_a, rep.outputs_b[inv], labels_a=pieces_a, labels_b=pieces_b,
                                            positions_b=inv.tolist(), theme=spec.theme),
-                lambda rep=rep, pieces_b=pieces_b: viz.matrix_frame(
-                    rep.diff, [f"{i}:{p}" for i, p in enumerate(pieces_b)]),
+                lambda rep=rep, inv=inv, pieces_a=pieces_a, pieces_b=pieces_b: pd.concat({  # the figure's 3 panels
+                    "A": viz.matrix_frame(rep.outputs_a, pieces_a),
+                    "B (aligned)": viz.matrix_frame(rep.outputs_b, pieces_b).iloc[inv],  # B's own labels, A's order
+                    "|A − B|": viz.matrix_frame(np.abs(rep.outputs_a - rep.outputs_b[inv]), pieces_a)}),
             ))
             out.panels.append(Panel(
                 f"diff-{slug}", f"|f(B) − P f(A)| {name} (rows in B's order)",

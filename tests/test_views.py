@@ -76,6 +76,15 @@ def test_the_aligned_outputs_label_each_row_of_b_with_the_token_that_sits_there(
         assert [piece for _, piece in pieces] == [lab.split(":", 1)[1] for lab in rows_a] == list(a)
         assert all(b[int(pos)] == piece for pos, piece in pieces)  # each label is B's token at that position
         assert sorted(int(pos) for pos, _ in pieces) == list(range(len(b)))
+        # the table holds the figure's three panels, labelled as they are
+        table = p[f"aligned-{slug}"].table
+        figure = p[f"aligned-{slug}"].figure
+        for part, trace, labels in (("A", 0, rows_a), ("B (aligned)", 1, rows_b), ("|A − B|", 2, rows_a)):
+            np.testing.assert_allclose(table.loc[part].to_numpy(), np.asarray(figure.data[trace].z, float), atol=1e-6)
+            assert list(table.loc[part].index) == labels
+        # one colour scale for the three panels, wide enough for every value in them: nothing clipped
+        top = max(np.abs(table.to_numpy()).max(), 0)
+        assert figure.layout.coloraxis.cmax >= top - 1e-6 and figure.layout.coloraxis.cmin <= -top + 1e-6
 
 
 @pytest.mark.parametrize("kind", ["sinusoidal", "learned", "none"])

@@ -614,6 +614,15 @@ def test_order_difference_reference_sets_the_range_and_the_max_is_stated():
     assert "max |f(Px) − P f(x)| = 2e-07" in header(fig)
 
 
+def test_a_difference_larger_than_the_reference_widens_the_range_rather_than_being_clipped():
+    diff = np.zeros((3, 4))
+    diff[1, 2] = 2.54  # e.g. the trained model with PE: differences larger than its outputs
+    fig = viz.order_difference_heatmap(diff, row_labels=list("abc"), reference=1.53)
+    heat = values_traces(fig)[0]
+    assert (heat.zmin, heat.zmax) == (0.0, 2.54)
+    assert "max |f(Px) − P f(x)| = 2.54 (colour range 0 … 2.54)" in header(fig)
+
+
 def test_aligned_outputs_use_one_scale_and_state_the_max_difference():
     a = RNG.normal(size=(4, 6))
     perm = [3, 1, 2, 0]

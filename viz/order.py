@@ -42,7 +42,8 @@ def order_difference_heatmap(
     """Absolute differences (tokens × d_model) on a sequential scale from 0.
 
     reference: the top of the colour range, e.g. max |f(x)|, so float rounding (~1e-7) stays
-    dark instead of filling the scale; default is the largest difference itself.
+    dark instead of filling the scale; never below the largest difference (no cell is clipped),
+    which is also the default.
     """
     diff = np.abs(np.asarray(matrix, dtype=np.float64))
     if diff.ndim != 2:
@@ -51,6 +52,7 @@ def order_difference_heatmap(
     top = float(finite.max()) if finite.size else float("nan")
     note = f"max |f(Px) − P f(x)| = {top:.3g}"
     if reference is not None:
+        reference = max(reference, top) if finite.size else reference
         note += f" (colour range 0 … {reference:.3g})"
     return heatmap_figure(
         diff,
@@ -100,7 +102,7 @@ def aligned_outputs_figure(
         rows_b = [own[int(p)] for p in positions_b]  # (T,) in A's order
     else:
         rows_b = display_labels(labels_b, b.shape[0])
-    lo, hi, scale = color_range("values", [a, b], zmax=symmetric_range(a, b))
+    lo, hi, scale = color_range("values", [a, b], zmax=symmetric_range(a, b, diff))  # |A − B| shares it: room for it
     # B's labels differ from A's (its own positions): they sit between panels 1 and 2. The
     # |A − B| panel's rows are A's, so it repeats no labels.
     fig = subplots(
