@@ -416,8 +416,8 @@ def heads_view(spec: FigureSpec, models: Models) -> ViewResult:
     out.panels.append(Panel(
         "entropy", "Mean attention entropy (bits) per layer and head: low = focused, high = spread out",
         viz.entropy_overview(entropy, n_keys=most_keys, theme=spec.theme),
-        lambda: viz.matrix_frame(entropy, [f"layer {ly}" for ly in range(entropy.shape[0])],
-                                 [f"head {h}" for h in range(entropy.shape[1])]),
+        lambda: pd.DataFrame(entropy, index=pd.Index([f"layer {ly}" for ly in range(entropy.shape[0])], name="layer"),
+                             columns=[f"head {h}" for h in range(entropy.shape[1])]),  # unique already: no "i:"
         caption="" if own == len(rows) else
         f"The mean is over the sentence's {own} own queries: the {len(rows) - own} [PAD] rows that line it up with "
         "the longer sentence are left out.",
@@ -457,7 +457,7 @@ def query_view(spec: FigureSpec, models: Models) -> ViewResult:
     rows, cols = labels
     a = head_arrays(rec, row, head)
     q = _clamp(spec.query, len(rows))
-    qlabel = f"{q}:{rows[q]}"
+    qlabel = viz.unique_labels(rows, show_whitespace=True)[q]  # "2:我", "1:␣": the position tells repeats apart
     out = ViewResult(notices=list(run_.notices))
     allowed = a["allowed"][q]
     unscaled = unscaled_weights(rec, row, head)[q]  # (Tk,) softmax(q·k) without ÷√d_k: what the scaling prevents
@@ -473,7 +473,7 @@ def query_view(spec: FigureSpec, models: Models) -> ViewResult:
               if raw.size > 1 else "")
     out.panels.append(Panel(
         "query-bars", f"Query {qlabel}: scores, scaled scores and softmax weights over every key",
-        viz.query_bars(a["scores"][q], a["scaled"][q], a["weights"][q], key_labels=cols, query_label=rows[q],
+        viz.query_bars(a["scores"][q], a["scaled"][q], a["weights"][q], key_labels=cols, query_label=qlabel,
                        mask=None if allowed.all() else allowed, unscaled_weights=unscaled, theme=spec.theme),
         table,
         caption=f"Why ÷√d_k (§3.2.1): if q and k have independent components of mean 0 and variance 1, q·k has "
@@ -492,7 +492,7 @@ def query_view(spec: FigureSpec, models: Models) -> ViewResult:
     ))
     out.panels.append(Panel(
         "query-context", f"Context vector of {qlabel} = Σⱼ weightⱼ · vⱼ ({spec.block}, layer {layer}, head {head})",
-        viz.context_vector_figure(a["weights"][q], a["v"], key_labels=cols, query_label=rows[q],
+        viz.context_vector_figure(a["weights"][q], a["v"], key_labels=cols, query_label=qlabel,
                                   context=a["context"][q], theme=spec.theme),
         lambda: viz.matrix_frame(np.vstack([a["v"], a["context"][q]]), cols + ["context"]),
     ))

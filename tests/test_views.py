@@ -252,6 +252,7 @@ def test_head_entropy_is_the_mean_over_the_sentences_own_queries_in_bits(models,
     own = 4 if block == "encoder self" else 5  # A's tokens; the decoder reads [BOS] + them
     grid = p["layers-heads"].table  # every layer x head's weights, [PAD] rows included
     entropy = p["entropy"].table.to_numpy()  # (L, H)
+    assert list(p["entropy"].table.index) == [f"layer {ly}" for ly in range(entropy.shape[0])]
     for ly in range(entropy.shape[0]):
         for h in range(entropy.shape[1]):
             w = grid.loc[f"layer {ly} head {h}"].to_numpy()[:own]  # the sentence's own query rows
@@ -275,6 +276,15 @@ def test_the_query_views_score_variance_is_over_the_sentences_own_queries(models
     caption = q["query-bars"].caption
     assert f"raw scores have variance {scores[allowed].var():.3g}; its scaled scores, " \
            f"{scores[allowed].var() / 8:.3g}." in caption, caption
+
+
+@pytest.mark.parametrize("sentence, q, shown", [("我爱我家", 2, "2:我"), ("I like her", 1, "1:␣")])
+def test_the_query_views_figures_name_the_query_by_position(models, sentence, q, shown):
+    """Their titles travel with exports: "我" alone could be query 0 or 2, and a space would not show."""
+    p, _ = panels("query", dataclasses.replace(SPEC, sentence_a=sentence, query=q), models)
+    assert p["query-bars"].figure.layout.title.text.startswith(f"Query {shown}: ")
+    assert p["query-context"].figure.layout.title.text.startswith(f"Context vector of query {shown} = ")
+    assert p["query-bars"].title.startswith(f"Query {shown}: ")
 
 
 def test_layer_and_head_out_of_range_are_clamped_not_crashing(models):
