@@ -173,3 +173,19 @@ def test_the_heatmap_pieces_are_evenly_spaced_and_draw_every_block_where_it_lies
         assert (t["zmin"], t["zmax"], t["colorscale"]) == (-3.0, 3.0, scale)  # one colour scale
     np.testing.assert_array_equal(drawn, grid.z)  # every block, its own value (NaN where a hole)
     assert sum("colorbar" in t for t in traces) == 1 and all(t.get("showscale") is False for t in traces[1:])
+
+
+@pytest.mark.parametrize("n", [301, 511, 260])
+def test_a_block_axis_tick_sits_at_the_position_it_names(n):
+    """Thinned block ticks name the block's first position: the tick stands on that position, inside its
+    block's cell, not half a block further at the block's centre."""
+    from viz.heatmap import axis_ticks
+
+    grid = prepare_grid(RNG.normal(size=(n, n)), row_text=[f"{i}:x" for i in range(n)],
+                        col_text=[f"{i}:x" for i in range(n)])
+    assert grid.downsampled
+    ticks = axis_ticks(grid.y, grid.row_text, numbers=True)
+    assert ticks["tickvals"] == [float(t.split(":")[0]) for t in ticks["ticktext"]]
+    for value in ticks["tickvals"]:  # each inside a block's cell
+        cell = np.searchsorted(grid.y_edges, value) - 1
+        assert grid.y_edges[cell] < value < grid.y_edges[cell + 1]

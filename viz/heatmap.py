@@ -195,17 +195,21 @@ def axis_ticks(
 ) -> dict:
     """tickvals/ticktext for a numeric axis: every cell up to max_ticks, else a nice step.
 
-    numbers=True labels thinned ticks with the bare position (block labels "0–1" are long).
+    numbers=True labels thinned ticks with the bare position (block labels "0–1" are long): the
+    block's first position, and the tick sits there (inside its block's cell), not at the block's centre.
     """
     max_ticks = max(2, min(max_ticks, MAX_TICKS))
     if len(text) <= max_ticks:
         idx = range(len(text))
     else:
         idx = range(0, len(text), _nice_step(len(text) / min(16, max_ticks)))
+    if not numbers:
+        return dict(tickmode="array", tickvals=[float(centres[i]) for i in idx], ticktext=[text[i] for i in idx])
+    blocks = [text[i].split("–") for i in idx]  # ["0", "2"] for the block of positions 0..2
     return dict(
         tickmode="array",
-        tickvals=[float(centres[i]) for i in idx],
-        ticktext=[text[i].split("–")[0] if numbers else text[i] for i in idx],
+        tickvals=[float(b[0]) if len(b) == 2 else float(centres[i]) for b, i in zip(blocks, idx, strict=True)],
+        ticktext=[b[0] for b in blocks],
     )
 
 
