@@ -24,6 +24,17 @@ def cfg(**kw):
     return TransformerConfig(**base)
 
 
+def randomise_norms(module: nn.Module) -> nn.Module:
+    """Every LayerNorm its own random weight and bias: at their init (1, 0) all norms are the same
+    function, so a norm wired to the wrong sub-layer would still match torch."""
+    with torch.no_grad():
+        for m in module.modules():
+            if isinstance(m, LayerNorm):
+                m.weight.normal_(1.0, 0.5)
+                m.bias.normal_(0.0, 0.5)
+    return module
+
+
 def test_layer_norm_uses_biased_variance_like_torch():
     x = torch.tensor([[1.0, 0.0, 0.0, 0.0]])
     ours = LayerNorm(4, eps=0.0)
@@ -44,7 +55,7 @@ def test_layer_norm_uses_biased_variance_like_torch():
 @pytest.mark.parametrize("activation", ["relu", "gelu"])
 def test_encoder_layer_equals_torch(norm, activation):
     torch.manual_seed(0)
-    ours = EncoderLayer(cfg(norm=norm, activation=activation)).eval()
+    ours = randomise_norms(EncoderLayer(cfg(norm=norm, activation=activation)).eval())
     theirs = torch_encoder_layer(ours)
     x = torch.randn(3, 7, 24)
     ids = torch.randint(1, 9, (3, 7))
@@ -62,7 +73,7 @@ def test_encoder_layer_equals_torch(norm, activation):
 @pytest.mark.parametrize("norm", ["post", "pre"])
 def test_decoder_layer_equals_torch(norm):
     torch.manual_seed(1)
-    ours = DecoderLayer(cfg(norm=norm)).eval()
+    ours = randomise_norms(DecoderLayer(cfg(norm=norm)).eval())
     theirs = torch_decoder_layer(ours)
     x, memory = torch.randn(3, 5, 24), torch.randn(3, 8, 24)
     src = torch.randint(1, 9, (3, 8))
@@ -91,7 +102,7 @@ def test_every_sublayer_has_its_own_layer_norm():
 @pytest.mark.parametrize("norm", ["post", "pre"])
 def test_whole_transformer_equals_nn_transformer(norm):
     torch.manual_seed(2)
-    model = Transformer(cfg(norm=norm, n_decoder_layers=3)).eval()
+    model = randomise_norms(Transformer(cfg(norm=norm, n_decoder_layers=3)).eval())
     ref = torch_transformer(model)
     src, tgt = torch.randint(1, 40, (2, 9)), torch.randint(1, 37, (2, 6))
     src[1, 7:] = 0
