@@ -8,6 +8,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from model import MultiHeadAttention, SelfAttention, causal_mask, padding_mask
+from model.attention import AttentionRecord
 from model.reference import copy_attention
 
 # distinct sizes everywhere, so a wrong axis (heads split without transpose, mask on the wrong
@@ -65,7 +66,7 @@ def test_record_matches_scaled_dot_product_attention():
     _, rec = ours(q, kv, kv, mask=mask)
     ref = F.scaled_dot_product_attention(rec.q, rec.k, rec.v, attn_mask=mask)
     torch.testing.assert_close(rec.context, ref, atol=1e-5, rtol=0)
-    torch.testing.assert_close(rec.scores, rec.q @ rec.k.transpose(-2, -1))
+    torch.testing.assert_close(rec.scores, torch.einsum("bhqd,bhkd->bhqk", rec.q, rec.k))  # QKᵀ, per head
     torch.testing.assert_close(rec.scaled, rec.scores / math.sqrt(D // H))
 
 
@@ -106,13 +107,15 @@ def test_fully_masked_row_gives_zero_weights_and_no_nan_on_both_paths():
     torch.testing.assert_close(traced[1, 2], ours.w_o.bias, atol=1e-6, rtol=0)
 
 
-def test_scaling_by_sqrt_dk_gives_unit_variance_scores():
+@pytest.mark.parametrize("d_k", [16, 256])
+def test_scaling_by_sqrt_dk_gives_unit_variance_scores(d_k):
+    """§3.2.1: for q, k of independent N(0, 1) components, q·k has variance d_k; the record's scaled
+    scores (what the app shows as QKᵀ/√d_k) have variance 1, whatever d_k."""
     torch.manual_seed(0)
-    d_k = 256
-    q, k = torch.randn(4000, d_k), torch.randn(4000, d_k)
-    raw = (q * k).sum(-1)
-    assert raw.var().item() == pytest.approx(d_k, rel=0.1)
-    assert (raw / math.sqrt(d_k)).var().item() == pytest.approx(1.0, rel=0.1)
+    q, k = torch.randn(1, 1, 300, d_k), torch.randn(1, 1, 300, d_k)  # 90,000 (query, key) pairs
+    rec = AttentionRecord(q, k, torch.zeros_like(k), None)
+    assert rec.scores.var().item() == pytest.approx(d_k, rel=0.1)
+    assert rec.scaled.var().item() == pytest.approx(1.0, rel=0.1)
 
 
 def test_bad_shapes_and_settings_are_value_errors():
