@@ -1,7 +1,10 @@
 """Attention masks. One convention everywhere: boolean, True = this query MAY attend to this key.
 
-Masks broadcast to (B, H, Tq, Tk). They are flipped (True = blocked) only at the boundary with
-torch.nn.MultiheadAttention, never inside this package.
+Masks broadcast to (B, H, Tq, Tk). Every mask this package makes, takes or keeps in a trace is this
+kind. Where it is used, "not allowed" becomes -inf in the scores (masked_fill(~mask, -inf) in
+model/attention.py, the additive bias of kernel_mask below): eq. 1's masking, not a second
+convention. Only torch.nn.MultiheadAttention's and nn.Transformer's masks mean True = blocked;
+they are flipped at that boundary (model/reference.py, the tests), never stored flipped.
 """
 
 from __future__ import annotations
