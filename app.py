@@ -5,7 +5,7 @@
 This file wires widgets to lab/ (numbers) and viz/ (figures); the parts live in ui/. Every widget
 is keyed; one FigureSpec is built from them and passed to lab.views.build_view (through
 ui.cache.view_result, which shares the result among sessions), so what the app draws is what
-`python -m viz.export SPEC.json` draws.
+`python -m lab.export SPEC.json` draws.
 
 The page has two parts. The sidebar (model, figure settings) runs with the whole script. The main
 area (the sentences, view picker, block/layer/head controls, figures, tables, downloads, share link)
@@ -164,7 +164,7 @@ def share(spec: FigureSpec) -> None:
         st.code(f"{base}?{urlencode(query)}", language=None)
         if len(spec.sentence_a) > 2000 or len(spec.sentence_b) > 2000:
             st.caption("The link carries the first 2,000 characters of each sentence.")
-        st.caption("Save this spec as SPEC.json and run `python -m viz.export SPEC.json --out figures` to write "
+        st.caption("Save this spec as SPEC.json and run `python -m lab.export SPEC.json --out figures` to write "
                    "the figures as SVG, PDF or PNG into the folder figures/.")
         st.code(spec.to_json(), language="json")
         with st.container(horizontal=True, gap="small"):

@@ -1,6 +1,6 @@
 """The glue between model/ and viz/: a figure spec, the runs it asks for, and the views it draws.
 
-app.py and `python -m viz.export` both go through here, so a figure in the app and one exported
+app.py and `python -m lab.export` both go through here, so a figure in the app and one exported
 from the same spec are the same figure. No Streamlit here.
 """
 

@@ -1,6 +1,6 @@
 """The app's views as lists of Panels (a figure and/or a table, with the numbers behind it).
 
-build_view(view, spec, models) is shared by app.py and `python -m viz.export`, so a figure drawn
+build_view(view, spec, models) is shared by app.py and `python -m lab.export`, so a figure drawn
 in the browser and one exported from the same spec are the same figure.
 """
 

@@ -337,15 +337,15 @@ def test_a_query_token_the_new_sentence_lacks_says_so_as_layer_and_head_do(make_
 
 
 def test_the_share_boxs_export_command_runs_as_written(make_app, tmp_path, monkeypatch):
-    from viz import export
+    from lab import export
 
     at = make_app(share=True, **SMALL)
     clean(at)
-    said = next(plain(c.value) for c in at.caption if "python -m viz.export" in plain(c.value))
-    command = re.search(r"`(python -m viz\.export [^`]+)`", said).group(1).split()
+    said = next(plain(c.value) for c in at.caption if "python -m lab.export" in plain(c.value))
+    command = re.search(r"`(python -m lab\.export [^`]+)`", said).group(1).split()
     (tmp_path / "SPEC.json").write_text(at.code[1].value, encoding="utf-8")
     monkeypatch.chdir(tmp_path)
-    args = export._parser().parse_args(command[3:])  # what `python -m viz.export` parses: no usage error
+    args = export._parser().parse_args(command[3:])  # what `python -m lab.export` parses: no usage error
     assert (tmp_path / args.spec).is_file() and args.out
 
 

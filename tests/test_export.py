@@ -18,6 +18,7 @@ import pytest
 from conftest import svg_pngs
 from PIL import Image
 
+from lab import export as lx
 from lab.spec import FigureSpec
 from lab.tracefile import load_trace, save_trace, trace_arrays
 from lab.views import build_view
@@ -42,7 +43,7 @@ SMALL = dict(d_model=16, n_heads=2, n_layers=2, d_ff=32)  # tiny random model: f
 
 @pytest.fixture(scope="session")
 def models():
-    return vx.cli_models()
+    return lx.cli_models()
 
 
 @pytest.fixture(scope="session")
@@ -170,7 +171,7 @@ def write_spec(path: Path, data: dict) -> Path:
 def test_same_spec_twice_gives_identical_files(server, tmp_path):
     spec = write_spec(tmp_path / "spec.json", {"views": ["heads"], "format": "svg", **SMALL})
     for name in ("a", "b"):
-        assert vx.main([str(spec), "--out", str(tmp_path / name), "--quiet"]) == 0
+        assert lx.main([str(spec), "--out", str(tmp_path / name), "--quiet"]) == 0
     a = {p.name: p.read_bytes() for p in (tmp_path / "a").iterdir()}
     b = {p.name: p.read_bytes() for p in (tmp_path / "b").iterdir()}
     assert a.keys() == b.keys()
@@ -193,7 +194,7 @@ def test_same_spec_twice_gives_identical_files(server, tmp_path):
 def test_same_spec_twice_gives_the_same_figure_json(models):
     spec = FigureSpec(**SMALL)
     first = vx.figure_json(build_view("heads", spec, models).panels[0].figure)
-    second = vx.figure_json(build_view("heads", spec, vx.cli_models()).panels[0].figure)  # fresh models
+    second = vx.figure_json(build_view("heads", spec, lx.cli_models()).panels[0].figure)  # fresh models
     assert first == second
 
 
@@ -284,7 +285,7 @@ def test_bad_spec_exits_nonzero_naming_the_field_and_writes_nothing(tmp_path, ca
         assert vx.find_browser() is None
     spec = write_spec(tmp_path / "spec.json", data)
     out = tmp_path / "out"
-    code = vx.main([str(spec), "--out", str(out)])
+    code = lx.main([str(spec), "--out", str(out)])
     err = capsys.readouterr().err.strip()
     assert code == 2
     assert len(err.splitlines()) == 1 and "Traceback" not in err
@@ -294,13 +295,13 @@ def test_bad_spec_exits_nonzero_naming_the_field_and_writes_nothing(tmp_path, ca
 
 def test_cli_in_a_real_process_prints_one_line_and_help_works(tmp_path):
     spec = write_spec(tmp_path / "spec.json", {"layer": 1.5})
-    proc = subprocess.run([sys.executable, "-m", "viz.export", str(spec), "--out", str(tmp_path / "o")],
+    proc = subprocess.run([sys.executable, "-m", "lab.export", str(spec), "--out", str(tmp_path / "o")],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.strip().splitlines() == [proc.stderr.strip()]
     assert "layer:" in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / "o").exists()
-    helped = subprocess.run([sys.executable, "-m", "viz.export", "--help"], cwd=ROOT,
+    helped = subprocess.run([sys.executable, "-m", "lab.export", "--help"], cwd=ROOT,
                             capture_output=True, text=True, timeout=120)
     assert helped.returncode == 0 and "--out" in helped.stdout and "--trace" in helped.stdout
 
@@ -319,7 +320,7 @@ def test_a_failure_half_way_writes_no_file(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(vx, "browser_available", lambda: True)
     spec = write_spec(tmp_path / "spec.json", {"views": ["attention"], **SMALL})
     out = tmp_path / "out"
-    assert vx.main([str(spec), "--out", str(out)]) == 1
+    assert lx.main([str(spec), "--out", str(out)]) == 1
     err = capsys.readouterr().err.strip()
     assert "Chromium went away" in err and len(err.splitlines()) == 1
     assert len(calls) == 2 and (not out.exists() or not any(out.iterdir()))
@@ -336,7 +337,7 @@ def test_no_browser_is_a_one_line_install_hint(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("BROWSER_PATH", str(tmp_path / "no-chromium-here"))
     assert vx.find_browser() is None
     spec = write_spec(tmp_path / "spec.json", {"views": ["attention"]})
-    assert vx.main([str(spec), "--out", str(tmp_path / "out")]) == 3
+    assert lx.main([str(spec), "--out", str(tmp_path / "out")]) == 3
     err = capsys.readouterr().err.strip()
     assert "apt-get install -y chromium" in err and len(err.splitlines()) == 1
     assert not (tmp_path / "out").exists()
@@ -406,7 +407,7 @@ def test_safetensors_trace_carries_its_sidecar_inside(tmp_path, models):
 @needs_browser
 def test_cli_trace_flag_writes_the_trace_next_to_the_figures(server, tmp_path):
     spec = write_spec(tmp_path / "spec.json", {"views": ["query"], "format": "png", "scale": 1, **SMALL})
-    assert vx.main([str(spec), "--out", str(tmp_path / "out"), "--trace", "--quiet"]) == 0
+    assert lx.main([str(spec), "--out", str(tmp_path / "out"), "--trace", "--quiet"]) == 0
     arrays, meta = load_trace(tmp_path / "out" / "trace.npz")
     assert meta["rows"][0]["src_tokens"][:4] == ["你", "喜", "欢", "她"]
     assert "encoder.0.self_attn.weights" in arrays
@@ -544,5 +545,5 @@ def test_a_trace_too_big_for_the_server_is_not_built_and_says_how_to_get_it(monk
         at.run()
         assert not at.exception
         buttons = at.get("download_button")
-        said = [c.value for c in at.caption if "python -m viz.export SPEC.json --out figures --trace" in c.value]
+        said = [c.value for c in at.caption if "python -m lab.export SPEC.json --out figures --trace" in c.value]
         assert (len(buttons), len(said)) == ((2, 0) if offered else (0, 1)), (cap, size)

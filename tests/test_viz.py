@@ -7,6 +7,7 @@ import math
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import plotly.colors
@@ -676,6 +677,20 @@ def test_viz_imports_neither_streamlit_nor_torch():
     code = "import sys, viz; print(sorted({'streamlit', 'torch'} & set(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_no_viz_module_imports_the_app_side_not_even_inside_a_function():
+    """app -> viz, lab -> viz: never back. An import inside a function escapes the test above."""
+    import ast
+
+    back = []
+    for path in sorted(Path(viz.__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            back += [f"{path.name}:{node.lineno} {n}" for n in names
+                     if n.split(".")[0] in ("lab", "ui", "app", "model", "streamlit", "torch", "bench")]
+    assert back == []
 
 
 # ---------------------------------------------------------------- layout at export sizes

@@ -122,7 +122,7 @@ def trace_download(run, spec: FigureSpec, key: str, *, config=None) -> None:
     if size > TRACE_DOWNLOAD_BYTES:  # the download is built, zipped and held in the server's memory
         st.caption(f"This trace's attention maps alone are {size / 2**20:,.0f} MiB: more than the app builds for a "
                    f"download (at most {TRACE_DOWNLOAD_BYTES // 2**20} MiB; it would hold them in the server's "
-                   "memory, twice). Save the spec above as SPEC.json and run `python -m viz.export SPEC.json "
+                   "memory, twice). Save the spec above as SPEC.json and run `python -m lab.export SPEC.json "
                    "--out figures --trace` on your own machine, or shorten the sentences.")
         return
 

@@ -1,0 +1,241 @@
+"""A figure spec's figures on disk, for papers:
+
+    python -m lab.export SPEC.json --out DIR [--trace]
+
+renders every panel of every view a FigureSpec names, in spec.format at spec.size (width x height; 0 =
+the theme's own) (PNG x spec.scale), plus each panel's numbers as CSV and the spec itself, so a figure
+in a paper can be regenerated exactly. Nothing is written unless everything validated and rendered.
+
+The views are lab's (build_view, the app's own); the rendering is viz.export's. torch-heavy imports
+happen only when a spec's models are built.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from viz import export as vx
+
+if TYPE_CHECKING:
+    from lab.views import ViewResult
+
+
+# -- a spec's figures -------------------------------------------------------------------------
+@dataclass
+class Planned:
+    """One file to write: its name and its bytes."""
+
+    name: str
+    data: bytes
+
+
+def validate_for_export(spec, models) -> None:
+    """Settings the spec accepts but this spec's model cannot draw: raise SpecError naming the field.
+
+    The app clamps such values; an export must be exact, so it refuses them instead.
+    """
+    from lab.spec import SpecError
+
+    fmt, scale = spec.format, spec.scale if spec.format == "png" else 1.0
+    try:
+        vx.check_size(fmt, *spec.size, scale)
+    except ValueError as exc:
+        field, _, message = str(exc).partition(": ")
+        raise SpecError(field, message) from None
+    if "translate" in spec.views and spec.model != "zh-en":
+        raise SpecError("views", "'translate' needs model 'zh-en' (the random model does not translate)")
+    if not spec.sentence_a.strip() and not spec.sentence_b.strip():
+        raise SpecError("sentence_a", "both sentences are empty: nothing to draw")
+    attention_views = {"attention", "heads", "query", "translate"} & set(spec.views)
+    if not attention_views:
+        return
+    config = models.model(spec).model.config
+    n_layers = config.n_layers if spec.block == "encoder self" else config.decoder_layers
+    if spec.layer >= n_layers:
+        raise SpecError("layer", f"layer {spec.layer} does not exist: the {spec.block} stack has "
+                                 f"{n_layers} layers (0..{n_layers - 1})")
+    for name, values in (("head", [spec.head]), ("heads", list(spec.heads))):
+        bad = [h for h in values if h >= config.n_heads]
+        if bad:
+            raise SpecError(name, f"head {bad[0]} does not exist: the model has {config.n_heads} "
+                                  f"heads (0..{config.n_heads - 1})")
+    text = spec.sentence_a if spec.sentence == "a" else spec.sentence_b
+    if not text.strip():
+        raise SpecError("sentence", f"sentence {spec.sentence!r} is empty")
+    if "query" in spec.views:
+        run = models.run(spec)
+        row = run.row(spec.sentence)
+        n_queries = len(run.tgt_pieces(row) if spec.block != "encoder self" else run.src_pieces(row))
+        if spec.query >= n_queries:
+            raise SpecError("query", f"query {spec.query} does not exist: the {spec.block} block "
+                                     f"has {n_queries} query tokens (0..{n_queries - 1})")
+
+
+def build_spec(spec, models) -> list[tuple[str, ViewResult]]:
+    """Every view of `spec` built (figures and tables in memory), each checked drawable: raise
+    SpecError naming the field otherwise. Needs no browser, so a bad spec is reported as such on a
+    machine without one. Returns [(view, its ViewResult)] in spec.views order."""
+    from lab.spec import SpecError
+    from lab.views import build_view
+
+    validate_for_export(spec, models)
+    built = []
+    for view in spec.views:
+        result = build_view(view, spec, models)
+        if result.hint and not result.panels:
+            raise SpecError("views", f"{view!r} has nothing to draw: {result.hint}")
+        built.append((view, result))
+    return built
+
+
+def plan_spec(spec, models, *, trace_format: str | None = None, warn=None,
+              built: list[tuple[str, ViewResult]] | None = None) -> list[Planned]:
+    """Everything `python -m lab.export` writes for `spec`, rendered in memory (nothing on disk).
+
+    `built` is build_spec(spec, models) where the caller has it already."""
+    built = build_spec(spec, models) if built is None else built
+    ext = spec.format
+    scale = spec.scale if ext == "png" else 1.0
+    files: list[Planned] = [Planned("spec.json", (spec.to_json() + "\n").encode("utf-8"))]
+    manifest = []
+    for view, result in built:
+        for note in result.notices:
+            if warn:
+                warn(f"{view}: {note}")
+        for panel in result.panels:
+            stem = f"{view}-{panel.key}"
+            entry = {"view": view, "panel": panel.key, "title": panel.title, "files": []}
+            if panel.caption:
+                entry["caption"] = panel.caption
+            if panel.figure is not None:
+                wanted = panel.figure.layout.height
+                if warn and wanted and wanted > spec.size[1]:
+                    warn(f"{stem}: drawn at height {spec.size[1]} px; this figure is laid out for "
+                         f"{wanted} px (raise `height` if it looks crowded)")
+                files.append(Planned(f"{stem}.{ext}", vx.render(panel.figure, ext, width=spec.size[0],
+                                                              height=spec.size[1], scale=scale)))
+                entry["files"].append(f"{stem}.{ext}")
+            if panel.table is not None:
+                files.append(Planned(f"{stem}.csv", vx.table_csv(panel.table)))
+                entry["files"].append(f"{stem}.csv")
+            manifest.append(entry)
+    if trace_format:
+        from lab.tracefile import trace_files
+
+        run = models.run(spec)
+        config = models.model(spec).model.config
+        for name, data in trace_files(run, spec, fmt=trace_format, config=config).items():
+            files.append(Planned(name, data))
+            manifest.append({"view": "trace", "panel": "trace", "title": "The whole trace of the run",
+                             "files": [name]})
+    files.append(Planned("manifest.json", (json.dumps(manifest, ensure_ascii=False, indent=2) + "\n").encode()))
+    return files
+
+
+def cli_models():
+    """Models for the CLI: each model built once, each spec's run traced once."""
+    import functools
+
+    from lab.compute import load_model, run
+    from lab.views import Models
+
+    load = functools.lru_cache(maxsize=8)(load_model)
+
+    @functools.lru_cache(maxsize=8)
+    def trace(spec):
+        return run(load(_model_key(spec)), spec.sentence_a, spec.sentence_b, spec.mask)
+
+    return Models(load, trace)
+
+
+def _model_key(spec):
+    from lab.compute import model_fields
+
+    return model_fields(spec)
+
+
+def export_spec(spec, out_dir: str | os.PathLike, *, trace_format: str | None = None,
+                models=None, warn=None, built: list[tuple[str, ViewResult]] | None = None) -> list[Path]:
+    """Render everything first, then write each file atomically into out_dir; returns the paths."""
+    models = models or cli_models()
+    planned = plan_spec(spec, models, trace_format=trace_format, warn=warn, built=built)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    return [vx.write_atomic(out / p.name, p.data) for p in planned]
+
+
+# -- command line -----------------------------------------------------------------------------
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m lab.export",
+        description=(
+            "Render the figures of an Attention Lab figure spec: for each view in spec.views, every "
+            "panel as <view>-<panel>.<format> (spec.format at spec.size, PNG x "
+            "spec.scale, themed with spec.theme), its numbers as <view>-<panel>.csv, the spec "
+            "itself as spec.json (to regenerate the figures) and manifest.json (titles, captions)."
+        ),
+        epilog=("Example: python -m lab.export spec.json --out figures --trace. The app's "
+                "'Share this view' box shows the spec of the current view. Exit status: 0 done, 2 bad "
+                "spec or arguments, 3 no browser, 1 rendering failed."),
+    )
+    p.add_argument("spec", help="the figure spec, a JSON file ('-' reads standard input)")
+    p.add_argument("--out", required=True, help="folder to write into (created if missing)")
+    p.add_argument("--trace", action="store_true",
+                   help="also write the whole trace of the run (trace.npz + trace.json)")
+    p.add_argument("--trace-format", choices=("npz", "safetensors"), default="npz",
+                   help="file format of --trace (default: npz)")
+    p.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+
+    def fail(message: str, code: int) -> int:
+        print(f"lab.export: {message}", file=sys.stderr)
+        return code
+
+    try:
+        text = sys.stdin.read() if args.spec == "-" else Path(args.spec).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return fail(f"cannot read {args.spec}: {vx.one_line(exc)}", 2)
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        return fail(f"--out {args.out} exists and is not a folder", 2)
+
+    from lab.spec import FigureSpec, SpecError
+
+    models = cli_models()
+    try:  # the whole spec is checked (and its views built) before a browser is asked for
+        spec = FigureSpec.from_json(text)
+        built = build_spec(spec, models)
+    except SpecError as exc:
+        return fail(f"bad spec: {exc}", 2)
+    except Exception as exc:  # noqa: BLE001 - one line, never a traceback
+        return fail(f"{type(exc).__name__}: {vx.one_line(exc)}", 1)
+    if not vx.browser_available():
+        return fail(vx.INSTALL_HELP, 3)
+    warn = None if args.quiet else (lambda m: print(f"note: {m}", file=sys.stderr))
+    try:
+        paths = export_spec(spec, out, trace_format=args.trace_format if args.trace else None,
+                            models=models, warn=warn, built=built)
+    except SpecError as exc:
+        return fail(f"bad spec: {exc}", 2)
+    except vx.NoBrowserError as exc:
+        return fail(str(exc), 3)
+    except Exception as exc:  # noqa: BLE001 - one line, never a traceback
+        return fail(f"{type(exc).__name__}: {vx.one_line(exc)}", 1)
+    if not args.quiet:
+        for path in paths:
+            print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
