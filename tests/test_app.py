@@ -336,6 +336,25 @@ def test_a_query_token_the_new_sentence_lacks_says_so_as_layer_and_head_do(make_
     assert alerts(at.warning) == ["query = 6 is not available here; using 0."]
 
 
+@pytest.mark.parametrize("name", ["attention", "heads", "query", "translate"])
+def test_a_charts_identity_does_not_depend_on_the_layer_or_head(make_app, name):
+    """ui/chart.py keeps a chart (and its full screen, on a projector) while its key stays: → and
+    Shift+→ must redraw the same charts, not make new ones."""
+    from conftest import charts
+
+    trained = {"model": "zh-en"} if name == "translate" else SMALL
+    at = make_app(view=name, layer=0, head=0, **trained)
+    clean(at)
+    before = [c["key"] for c in charts(at)]
+    at.selectbox(key="layer").set_value(1)
+    if name != "heads":  # the heads view draws every head
+        at.selectbox(key="head").set_value(1)
+    at.run()
+    clean(at)
+    assert at.session_state["layer"] == 1
+    assert [c["key"] for c in charts(at)] == before and before
+
+
 def test_the_share_boxs_export_command_runs_as_written(make_app, tmp_path, monkeypatch):
     from lab import export
 

@@ -4,6 +4,7 @@ the app draws with)."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from pathlib import Path
@@ -88,13 +89,16 @@ def test_step_4_without_scaling_the_largest_weight_is_larger(models):
     assert table["weight without ÷√d_k"].max() > table["weight"].max()
 
 
-def test_step_5_rows_sum_to_1_and_heads_differ_in_entropy(models):
+def test_step_5_heads_differ_in_entropy_spread_out_untrained_one_focused_trained(models):
     p = panels(5, models)
     grid = p["layers-heads"].table  # one row per (layer, head, query), one column per key
     assert len(grid) == 2 * 4 * 4  # 2 layers x 4 heads x 4 queries
     np.testing.assert_allclose(grid.to_numpy().sum(axis=1), 1.0, atol=1e-6)
     entropy = p["entropy"].table.to_numpy()
-    assert np.ptp(entropy) > 0.01
+    assert np.ptp(entropy) > 0.01 and entropy.min() > 1.5 and entropy.max() <= 2.0  # all spread out
+    trained = build_view("heads", dataclasses.replace(FigureSpec.from_query(steps()[5]), model="zh-en"), models)
+    focused = {x.key: x for x in trained.panels}["entropy"].table
+    assert focused.loc["layer 0", "head 1"] < 0.1  # "layer 0, head 1": nearly one key per query
 
 
 def test_step_6_with_pe_the_translations_differ_without_pe_they_are_identical(models):
@@ -127,3 +131,9 @@ def test_the_sidebar_shows_the_lesson_with_links_to_this_app(make_app):
     assert [dict(parse_qsl(q)) for _, q in links] == [steps()[n] for n in range(1, 8)]
     assert "localhost" not in shown and shown.startswith("The thread of the lesson")
     assert len(re.findall(r"\]\(", shown)) == 7  # no other link: a relative one would not resolve in the app
+    # each link opens a new session: a theme the teacher chose (slide, for the projector) travels with it
+    at.selectbox(key="theme").set_value("slide").run()
+    assert not at.exception
+    shown = " ".join(str(m.value) for m in at.sidebar.markdown)
+    links = re.findall(r"\[Open step (\d+)\]\(\./\?([^)\s]+)\)", shown)
+    assert [dict(parse_qsl(q)) for _, q in links] == [{**steps()[n], "theme": "slide"} for n in range(1, 8)]

@@ -16,7 +16,7 @@ import streamlit as st
 
 from lab.spec import MASKS, MIN_EXPORT_SIDE, THEMES
 from model.device import available_devices
-from ui.state import choose_theme, keep_choice, keep_in_range
+from ui.state import choose_theme, follows_page, keep_choice, keep_in_range
 from viz.theme import design_size
 
 MASK_HELP = {
@@ -108,14 +108,17 @@ LESSON = Path(__file__).resolve().parent.parent / "docs" / "lesson.md"
 
 
 @functools.cache
-def lesson_markdown() -> str:
+def lesson_markdown(theme: str | None = None) -> str:
     """docs/lesson.md for the sidebar: from "The thread of the lesson" on (the title and the note on
     the file's links and tests are for readers of the file), its step links made relative (they open
-    this app, wherever it runs: a class server too), its headings made small."""
+    this app, wherever it runs: a class server too), its headings made small. With a theme, every step
+    link carries it: each opens a new session, which would otherwise start without the teacher's slide."""
     text = LESSON.read_text(encoding="utf-8")
     start = text.find("The thread of the lesson")
     text = text[start:] if start >= 0 else text
     text = text.replace("(http://localhost:8501/?", "(./?")
+    if theme is not None:
+        text = re.sub(r"\(\./\?([^)\s]+)\)", lambda m: f"(./?{m.group(1)}&theme={theme})", text)
     return re.sub(r"^## ", "#### ", text, flags=re.MULTILINE)
 
 
@@ -125,8 +128,8 @@ def lesson_section() -> None:
         return
     box = st.expander("A 20-minute lesson", key="lesson", on_change="rerun", icon=":material/school:")
     with box:
-        if box.open:
-            st.markdown(lesson_markdown())
+        if box.open:  # a theme chosen here travels with the links; one that follows the page does not
+            st.markdown(lesson_markdown(None if follows_page() else st.session_state.get("theme")))
 
 
 def sidebar(trained_problem: str | None) -> list[str]:

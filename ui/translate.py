@@ -78,7 +78,7 @@ def cross_heads(run: Run, spec: FigureSpec) -> None:
     heads = range(weights.shape[1])
     tgt, src = list(sentence.tgt_pieces), list(sentence.encoding.pieces)
     render_panel(Panel(
-        f"cross-heads-layer{layer}", f"Cross-attention: every head of decoder layer {layer}",
+        "cross-heads", f"Cross-attention: every head of decoder layer {layer}",  # one chart: full screen stays
         viz.heads_grid(np.asarray(weights[layer]), row_labels=tgt, col_labels=src,
                        head_names=[f"head {h}" for h in heads], theme=spec.theme),
         pd.concat({f"head {h}": viz.matrix_frame(weights[layer, h], tgt, src) for h in heads})), "translate", spec)
