@@ -340,11 +340,12 @@ def attention_view(spec: FigureSpec, models: Models) -> ViewResult:
     layer, head, row = where
     rows, cols = labels
     a = head_arrays(rec, row, head)
+    where_txt = f"{spec.block}, layer {layer}, head {head}, sentence {run_.sentences[row].key.upper()}"
     figs = viz.attention_step_figures(
         q=a["q"], k=a["k"], v=a["v"], scores=a["scores"], scaled_scores=a["scaled"], weights=a["weights"],
         mask=a["allowed"], row_labels=rows, col_labels=cols, theme=spec.theme,  # always: step 3 is always shown
+        where=f"{spec.block}, layer {layer}, head {head}",  # in each figure's title: full screen, exports
     )
-    where_txt = f"{spec.block}, layer {layer}, head {head}, sentence {run_.sentences[row].key.upper()}"
     d_k = rec.d_k
     titles = {
         "qkv": (f"Q, K, V of one head (d_k = {d_k}) — {where_txt}", None, None, None),

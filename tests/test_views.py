@@ -287,6 +287,17 @@ def test_the_query_views_figures_name_the_query_by_position(models, sentence, q,
     assert p["query-bars"].title.startswith(f"Query {shown}: ")
 
 
+def test_every_step_figure_says_which_head_it_shows_in_its_own_title(models):
+    """A chart in full screen (a projector) or exported shows only its own title: it names the head."""
+    p, _ = panels("attention", dataclasses.replace(SPEC, block="decoder self", layer=1, head=2), models)
+    steps = [key for key in p if key.startswith("attention-")]
+    assert len(steps) == 6
+    import viz
+
+    for key in steps:
+        assert "— decoder self, layer 1, head 2" in viz.theme.unwrap(p[key].figure.layout.title.text), key
+
+
 def test_layer_and_head_out_of_range_are_clamped_not_crashing(models):
     p, _ = panels("attention", dataclasses.replace(SPEC, layer=9, head=9), models)
     assert "layer 1, head 3" in p["attention-qkv"].title

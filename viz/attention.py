@@ -257,37 +257,44 @@ def attention_step_figures(
     row_labels: Sequence[str] | None,
     col_labels: Sequence[str] | None = None,
     masked_text: str = "−∞",
+    where: str = "",
     theme: str = "default",
 ) -> dict[str, go.Figure]:
     """All steps of one head, with one colour range for every score figure.
 
-    Keys: "qkv", "scores", "scaled", "mask" (only with a mask), "masked", "weights".
+    Keys: "qkv", "scores", "scaled", "mask" (only with a mask), "masked", "weights". `where` (e.g.
+    "encoder self, layer 0, head 1") ends every title: a chart in full screen, or exported, says
+    which head it shows.
     """
     d_k = np.asarray(q).shape[-1]
     r = symmetric_range(scores, scaled_scores)  # raw scores are the widest: scaling shrinks them
     kw = dict(row_labels=row_labels, col_labels=col_labels, theme=theme)
+
+    def titled(text: str) -> str:
+        return f"{text} — {where}" if where else text
+
     figs = {
-        "qkv": qkv_figure(q, k, v, **kw),
-        "scores": scores_heatmap(scores, zmax=r, title="1. Scores QKᵀ", **kw),
+        "qkv": qkv_figure(q, k, v, title=titled("Q = XW_Q, K = XW_K, V = XW_V (one head)"), **kw),
+        "scores": scores_heatmap(scores, zmax=r, title=titled("1. Scores QKᵀ"), **kw),
         "scaled": scores_heatmap(
             scaled_scores,
             zmax=r,
-            title=f"2. Scaled scores QKᵀ / √d_k (d_k = {d_k}, same colours)",
+            title=titled(f"2. Scaled scores QKᵀ / √d_k (d_k = {d_k}, same colours)"),
             **kw,
         ),
     }
     if mask is not None:
-        figs["mask"] = mask_heatmap(mask, title="3. Mask (True = may attend)", **kw)
+        figs["mask"] = mask_heatmap(mask, title=titled("3. Mask (True = may attend)"), **kw)
     figs["masked"] = scores_heatmap(
         scaled_scores,
         mask=mask,
         zmax=r,
         masked_text=masked_text,
-        title=f"4. Masked scores (masked cells set to {masked_text})",
+        title=titled(f"4. Masked scores (masked cells set to {masked_text})"),
         **kw,
     )
     figs["weights"] = weights_heatmap(
-        weights, mask=mask, title="5. Weights = softmax over each row", **kw
+        weights, mask=mask, title=titled("5. Weights = softmax over each row"), **kw
     )
     return figs
 
