@@ -674,16 +674,22 @@ def translate_view(spec: FigureSpec, models: Models) -> ViewResult:
     cross_rec = trace.decoder.layers[layer].cross_attn
     head = _clamp(spec.head, cross_rec.n_heads)
     sa, ca = head_arrays(self_rec, row, head), head_arrays(cross_rec, row, head)
+    # the sentence's own steps and source tokens: the [PAD]s that line it up with the other sentence are
+    # no part of its translation (as in the step-by-step panels, ui/translate.py)
+    n_dec, n_src = len(s.tgt_ids), len(s.src_ids)
+    tgt, src = tgt[:n_dec], src[:n_src]
+    cross_w, cross_ok = ca["weights"][:n_dec, :n_src], ca["allowed"][:n_dec, :n_src]  # (Tt, Ts)
+    self_w, self_ok = sa["weights"][:n_dec, :n_dec], sa["allowed"][:n_dec, :n_dec]  # (Tt, Tt)
     out.panels.append(Panel(
         "cross", f"Cross-attention, layer {layer} head {head}: each output step (row) over the source",
-        viz.cross_attention_heatmap(ca["weights"], target_labels=tgt, source_labels=src,
-                                    mask=None if ca["allowed"].all() else ca["allowed"], theme=spec.theme),
-        viz.matrix_frame(ca["weights"], tgt, src),
+        viz.cross_attention_heatmap(cross_w, target_labels=tgt, source_labels=src,
+                                    mask=None if cross_ok.all() else cross_ok, theme=spec.theme),
+        viz.matrix_frame(cross_w, tgt, src),
     ))
     out.panels.append(Panel(
         "decoder-self", f"Decoder masked self-attention, layer {layer} head {head}",
-        viz.decoder_self_attention_heatmap(sa["weights"], target_labels=tgt, mask=sa["allowed"], theme=spec.theme),
-        viz.matrix_frame(sa["weights"], tgt, tgt),
+        viz.decoder_self_attention_heatmap(self_w, target_labels=tgt, mask=self_ok, theme=spec.theme),
+        viz.matrix_frame(self_w, tgt, tgt),
     ))
     return out
 

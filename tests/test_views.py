@@ -298,6 +298,18 @@ def test_every_step_figure_says_which_head_it_shows_in_its_own_title(models):
         assert "— decoder self, layer 1, head 2" in viz.theme.unwrap(p[key].figure.layout.title.text), key
 
 
+@needs_trained
+def test_the_translate_views_figures_hold_the_sentences_own_steps_not_the_batchs_padding(models):
+    spec = FigureSpec(model="zh-en", sentence_a="你喜欢她", sentence_b="我们都喜欢老师和学生", views=("translate",))
+    p, _ = panels("translate", spec, models)
+    for key in ("cross", "decoder-self"):
+        table = p[key].table
+        assert not any("[PAD]" in str(label) for label in list(table.index) + list(table.columns)), key
+        assert len(table) == 4  # [BOS] you like her
+        np.testing.assert_allclose(table.to_numpy().sum(axis=1), 1.0, atol=1e-6)
+    assert list(p["cross"].table.columns) == ["0:你", "1:喜", "2:欢", "3:她"]
+
+
 def test_layer_and_head_out_of_range_are_clamped_not_crashing(models):
     p, _ = panels("attention", dataclasses.replace(SPEC, layer=9, head=9), models)
     assert "layer 1, head 3" in p["attention-qkv"].title
