@@ -307,7 +307,8 @@ def positional_view(spec: FigureSpec, models: Models) -> ViewResult:
     out.panels.append(Panel(
         "embedding-pe", f"Token embedding (×√d_model), the positional encoding added ({kind}) and their sum",
         viz.embedding_pe_figure(tokens, pe, labels=list(sentence.encoding.pieces), summed=summed, theme=th),
-        lambda: viz.matrix_frame(summed, list(sentence.encoding.pieces)),
+        lambda: pd.concat({name: viz.matrix_frame(m, list(sentence.encoding.pieces)) for name, m in  # its 3 panels
+                           (("token embedding", tokens), ("positional encoding", pe), ("sum", summed))}),
     ))
     if kind == "none":
         out.notices.append("This model adds NO positional encoding (the middle panel is all zeros); "

@@ -97,8 +97,10 @@ def test_the_positional_view_says_when_the_models_encoding_is_not_the_formula_dr
     n = len(run_.sentences[0].encoding)
     # the last panel adds the model's own rows, whatever the curves above draw
     own = run_.trace.encoder.embeddings.positional[:n].double().numpy()
-    added = p["embedding-pe"].table.to_numpy() - run_.trace.encoder.embeddings.tokens[0, :n].double().numpy()
+    table = p["embedding-pe"].table
+    added = table.loc["sum"].to_numpy() - run_.trace.encoder.embeddings.tokens[0, :n].double().numpy()
     np.testing.assert_allclose(added, own, atol=1e-5)
+    np.testing.assert_allclose(table.loc["positional encoding"].to_numpy(), own, atol=1e-6)
 
 
 @pytest.mark.parametrize("positional", ["none", "learned"])
@@ -181,8 +183,13 @@ def test_positional_view_numbers(models):
     values = curve.set_index("offset")["dot"]
     assert values[0] == pytest.approx(16)  # d_model / 2
     np.testing.assert_allclose(values.loc[1:10].to_numpy(), values.loc[-1:-10:-1].to_numpy(), atol=1e-9)
-    emb = p["embedding-pe"].table.to_numpy()
-    assert emb.shape == (4, 32)
+    table = p["embedding-pe"].table  # the figure's three panels, each (tokens, d_model)
+    emb, pe, total = (table.loc[name].to_numpy() for name in ("token embedding", "positional encoding", "sum"))
+    assert emb.shape == pe.shape == total.shape == (4, 32)
+    np.testing.assert_allclose(total, emb + pe, atol=1e-5)  # the sum is the embedding plus PE
+    figure = p["embedding-pe"].figure
+    for trace, part in zip([t for t in figure.data if t.type == "heatmap"], (emb, pe, total), strict=True):
+        np.testing.assert_allclose(np.asarray(trace.z, float), part, atol=1e-6)
 
 
 def test_pe_reference_is_the_closed_form_computed_once_and_read_only():
