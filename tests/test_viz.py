@@ -664,6 +664,18 @@ def test_cross_attention_is_target_by_source():
     assert len(fig.layout.xaxis.ticktext) == 5 and "source" in fig.layout.xaxis.title.text
 
 
+@pytest.mark.parametrize("theme", list(viz.THEMES))
+def test_the_query_bars_panel_titles_fit_one_line_the_room_left_between_panels(theme):
+    """The panels leave one line between them for the next one's title: a title wrapped to two lines
+    would sit on the axis above (paper theme, 600 px: it did)."""
+    n = 8
+    s = RNG.normal(size=n) * 4
+    fig = viz.query_bars(s, s / 4, softmax_rows(s[None] / 4)[0], key_labels=list("我爱我家你喜欢她"),
+                         unscaled_weights=softmax_rows(s[None])[0], theme=theme)
+    titles = [a.text for a in fig.layout.annotations if a.name != "notes"]
+    assert len(titles) == 3 and not [t for t in titles if "<br" in t], titles  # apply_theme wraps with <br class=…>
+
+
 def test_loss_curve_draws_train_and_validation():
     fig = viz.loss_curve([3, 2, 1.5], steps=[0, 10, 20], val_loss=[3.1, 2.4], val_steps=[0, 20])
     assert [t.name for t in fig.data] == ["train", "validation"]

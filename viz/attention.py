@@ -551,7 +551,7 @@ def query_bars(
         subplot_titles=(
             "score q·kⱼ",
             "scaled score q·kⱼ / √d_k (same axis)",
-            "weight = softmax(scaled)ⱼ" + ("; outline: softmax(score)ⱼ, without ÷√d_k" if u is not None else ""),
+            "weight = softmax(scaled)ⱼ" + ("; outlined: without ÷√d_k" if u is not None else ""),
         ),
     )
     def bars(vals: np.ndarray, row: int, name: str, marker: dict, role: str) -> np.ndarray:
