@@ -115,11 +115,15 @@ def plan_spec(spec, models, *, trace_format: str | None = None, warn=None,
                 entry["caption"] = panel.caption
             if panel.figure is not None:
                 wanted = panel.figure.layout.height
-                if warn and wanted and wanted > spec.size[1]:
-                    warn(f"{stem}: drawn at height {spec.size[1]} px; this figure is laid out for "
+                width, height = spec.export_size(wanted)  # height 0: the theme's, or the figure's own if taller
+                if warn and wanted and wanted > height:
+                    warn(f"{stem}: drawn at height {height} px; this figure is laid out for "
                          f"{wanted} px (raise `height` if it looks crowded)")
-                files.append(Planned(f"{stem}.{ext}", vx.render(panel.figure, ext, width=spec.size[0],
-                                                              height=spec.size[1], scale=scale)))
+                try:
+                    files.append(Planned(f"{stem}.{ext}", vx.render(panel.figure, ext, width=width, height=height,
+                                                                  scale=scale)))
+                except vx.ExportError as exc:  # say which figure: the message alone names only a size
+                    raise vx.ExportError(f"{stem}: {exc}") from None
                 entry["files"].append(f"{stem}.{ext}")
             if panel.table is not None:
                 files.append(Planned(f"{stem}.csv", vx.table_csv(panel.table)))

@@ -115,6 +115,15 @@ class FigureSpec:
         style = THEME_STYLES.get(self.theme, {})
         return (self.width or style.get("width") or 900, self.height or style.get("height") or 600)
 
+    def export_size(self, figure_height: float | None = None) -> tuple[int, int]:
+        """(width, height) to export a figure laid out `figure_height` px tall at (its layout.height, if
+        set): `size`, except that where the spec's height is 0 a taller figure keeps its own height (a
+        grid of heads or three bar charts drawn at the theme's 480 px would crowd their parts)."""
+        width, height = self.size
+        if not self.height and figure_height:
+            height = max(height, round(figure_height))
+        return width, height
+
     # -- conversions ---------------------------------------------------------------------------
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)

@@ -3,6 +3,7 @@ specs that never leave half an export behind, and the whole trace on disk and ba
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import re
@@ -411,7 +412,8 @@ def test_cli_trace_flag_writes_the_trace_next_to_the_figures(server, tmp_path):
     arrays, meta = load_trace(tmp_path / "out" / "trace.npz")
     assert meta["rows"][0]["src_tokens"][:4] == ["你", "喜", "欢", "她"]
     assert "encoder.0.self_attn.weights" in arrays
-    assert vx.png_size((tmp_path / "out" / "query-query-bars.png").read_bytes()) == (900, 600)
+    # height 0 in the spec: the theme's 600, or the figure's own where it is laid out taller (620 px)
+    assert vx.png_size((tmp_path / "out" / "query-query-bars.png").read_bytes()) == (900, 620)
 
 
 # ---------------------------------------------------------------------------- the Streamlit helper
@@ -547,3 +549,25 @@ def test_a_trace_too_big_for_the_server_is_not_built_and_says_how_to_get_it(monk
         buttons = at.get("download_button")
         said = [c.value for c in at.caption if "python -m lab.export SPEC.json --out figures --trace" in c.value]
         assert (len(buttons), len(said)) == ((2, 0) if offered else (0, 1)), (cap, size)
+
+
+def test_a_figure_laid_out_taller_than_the_theme_is_exported_at_its_own_height_unless_the_spec_says():
+    spec = FigureSpec(theme="paper")  # 600 x 480
+    assert spec.export_size(None) == spec.export_size(300) == (600, 480)
+    assert spec.export_size(620) == (600, 620)  # view 5's three bar charts, laid out 620 px tall
+    assert FigureSpec(theme="paper", height=400).export_size(620) == (600, 400)  # the spec's own size wins
+
+
+@needs_browser
+def test_the_query_bars_export_at_their_own_height_and_a_figure_that_cannot_fit_is_named(server, models, monkeypatch):
+    spec = FigureSpec(views=("query",), theme="paper", format="png", scale=1.0, **SMALL)
+    files = {p.name: p.data for p in lx.plan_spec(spec, models)}
+    bars = build_view("query", spec, models).panels[0].figure
+    assert bars.layout.height > 480 and vx.png_size(files["query-query-bars.png"]) == (600, bars.layout.height)
+
+    def cramped(fig, fmt, **kw):
+        raise vx.ExportError("the plot does not fit in 340x260 px")
+
+    monkeypatch.setattr(vx, "render", cramped)
+    with pytest.raises(vx.ExportError, match=r"^query-query-bars: the plot does not fit"):
+        lx.plan_spec(dataclasses.replace(spec, width=340, height=260), models)

@@ -25,7 +25,8 @@ _LABELS = {"svg": "SVG", "pdf": "PDF", "png": "PNG"}
 _HELP = {
     "svg": "Vector, editable (Inkscape, Illustrator); text stays text. Fonts are not embedded: "
            "the viewer needs Noto CJK for Chinese.",
-    "pdf": "Vector, for LaTeX (\\includegraphics); fonts embedded, Chinese included.",
+    "pdf": "Vector, for LaTeX (\\includegraphics); fonts embedded, Chinese included (as Chromium writes them: "
+           "Type 3 glyphs, which some publishers' checkers refuse).",
     "png": "Bitmap at {dpi:.0f} dpi ({w}×{h} px): spec.scale × 96 dpi.",
 }
 
@@ -59,9 +60,9 @@ def _file_stem(key: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in stem) or "figure"
 
 
-def _renderer(fig_json: str, fmt: str, spec: FigureSpec) -> Callable[[], bytes]:
+def _renderer(fig_json: str, fmt: str, size: tuple[int, int], spec: FigureSpec) -> Callable[[], bytes]:
     scale = spec.scale if fmt == "png" else 1.0
-    return lambda: rendered(fig_json, fmt, *spec.size, scale)
+    return lambda: rendered(fig_json, fmt, *size, scale)
 
 
 def export_buttons(fig: go.Figure | None, key: str, spec: FigureSpec) -> None:
@@ -78,7 +79,9 @@ def export_buttons(fig: go.Figure | None, key: str, spec: FigureSpec) -> None:
     vx.warm_up()  # start Chromium in the background now, so the first click is fast
     fig_json = vx.figure_json(fig)  # a snapshot: later changes to fig do not leak into downloads
     stem = _file_stem(key)
-    w, h = round(spec.size[0] * spec.scale), round(spec.size[1] * spec.scale)
+    laid_out = fig.layout.height if isinstance(fig, go.Figure) else (fig.get("layout") or {}).get("height")
+    size = spec.export_size(laid_out)  # as `python -m lab.export` does
+    w, h = round(size[0] * spec.scale), round(size[1] * spec.scale)
     too_big = max(w, h) > vx.MAX_PIXELS_PER_SIDE
     row = st.container(horizontal=True, gap="small", key=f"{key}-row")
     for fmt in vx.FORMATS:
@@ -87,7 +90,7 @@ def export_buttons(fig: go.Figure | None, key: str, spec: FigureSpec) -> None:
             label = f"PNG {vx.CSS_DPI * spec.scale:.0f} dpi"
         row.download_button(
             label,
-            data=_renderer(fig_json, fmt, spec),
+            data=_renderer(fig_json, fmt, size, spec),
             file_name=f"{stem}.{fmt}",
             mime=vx.MIME[fmt],
             key=f"{key}-{fmt}",
