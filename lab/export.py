@@ -13,6 +13,7 @@ happen only when a spec's models are built.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -103,10 +104,15 @@ def plan_spec(spec, models, *, trace_format: str | None = None, warn=None,
     ext = spec.format
     scale = spec.scale if ext == "png" else 1.0
     files: list[Planned] = [Planned("spec.json", (spec.to_json() + "\n").encode("utf-8"))]
-    manifest = []
+    laid_out_for = dataclasses.replace(spec, width=0).size[0]  # the theme's width: what figures are laid out for
+    if warn and spec.width and spec.width < 0.8 * laid_out_for:
+        warn(f"the figures are laid out for {laid_out_for} px wide and drawn at {spec.width}: titles and labels "
+             "may be cut (export at the theme's size and scale the vector file instead)")
+    manifest, said = [], set()
     for view, result in built:
         for note in result.notices:
-            if warn:
+            if warn and note not in said:  # a sentence's notice comes with every view: said once
+                said.add(note)
                 warn(f"{view}: {note}")
         for panel in result.panels:
             stem = f"{view}-{panel.key}"

@@ -571,3 +571,17 @@ def test_the_query_bars_export_at_their_own_height_and_a_figure_that_cannot_fit_
     monkeypatch.setattr(vx, "render", cramped)
     with pytest.raises(vx.ExportError, match=r"^query-query-bars: the plot does not fit"):
         lx.plan_spec(dataclasses.replace(spec, width=340, height=260), models)
+
+
+def test_the_export_says_each_notice_once_and_warns_of_a_width_its_figures_are_not_laid_out_for(models,
+                                                                                                monkeypatch):
+    monkeypatch.setattr(vx, "render", lambda fig, fmt, **kw: b"<svg/>")  # the layout is not at stake here
+    said: list[str] = []
+    spec = FigureSpec(views=("tokens", "attention", "heads"), sentence_b="我😀你", theme="paper", width=340,
+                      height=260, **SMALL)
+    lx.plan_spec(spec, models, warn=said.append)
+    assert sum("[UNK]" in s for s in said) == 1, said
+    assert sum("laid out for 600 px wide and drawn at 340" in s for s in said) == 1
+    said.clear()
+    lx.plan_spec(dataclasses.replace(spec, width=0, height=0), models, warn=said.append)
+    assert not any("laid out for" in s for s in said)
