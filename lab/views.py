@@ -602,7 +602,8 @@ def order_view(spec: FigureSpec, models: Models) -> ViewResult:
             out.panels.append(Panel(
                 f"aligned-{slug}", f"Token outputs {name}: A, B reordered to A's order, |A − B|",
                 viz.aligned_outputs_figure(rep.outputs_a, rep.outputs_b[inv], labels_a=pieces_a, labels_b=pieces_b,
-                                           positions_b=inv.tolist(), theme=spec.theme),
+                                           positions_b=inv.tolist(), theme=spec.theme,
+                                           title=f"Outputs per token {name}, B reordered to A's token order"),
                 lambda rep=rep, inv=inv, pieces_a=pieces_a, pieces_b=pieces_b: pd.concat({  # the figure's 3 panels
                     "A": viz.matrix_frame(rep.outputs_a, pieces_a),
                     "B (aligned)": viz.matrix_frame(rep.outputs_b, pieces_b).iloc[inv],  # B's own labels, A's order
@@ -610,12 +611,14 @@ def order_view(spec: FigureSpec, models: Models) -> ViewResult:
             ))
             out.panels.append(Panel(
                 f"diff-{slug}", f"|f(B) − P f(A)| {name} (rows in B's order)",
-                viz.order_difference_heatmap(rep.diff, row_labels=pieces_b, reference=reference, theme=spec.theme),
+                viz.order_difference_heatmap(rep.diff, row_labels=pieces_b, reference=reference, theme=spec.theme,
+                                             title=f"|f(Px) − P f(x)| per token and dimension, {name}"),
                 lambda rep=rep, pieces_b=pieces_b: viz.matrix_frame(rep.diff, pieces_b),
             ))
         out.panels.append(Panel(
             f"pooled-{slug}", f"Mean-pooled outputs {name}",
-            viz.pooled_outputs_figure(rep.pooled_a, rep.pooled_b, theme=spec.theme),
+            viz.pooled_outputs_figure(rep.pooled_a, rep.pooled_b, theme=spec.theme,
+                                      title=f"Pooled outputs (mean over tokens) {name}"),
             lambda rep=rep: pd.DataFrame({"A": rep.pooled_a, "B": rep.pooled_b}),
         ))
     causal = data.causal

@@ -147,6 +147,16 @@ def test_the_trained_models_token_spans_point_into_the_text_as_typed():
     assert any("“😀” is not in the trained models' vocabulary" in n for n in result.notices)
 
 
+def test_the_order_views_figures_say_in_their_own_titles_with_or_without_pe(models):
+    """An exported figure carries only its own title: the PE and no-PE twins must not read the same."""
+    import viz
+
+    p, _ = panels("order", SPEC, models)
+    for kind in ("aligned", "diff", "pooled"):
+        titles = {slug: viz.theme.unwrap(p[f"{kind}-{slug}"].figure.layout.title.text) for slug in ("pe", "nope")}
+        assert "with sinusoidal PE" in titles["pe"] and "without PE" in titles["nope"], titles
+
+
 def test_order_view_with_a_non_permutation_says_so(models):
     spec = dataclasses.replace(SPEC, sentence_b="我有一只猫")
     p, _ = panels("order", spec, models)
