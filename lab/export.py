@@ -2,8 +2,8 @@
 
     python -m lab.export SPEC.json --out DIR [--trace]
 
-renders every panel of every view a FigureSpec names, in spec.format at spec.size (width x height; 0 =
-the theme's own) (PNG x spec.scale), plus each panel's numbers as CSV and the spec itself, so a figure
+renders every panel of every view a FigureSpec names, in spec.format at spec.export_size (width x
+height; 0 = the theme's own, or a figure's own height where it is laid out taller) (PNG x spec.scale), plus each panel's numbers as CSV and the spec itself, so a figure
 in a paper can be regenerated exactly. Nothing is written unless everything validated and rendered.
 
 The views are lab's (build_view, the app's own); the rendering is viz.export's. torch-heavy imports
@@ -87,10 +87,18 @@ def build_spec(spec, models) -> list[tuple[str, ViewResult]]:
 
     validate_for_export(spec, models)
     built = []
+    scale = spec.scale if spec.format == "png" else 1.0
     for view in spec.views:
         result = build_view(view, spec, models)
         if result.hint and not result.panels:
             raise SpecError("views", f"{view!r} has nothing to draw: {result.hint}")
+        for panel in result.panels:  # each at the size it is exported at (a tall grid keeps its own height)
+            if panel.figure is not None:
+                try:
+                    vx.check_size(spec.format, *spec.export_size(panel.figure.layout.height), scale)
+                except ValueError as exc:
+                    field, _, message = str(exc).partition(": ")
+                    raise SpecError(field, f"{view}-{panel.key}: {message}") from None
         built.append((view, result))
     return built
 
@@ -186,7 +194,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m lab.export",
         description=(
             "Render the figures of an Attention Lab figure spec: for each view in spec.views, every "
-            "panel as <view>-<panel>.<format> (spec.format at spec.size, PNG x "
+            "panel as <view>-<panel>.<format> (spec.format at spec.size, or a figure's own height where taller; PNG x "
             "spec.scale, themed with spec.theme), its numbers as <view>-<panel>.csv, the spec "
             "itself as spec.json (to regenerate the figures) and manifest.json (titles, captions)."
         ),

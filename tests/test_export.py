@@ -585,3 +585,20 @@ def test_the_export_says_each_notice_once_and_warns_of_a_width_its_figures_are_n
     said.clear()
     lx.plan_spec(dataclasses.replace(spec, width=0, height=0), models, warn=said.append)
     assert not any("laid out for" in s for s in said)
+
+
+def test_a_figure_too_tall_for_a_png_at_its_own_height_is_a_bad_spec_naming_it_before_any_rendering(
+        tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(vx, "render", lambda *a, **k: pytest.fail("nothing is rendered for a bad spec"))
+    spec = write_spec(tmp_path / "spec.json", {"views": ["heads"], "d_model": 64, "n_heads": 16, "n_layers": 12,
+                                               "d_ff": 64, "format": "png", "scale": 6})
+    assert lx.main([str(spec), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("lab.export: bad spec: scale: heads-") and len(err.splitlines()) == 1, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_old_command_says_where_it_moved_and_fails():
+    proc = subprocess.run([sys.executable, "-m", "viz.export", "spec.json", "--out", "x"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "python -m lab.export" in proc.stderr

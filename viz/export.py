@@ -357,3 +357,10 @@ def table_csv(table) -> bytes:
 def one_line(exc: BaseException) -> str:
     text = " ".join(str(exc).split()) or type(exc).__name__
     return text if len(text) <= 300 else text[:297] + "..."
+
+
+if __name__ == "__main__":  # the spec export moved to lab (it builds the views): say so, do not succeed silently
+    import sys
+
+    print("python -m viz.export has moved: run python -m lab.export SPEC.json --out DIR [--trace]", file=sys.stderr)
+    sys.exit(2)
