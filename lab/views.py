@@ -403,12 +403,14 @@ def heads_view(spec: FigureSpec, models: Models) -> ViewResult:
     out.panels.append(Panel(
         "heads-grid", f"All heads of layer {layer} ({spec.block})",
         viz.heads_grid(weights[layer, heads], row_labels=rows, col_labels=cols, mask=mask,
-                       head_names=[f"head {h}" for h in heads], theme=spec.theme),
+                       head_names=[f"head {h}" for h in heads], theme=spec.theme,
+                       title=f"All heads of layer {layer} ({spec.block})"),  # full screen and exports show this
         lambda: pd.concat({f"head {h}": viz.matrix_frame(weights[layer, h], rows, cols) for h in heads}),
     ))
     out.panels.append(Panel(
         "layers-heads", f"Every layer × every head ({spec.block})",
-        viz.layers_heads_grid(weights, row_labels=rows, col_labels=cols, mask=mask, theme=spec.theme),
+        viz.layers_heads_grid(weights, row_labels=rows, col_labels=cols, mask=mask, theme=spec.theme,
+                              title=f"Every layer (rows) × every head (columns), {spec.block}"),
         lambda: pd.concat({f"layer {ly} head {h}": viz.matrix_frame(weights[ly, h], rows, cols)
                            for ly in range(weights.shape[0]) for h in range(weights.shape[1])}),
     ))
@@ -417,7 +419,8 @@ def heads_view(spec: FigureSpec, models: Models) -> ViewResult:
     most_keys = int(allowed[:own].sum(-1).max())  # uniform over the most keys one of them may attend
     out.panels.append(Panel(
         "entropy", "Mean attention entropy (bits) per layer and head: low = focused, high = spread out",
-        viz.entropy_overview(entropy, n_keys=most_keys, theme=spec.theme),
+        viz.entropy_overview(entropy, n_keys=most_keys, theme=spec.theme,
+                             title=f"Mean attention entropy per layer and head, {spec.block}"),
         lambda: pd.DataFrame(entropy, index=pd.Index([f"layer {ly}" for ly in range(entropy.shape[0])], name="layer"),
                              columns=[f"head {h}" for h in range(entropy.shape[1])]),  # unique already: no "i:"
         caption="" if own == len(rows) else
@@ -460,6 +463,7 @@ def query_view(spec: FigureSpec, models: Models) -> ViewResult:
     a = head_arrays(rec, row, head)
     q = _clamp(spec.query, len(rows))
     qlabel = viz.unique_labels(rows, show_whitespace=True)[q]  # "2:我", "1:␣": the position tells repeats apart
+    where = f"{spec.block}, layer {layer}, head {head}"  # in each figure's own title: full screen, exports
     out = ViewResult(notices=list(run_.notices))
     allowed = a["allowed"][q]
     unscaled = unscaled_weights(rec, row, head)[q]  # (Tk,) softmax(q·k) without ÷√d_k: what the scaling prevents
@@ -476,7 +480,8 @@ def query_view(spec: FigureSpec, models: Models) -> ViewResult:
     out.panels.append(Panel(
         "query-bars", f"Query {qlabel}: scores, scaled scores and softmax weights over every key",
         viz.query_bars(a["scores"][q], a["scaled"][q], a["weights"][q], key_labels=cols, query_label=qlabel,
-                       mask=None if allowed.all() else allowed, unscaled_weights=unscaled, theme=spec.theme),
+                       mask=None if allowed.all() else allowed, unscaled_weights=unscaled, theme=spec.theme,
+                       title=f"Query {qlabel}: scores, scaled scores and weights over every key — {where}"),
         table,
         caption=f"Why ÷√d_k (§3.2.1): if q and k have independent components of mean 0 and variance 1, q·k has "
                 f"variance d_k (here {d_k}): the larger d_k, the larger the raw scores, until softmax puts nearly "
@@ -486,7 +491,8 @@ def query_view(spec: FigureSpec, models: Models) -> ViewResult:
     out.panels.append(Panel(
         "query-lines", f"Every query's weights as lines, {qlabel} in colour ({spec.block}, layer {layer}, head {head})",
         viz.attention_lines(a["weights"], query_labels=rows, key_labels=cols, query=q, mask=a["allowed"],
-                            theme=spec.theme),
+                            theme=spec.theme, title=f"Attention as lines: query → key, more opaque = larger weight "
+                                                    f"— {where}"),
         lambda: viz.matrix_frame(a["weights"], rows, cols),
         caption="The same softmax weights as the heatmap of view 3, drawn as lines: queries on the left, keys on "
                 "the right, each line as opaque as its weight; a masked key (weight exactly 0) gets no line. "
@@ -495,7 +501,8 @@ def query_view(spec: FigureSpec, models: Models) -> ViewResult:
     out.panels.append(Panel(
         "query-context", f"Context vector of {qlabel} = Σⱼ weightⱼ · vⱼ ({spec.block}, layer {layer}, head {head})",
         viz.context_vector_figure(a["weights"][q], a["v"], key_labels=cols, query_label=qlabel,
-                                  context=a["context"][q], theme=spec.theme),
+                                  context=a["context"][q], theme=spec.theme,
+                                  title=f"Context vector of query {qlabel} = Σⱼ wⱼ vⱼ — {where}"),
         lambda: viz.matrix_frame(np.vstack([a["v"], a["context"][q]]), cols + ["context"]),
     ))
     if run_.sentences[row].text.strip() == JOURNEY_TEXT:
@@ -687,12 +694,16 @@ def translate_view(spec: FigureSpec, models: Models) -> ViewResult:
     out.panels.append(Panel(
         "cross", f"Cross-attention, layer {layer} head {head}: each output step (row) over the source",
         viz.cross_attention_heatmap(cross_w, target_labels=tgt, source_labels=src,
-                                    mask=None if cross_ok.all() else cross_ok, theme=spec.theme),
+                                    mask=None if cross_ok.all() else cross_ok, theme=spec.theme,
+                                    title=f"Cross-attention: each target token over the source, layer {layer} "
+                                          f"head {head}"),
         viz.matrix_frame(cross_w, tgt, src),
     ))
     out.panels.append(Panel(
         "decoder-self", f"Decoder masked self-attention, layer {layer} head {head}",
-        viz.decoder_self_attention_heatmap(self_w, target_labels=tgt, mask=self_ok, theme=spec.theme),
+        viz.decoder_self_attention_heatmap(self_w, target_labels=tgt, mask=self_ok, theme=spec.theme,
+                                           title=f"Decoder self-attention (causal: each token sees itself and the "
+                                                 f"past), layer {layer} head {head}"),
         viz.matrix_frame(self_w, tgt, tgt),
     ))
     return out

@@ -327,6 +327,21 @@ def test_the_translate_views_figures_hold_the_sentences_own_steps_not_the_batchs
     assert list(p["cross"].table.columns) == ["0:你", "1:喜", "2:欢", "3:她"]
 
 
+@pytest.mark.parametrize("view, says", [
+    ("heads", "layer 1"), ("query", "decoder self, layer 1, head 2"),
+    pytest.param("translate", "layer 1 head 2", marks=needs_trained)])
+def test_the_figures_of_every_head_view_name_their_layer_and_head_in_their_own_titles(models, view, says):
+    import viz
+
+    trained = {"model": "zh-en"} if view == "translate" else {}
+    spec = dataclasses.replace(SPEC, block="decoder self", layer=1, head=2, **trained)
+    p, _ = panels(view, spec, models)
+    figures = {key: viz.theme.unwrap(panel.figure.layout.title.text) for key, panel in p.items()
+               if panel.figure is not None and key not in ("journey-bars", "journey-context", "layers-heads",
+                                                               "entropy")}  # the last two show every layer
+    assert figures and all(says in title for title in figures.values()), figures
+
+
 def test_layer_and_head_out_of_range_are_clamped_not_crashing(models):
     p, _ = panels("attention", dataclasses.replace(SPEC, layer=9, head=9), models)
     assert "layer 1, head 3" in p["attention-qkv"].title
