@@ -28,7 +28,7 @@ from lab.compute import model_fields  # noqa: E402  (set_page_config must come f
 from lab.heap import freeze_startup_heap  # noqa: E402
 from lab.spec import VIEWS, FigureSpec, SpecError  # noqa: E402
 from lab.threads import app_torch_threads  # noqa: E402
-from lab.views import decoding_spec  # noqa: E402
+from lab.views import decoding_spec, traced_spec  # noqa: E402
 from ui import cache, look  # noqa: E402
 from ui.panels import render_result, ui_export  # noqa: E402
 from ui.sentences import sentences_row  # noqa: E402
@@ -179,7 +179,7 @@ def share(spec: FigureSpec) -> None:
                     if trace.open:
                         st.caption("Every array of this forward pass (q, k, v, scores, weights, outputs of every "
                                    "layer and head), with the tokens, the spec and the model config:")
-                        ui_export.trace_download(cache.run_for(spec), spec, "trace",
+                        ui_export.trace_download(cache.run_for(traced_spec(spec)), traced_spec(spec), "trace",
                                                  config=cache.load(model_fields(spec)).model.config)
 
 

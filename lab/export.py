@@ -145,10 +145,12 @@ def plan_spec(spec, models, *, trace_format: str | None = None, warn=None,
             manifest.append(entry)
     if trace_format:
         from lab.tracefile import trace_files
+        from lab.views import traced_spec
 
-        run = models.run(spec)
-        config = models.model(spec).model.config
-        for name, data in trace_files(run, spec, fmt=trace_format, config=config).items():
+        traced = traced_spec(spec)  # the run the figures show (view 7 alone: the paper's masks)
+        run = models.run(traced)
+        config = models.model(traced).model.config
+        for name, data in trace_files(run, traced, fmt=trace_format, config=config).items():
             files.append(Planned(name, data))
             manifest.append({"view": "trace", "panel": "trace", "title": "The whole trace of the run",
                              "files": [name]})

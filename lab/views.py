@@ -663,6 +663,12 @@ def decoding_spec(spec: FigureSpec) -> FigureSpec:
     return spec if spec.mask == "paper" else dataclasses.replace(spec, mask="paper")
 
 
+def traced_spec(spec: FigureSpec) -> FigureSpec:
+    """The spec whose run a trace download holds: the run its figures show. The translate view alone
+    shows the paper-mask run (decoding_spec); a spec of several views, the spec's own."""
+    return decoding_spec(spec) if tuple(spec.views) == ("translate",) else spec
+
+
 def translate_view(spec: FigureSpec, models: Models) -> ViewResult:
     if spec.model != "zh-en":
         return ViewResult(hint="Choose the trained model (zh-en) to watch it translate.")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import svg_pngs
+from conftest import needs_trained, svg_pngs
 from PIL import Image
 
 from lab import export as lx
@@ -602,3 +602,18 @@ def test_the_old_command_says_where_it_moved_and_fails():
     proc = subprocess.run([sys.executable, "-m", "viz.export", "spec.json", "--out", "x"], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "python -m lab.export" in proc.stderr
+
+
+@needs_trained
+def test_the_translate_views_trace_is_the_run_its_figures_show(models, tmp_path, monkeypatch):
+    """View 7 draws the paper-mask run whatever the Mask (lab.views.decoding_spec): its trace is that run."""
+    monkeypatch.setattr(vx, "render", lambda fig, fmt, **kw: b"<svg/>")
+    spec = FigureSpec(model="zh-en", views=("translate",), mask="none")
+    files = {p.name: p.data for p in lx.plan_spec(spec, models, trace_format="npz")}
+    (tmp_path / "trace.npz").write_bytes(files["trace.npz"])
+    (tmp_path / "trace.json").write_bytes(files["trace.json"])
+    arrays, meta = load_trace(tmp_path / "trace.npz")
+    assert meta["spec"]["mask"] == "paper"
+    shown = {p.key: p for p in build_view("translate", spec, models).panels}["decoder-self"].table.to_numpy()
+    n = shown.shape[0]
+    np.testing.assert_allclose(arrays["decoder.0.self_attn.weights"][0, 0, :n, :n], shown, atol=1e-6)
