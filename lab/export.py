@@ -13,7 +13,6 @@ happen only when a spec's models are built.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import sys
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from viz import export as vx
+from viz.theme import design_size
 
 if TYPE_CHECKING:
     from lab.views import ViewResult
@@ -112,7 +112,7 @@ def plan_spec(spec, models, *, trace_format: str | None = None, warn=None,
     ext = spec.format
     scale = spec.scale if ext == "png" else 1.0
     files: list[Planned] = [Planned("spec.json", (spec.to_json() + "\n").encode("utf-8"))]
-    laid_out_for = dataclasses.replace(spec, width=0).size[0]  # the theme's width: what figures are laid out for
+    laid_out_for = design_size(spec.theme)[0]  # the width the theme's figures are laid out for
     if warn and spec.width and spec.width < 0.8 * laid_out_for:
         warn(f"the figures are laid out for {laid_out_for} px wide and drawn at {spec.width}: titles and labels "
              "may be cut (export at the theme's size and scale the vector file instead)")

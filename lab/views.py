@@ -424,8 +424,8 @@ def heads_view(spec: FigureSpec, models: Models) -> ViewResult:
         lambda: pd.DataFrame(entropy, index=pd.Index([f"layer {ly}" for ly in range(entropy.shape[0])], name="layer"),
                              columns=[f"head {h}" for h in range(entropy.shape[1])]),  # unique already: no "i:"
         caption="" if own == len(rows) else
-        f"The mean is over the sentence's {own} own queries: the {len(rows) - own} [PAD] rows that line it up with "
-        "the longer sentence are left out.",
+        f"The mean is over this sentence's own {own} {'query' if own == 1 else 'queries'}: the {len(rows) - own} "
+        "[PAD] rows that line it up with the other sentence in the batch are left out.",
     ))
     return out
 

@@ -381,6 +381,11 @@ def test_an_export_size_under_the_smallest_becomes_the_smallest_and_the_figures_
     at.number_input(key="width").set_value(0).run()  # "−" back to the theme's own size
     clean(at)
     assert at.session_state["width"] == 0
+    cut = [c.value for c in at.sidebar.caption if "can be cut" in c.value]
+    assert not cut
+    at.number_input(key="width").set_value(300).run()  # one column of a paper: say what it costs
+    cut = [c.value for c in at.sidebar.caption if "can be cut" in c.value]
+    assert len(cut) == 1 and "laid out 700 px wide: at 300 px" in cut[0]  # the default theme's figures
 
 
 @pytest.mark.parametrize("empty", ["a", "b"])

@@ -275,7 +275,7 @@ def test_head_entropy_is_the_mean_over_the_sentences_own_queries_in_bits(models,
             w = grid.loc[f"layer {ly} head {h}"].to_numpy()[:own]  # the sentence's own query rows
             bits = -np.sum(np.where(w > 0, w * np.log2(np.where(w > 0, w, 1)), 0), axis=1)
             assert entropy[ly, h] == pytest.approx(bits.mean(), abs=1e-5), (ly, h)
-    assert f"{own} own queries" in p["entropy"].caption
+    assert f"own {own} queries" in p["entropy"].caption
     # the colour range tops at uniform weights over the most keys one of those queries may attend
     keys = {"paper": {"encoder self": 4, "decoder self": 5, "cross": 4}[block], "none": 8 if block != "decoder self"
             else 9}[mask]

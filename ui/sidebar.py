@@ -97,8 +97,15 @@ def display_section() -> None:
             if 0 < st.session_state[key] < MIN_EXPORT_SIDE:  # typed: the smallest size there is, not an error
                 st.session_state[key] = MIN_EXPORT_SIDE
             st.number_input(label, min_value=UI_LIMITS[key][0], max_value=UI_LIMITS[key][1], step=100, key=key,
-                            help=f"0 = the theme's own size: paper 600×480 (one column), slide 1280×720, "
-                                 f"otherwise 900×600. Otherwise at least {MIN_EXPORT_SIDE}.")
+                            help=f"0 = the theme's own size: paper 600×480, slide 1280×720, otherwise 900×600 "
+                                 f"(a figure laid out taller keeps its own height). Otherwise at least "
+                                 f"{MIN_EXPORT_SIDE}; figures are laid out for the theme's size, so a much "
+                                 "smaller one can cut titles and labels.")
+        laid_out = design_size(st.session_state.get("theme", "default"))[0]
+        if st.session_state["width"] and st.session_state["width"] < 0.8 * laid_out:
+            st.caption(f"Figures are laid out {laid_out} px wide: at {st.session_state['width']} px their titles "
+                       "and labels can be cut. For one column of a paper, export at 0 and scale the PDF or SVG "
+                       "(\\includegraphics[width=\\columnwidth]).")
         keep_in_range("scale", *UI_LIMITS["scale"])
         st.number_input("PNG scale", min_value=0.1, max_value=10.0, step=0.125, format="%.3f", key="scale",
                         help="PNG pixels per CSS pixel: 3.125 × 96 dpi = 300 dpi; 3 = 288 dpi.")

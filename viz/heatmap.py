@@ -9,6 +9,7 @@ so in the title, and hands plotly.js only evenly spaced cells, which it paints f
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -205,12 +206,16 @@ def axis_ticks(
         idx = range(0, len(text), _nice_step(len(text) / min(16, max_ticks)))
     if not numbers:
         return dict(tickmode="array", tickvals=[float(centres[i]) for i in idx], ticktext=[text[i] for i in idx])
-    blocks = [text[i].split("–") for i in idx]  # ["0", "2"] for the block of positions 0..2
+    # a block's label is "0–2" (positions 0..2, _blocks); a one-position block keeps its token's label
+    blocks = [_BLOCK.fullmatch(text[i]) for i in idx]
     return dict(
         tickmode="array",
-        tickvals=[float(b[0]) if len(b) == 2 else float(centres[i]) for b, i in zip(blocks, idx, strict=True)],
-        ticktext=[b[0] for b in blocks],
+        tickvals=[float(b[1]) if b else float(centres[i]) for b, i in zip(blocks, idx, strict=True)],
+        ticktext=[b[1] if b else text[i] for b, i in zip(blocks, idx, strict=True)],
     )
+
+
+_BLOCK = re.compile(r"(\d+)–(\d+)")  # a block label of _blocks: first–last position
 
 
 def is_index_axis(text: Sequence[str]) -> bool:
