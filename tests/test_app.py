@@ -353,6 +353,8 @@ def test_a_charts_identity_does_not_depend_on_the_layer_or_head(make_app, name):
     clean(at)
     assert at.session_state["layer"] == 1
     assert [c["key"] for c in charts(at)] == before and before
+    if name == "translate":  # the every-head chart's own title follows its layer (full screen shows only it)
+        assert any("every head of decoder layer 1" in title(f) for f in figures(at)), [title(f) for f in figures(at)]
 
 
 def test_the_share_boxs_export_command_runs_as_written(make_app, tmp_path, monkeypatch):

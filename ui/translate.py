@@ -80,5 +80,6 @@ def cross_heads(run: Run, spec: FigureSpec) -> None:
     render_panel(Panel(
         "cross-heads", f"Cross-attention: every head of decoder layer {layer}",  # one chart: full screen stays
         viz.heads_grid(np.asarray(weights[layer]), row_labels=tgt, col_labels=src,
-                       head_names=[f"head {h}" for h in heads], theme=spec.theme),
+                       head_names=[f"head {h}" for h in heads], theme=spec.theme,
+                       title=f"Cross-attention: every head of decoder layer {layer}"),  # full screen shows this
         pd.concat({f"head {h}": viz.matrix_frame(weights[layer, h], tgt, src) for h in heads})), "translate", spec)
