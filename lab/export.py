@@ -3,8 +3,9 @@
     python -m lab.export SPEC.json --out DIR [--trace]
 
 renders every panel of every view a FigureSpec names, in spec.format at spec.export_size (width x
-height; 0 = the theme's own, or a figure's own height where it is laid out taller) (PNG x spec.scale), plus each panel's numbers as CSV and the spec itself, so a figure
-in a paper can be regenerated exactly. Nothing is written unless everything validated and rendered.
+height; 0 = the theme's own, or a figure's own height where it is laid out taller; PNG x spec.scale),
+plus each panel's numbers as CSV and the spec itself, so a figure in a paper can be regenerated
+exactly. Nothing is written unless everything validated and rendered.
 
 The views are lab's (build_view, the app's own); the rendering is viz.export's. torch-heavy imports
 happen only when a spec's models are built.
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from viz import export as vx
-from viz.theme import design_size
+from viz.theme import too_narrow
 
 if TYPE_CHECKING:
     from lab.views import ViewResult
@@ -112,8 +113,8 @@ def plan_spec(spec, models, *, trace_format: str | None = None, warn=None,
     ext = spec.format
     scale = spec.scale if ext == "png" else 1.0
     files: list[Planned] = [Planned("spec.json", (spec.to_json() + "\n").encode("utf-8"))]
-    laid_out_for = design_size(spec.theme)[0]  # the width the theme's figures are laid out for
-    if warn and spec.width and spec.width < 0.8 * laid_out_for:
+    laid_out_for = too_narrow(spec.theme, spec.width)
+    if warn and laid_out_for:
         warn(f"the figures are laid out for {laid_out_for} px wide and drawn at {spec.width}: titles and labels "
              "may be cut (export at the theme's size and scale the vector file instead)")
     manifest, said = [], set()
@@ -196,8 +197,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m lab.export",
         description=(
             "Render the figures of an Attention Lab figure spec: for each view in spec.views, every "
-            "panel as <view>-<panel>.<format> (spec.format at spec.size, or a figure's own height where taller; PNG x "
-            "spec.scale, themed with spec.theme), its numbers as <view>-<panel>.csv, the spec "
+            "panel as <view>-<panel>.<format> (spec.format at spec.size, or a figure's own height where "
+            "taller; PNG x spec.scale, themed with spec.theme), its numbers as <view>-<panel>.csv, the spec "
             "itself as spec.json (to regenerate the figures) and manifest.json (titles, captions)."
         ),
         epilog=("Example: python -m lab.export spec.json --out figures --trace. The app's "

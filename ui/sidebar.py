@@ -17,7 +17,7 @@ import streamlit as st
 from lab.spec import MASKS, MIN_EXPORT_SIDE, THEMES
 from model.device import available_devices
 from ui.state import choose_theme, follows_page, keep_choice, keep_in_range
-from viz.theme import design_size
+from viz.theme import design_size, too_narrow
 
 MASK_HELP = {
     "paper": "As in the paper: every block ignores [PAD] keys (added to line A and B up), and the decoder's "
@@ -101,8 +101,8 @@ def display_section() -> None:
                                  f"(a figure laid out taller keeps its own height). Otherwise at least "
                                  f"{MIN_EXPORT_SIDE}; figures are laid out for the theme's size, so a much "
                                  "smaller one can cut titles and labels.")
-        laid_out = design_size(st.session_state.get("theme", "default"))[0]
-        if st.session_state["width"] and st.session_state["width"] < 0.8 * laid_out:
+        laid_out = too_narrow(st.session_state.get("theme", "default"), st.session_state["width"])
+        if laid_out:
             st.caption(f"Figures are laid out {laid_out} px wide: at {st.session_state['width']} px their titles "
                        "and labels can be cut. For one column of a paper, export at 0 and scale the PDF or SVG "
                        "(\\includegraphics[width=\\columnwidth]).")

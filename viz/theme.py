@@ -146,6 +146,13 @@ def design_size(theme: str, fig: go.Figure | None = None) -> tuple[int, int]:
     return int(width), int(height)
 
 
+def too_narrow(theme: str, width: int) -> int | None:
+    """The width a theme's figures are laid out for, where an export `width` (0 = the theme's own) is so
+    much narrower that their titles and labels can be cut (figures are not laid out again); else None."""
+    laid_out = design_size(theme)[0]
+    return laid_out if width and width < 0.8 * laid_out else None
+
+
 _NARROW = set(" .,:;'|!()[]{}ijlrtfI/\\-·")
 _WIDE = set("mwMW@%&")
 
