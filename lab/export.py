@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from viz import export as vx
+from viz.fig import layout_value
 from viz.theme import too_narrow
 
 if TYPE_CHECKING:
@@ -96,7 +97,7 @@ def build_spec(spec, models) -> list[tuple[str, ViewResult]]:
         for panel in result.panels:  # each at the size it is exported at (a tall grid keeps its own height)
             if panel.figure is not None:
                 try:
-                    vx.check_size(spec.format, *spec.export_size(panel.figure.layout.height), scale)
+                    vx.check_size(spec.format, *spec.export_size(layout_value(panel.figure, "height")), scale)
                 except ValueError as exc:
                     field, _, message = str(exc).partition(": ")
                     raise SpecError(field, f"{view}-{panel.key}: {message}") from None
@@ -129,7 +130,7 @@ def plan_spec(spec, models, *, trace_format: str | None = None, warn=None,
             if panel.caption:
                 entry["caption"] = panel.caption
             if panel.figure is not None:
-                wanted = panel.figure.layout.height
+                wanted = layout_value(panel.figure, "height")
                 width, height = spec.export_size(wanted)  # height 0: the theme's, or the figure's own if taller
                 if warn and wanted and wanted > height:
                     warn(f"{stem}: drawn at height {height} px; this figure is laid out for "

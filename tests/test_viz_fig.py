@@ -217,3 +217,16 @@ def test_the_payload_is_orjson_s_and_the_same_as_the_json_module_s(tokens):
             sent = vf.payload_json(panel.figure)
             assert sent == pio.to_json(panel.figure, validate=False, engine="orjson")
             assert json.loads(sent) == json.loads(pio.to_json(panel.figure, validate=False, engine="json"))
+
+
+def test_reading_a_layout_value_leaves_a_shared_figure_as_the_view_cache_keeps_it():
+    """ui/export reads a figure's height on every rerun of an open download box: reading fig.layout would
+    build the lean figure's plotly tree on a figure every session shares, and its payload would change
+    encoding (typed arrays became lists for the next session: tests/test_view_cache.py caught it)."""
+    fig = vf.Fig(vf.heatmap(z=np.arange(6.0).reshape(2, 3), x=np.arange(3.0), y=np.arange(2.0)),
+                 layout=dict(height=620, title=dict(text="t"))).to_go()
+    before = vf.payload_json(fig)
+    assert vf.layout_value(fig, "height") == 620 and vf.layout_value(fig, "width") is None
+    assert "_fast_dict" in fig.__dict__ and vf.payload_json(fig) == before
+    assert vf.layout_value(go.Figure(layout=dict(height=300)), "height") == 300
+    assert vf.layout_value({"layout": {"height": 200}}, "height") == 200

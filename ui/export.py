@@ -20,6 +20,7 @@ import streamlit as st
 from lab.spec import FigureSpec
 from ui.cache import shared
 from viz import export as vx
+from viz.fig import layout_value
 
 _LABELS = {"svg": "SVG", "pdf": "PDF", "png": "PNG"}
 _HELP = {
@@ -80,8 +81,7 @@ def export_buttons(fig: go.Figure | None, key: str, spec: FigureSpec) -> None:
     vx.warm_up()  # start Chromium in the background now, so the first click is fast
     fig_json = vx.figure_json(fig)  # a snapshot: later changes to fig do not leak into downloads
     stem = _file_stem(key)
-    laid_out = fig.layout.height if isinstance(fig, go.Figure) else (fig.get("layout") or {}).get("height")
-    size = spec.export_size(laid_out)  # as `python -m lab.export` does
+    size = spec.export_size(layout_value(fig, "height"))  # as `python -m lab.export` does
     w, h = round(size[0] * spec.scale), round(size[1] * spec.scale)
     too_big = max(w, h) > vx.MAX_PIXELS_PER_SIDE
     row = st.container(horizontal=True, gap="small", key=f"{key}-row")

@@ -446,6 +446,17 @@ class Figure(GoFigure):
         return Figure, (self.to_dict(),)
 
 
+def layout_value(fig: go.Figure | dict, name: str):
+    """fig.layout[name] without building a lean Figure's plotly tree: reading fig.layout would build it
+    (~1 ms) and drop its kept payload, on a figure the view cache shares with every session."""
+    pending = fig.__dict__.get("_fast_dict") if isinstance(fig, Figure) else None
+    if pending is not None:
+        return pending["layout"].get(name)
+    if isinstance(fig, dict):
+        return (fig.get("layout") or {}).get(name)
+    return fig.layout[name]
+
+
 def payload_json(fig: go.Figure) -> str:
     """plotly.io.to_json(fig, validate=False): what the app's chart sends. A Figure from Fig.to_go
     makes it once and keeps it (no longer its typed-array copy, which only fed it), so a figure
