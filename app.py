@@ -179,8 +179,9 @@ def share(spec: FigureSpec) -> None:
                     if trace.open:
                         st.caption("Every array of this forward pass (q, k, v, scores, weights, outputs of every "
                                    "layer and head), with the tokens, the spec and the model config:")
-                        ui_export.trace_download(cache.run_for(traced_spec(spec)), traced_spec(spec), "trace",
-                                                 config=cache.load(model_fields(spec)).model.config)
+                        traced = traced_spec(spec)  # the run this view's figures show
+                        ui_export.trace_download(cache.run_for(traced), traced, "trace",
+                                                 config=cache.load(model_fields(traced)).model.config)
 
 
 def spec_error(exc: SpecError) -> None:

@@ -315,8 +315,10 @@ def positional_view(spec: FigureSpec, models: Models) -> ViewResult:
                            "the curves above show what sinusoidal encoding would add.")
     elif kind == "learned":
         out.notices.append("This model's positional encoding is learned: a row of weights per position, not the "
-                           "formula (an untrained model's rows are random). The panels above show sinusoidal "
-                           "encoding for comparison; the last panel adds the model's own rows.")
+                           f"formula. Untrained, they are small random numbers (largest |value| here "
+                           f"{np.abs(pe).max():.2g}, the token embeddings' {np.abs(tokens).max():.2g}), so they barely "
+                           "show in the last panel, which adds them. The panels above show sinusoidal encoding for "
+                           "comparison.")
     return out
 
 
