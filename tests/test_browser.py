@@ -374,6 +374,27 @@ def test_a_slide_chart_in_a_narrower_column_is_drawn_at_1280_px_and_shown_whole_
     context.close()
 
 
+LONG = "喜猫桃人一拂色我春开欢爱花你只面宜有风景她家盛" * 3  # 69 tokens: more rows than ticks
+
+
+def test_hovering_a_cell_the_ticks_skip_still_names_its_tokens(page, streamlit_url):
+    """Over ~48 tokens a side the axes label every k-th cell only; the hover of a cell between two
+    ticks names its query and key tokens ("query 31:欢"), not just their positions ("query 31")."""
+    page.goto(f"{streamlit_url}/?views=attention&sentence_a={LONG}")
+    wait_idle(page)
+    page.wait_for_selector(f"{WEIGHTS_CHART} .main-svg")
+    ticks, labels = page.eval_on_selector(WEIGHTS_CHART, """gd => [gd.layout.yaxis.tickvals,
+        gd.data.find((t) => t.meta && t.meta.role === 'values').meta.hover_labels.y]""")
+    assert len(labels) == len(LONG) and len(ticks) < len(labels) // 2  # the encoder reads the sentence; thinned
+    row = next(i for i in range(len(labels) - 1, 0, -1) if float(i) not in ticks)
+    col = next(i for i in range(1, len(labels)) if float(i) not in ticks)
+    assert labels[row].startswith(f"{row}:") and labels[row] != str(row)
+    page.mouse.move(*cell_centre(page, WEIGHTS_CHART, row, col))
+    page.wait_for_function("() => document.querySelector('.hoverlayer .hovertext')", timeout=10_000)
+    hover = page.eval_on_selector(".hoverlayer .hovertext", "e => e.textContent")
+    assert f"query {labels[row]}" in hover and f"key {labels[col]}" in hover, hover
+
+
 def test_in_full_screen_the_arrow_keys_flip_heads_and_the_chart_stays_full_screen(page):
     """A projector demo: one chart full screen, → shows the next head in it, without leaving full screen."""
     open_view(page, "3 · Attention step by step")

@@ -151,7 +151,8 @@ def test_the_heatmap_pieces_are_evenly_spaced_and_draw_every_block_where_it_lies
     R, C = shape
     z = RNG.normal(size=shape).astype(np.float32)
     z[: R // 3, : C // 5] = np.nan  # holes stay holes in whichever piece they fall
-    grid = prepare_grid(z, row_text=labels(R), col_text=labels(C), panels=panels)
+    grid = prepare_grid(z, row_text=[f"{i}:字" for i in range(R)], col_text=[f"{j}:词" for j in range(C)],
+                        panels=panels)
     fig = Fig()
     add_heatmap(fig, grid, kind="scores", zmin=-3.0, zmax=3.0, colorscale="RdBu", value_name="score",
                 x_name="key", y_name="query", show_values=False, value_format=".2f")
@@ -170,6 +171,15 @@ def test_the_heatmap_pieces_are_evenly_spaced_and_draw_every_block_where_it_lies
         assert np.all(np.isinf(drawn[np.ix_(rows, cols)]))  # no block drawn twice
         drawn[np.ix_(rows, cols)] = piece
         assert t["hovertemplate"] == hover_of(y_edges, x_edges)
+        # a one-position axis: the hover names each cell's token through the chart script (ui/chart.py),
+        # which pairs these labels cell by cell; blocks keep plotly.js's numbers and carry none
+        one = [np.allclose(np.diff(e), 1) for e in (y_edges, x_edges)]
+        if any(one):
+            assert t["meta"]["hover_labels"] == {"y": [grid.row_text[i] for i in rows],
+                                                 "x": [grid.col_text[j] for j in cols]}
+        else:
+            assert "hover_labels" not in t["meta"]
+        assert t["meta"]["role"] == "values"
         assert (t["zmin"], t["zmax"], t["colorscale"]) == (-3.0, 3.0, scale)  # one colour scale
     np.testing.assert_array_equal(drawn, grid.z)  # every block, its own value (NaN where a hole)
     assert sum("colorbar" in t for t in traces) == 1 and all(t.get("showscale") is False for t in traces[1:])
@@ -190,3 +200,13 @@ def test_a_block_axis_tick_sits_at_the_position_it_names(n, piece):
     for value in ticks["tickvals"]:  # each inside a block's cell
         cell = np.searchsorted(grid.y_edges, value) - 1
         assert grid.y_edges[cell] < value < grid.y_edges[cell + 1]
+
+
+def test_axes_of_bare_positions_carry_no_hover_labels():
+    """Where both axes are just positions, plotly.js's own %{y} is the label: nothing extra travels."""
+    grid = prepare_grid(RNG.normal(size=(60, 60)), row_text=labels(60), col_text=labels(60))
+    fig = Fig()
+    add_heatmap(fig, grid, kind="scores", zmin=-3.0, zmax=3.0, colorscale="RdBu", value_name="score",
+                x_name="key", y_name="query", show_values=False, value_format=".2f")
+    (trace,) = fig.to_dict()["data"]
+    assert trace["meta"] == {"role": "values", "kind": "scores"} and "%{y}" in trace["hovertemplate"]

@@ -158,6 +158,21 @@ function shrink(gd, k, height, fullscreen) {
   box.style.height = k < 1 && !fullscreen ? `${Math.ceil(height * k)}px` : "";
 }
 
+function tokenHover(figure) {
+  // A heatmap's hover names its cell by its axis labels, "query 30:家", also where the ticks skip it
+  // (plotly.js shows %{y} as the tick's text only at a tick, else the bare position "query 30"). The
+  // figure carries each axis's labels once (meta.hover_labels, viz/heatmap.py grid_heatmaps); here
+  // every cell gets its pair in customdata, which the hover template then reads.
+  for (const trace of figure.data || []) {
+    const labels = trace.meta && trace.meta.hover_labels;
+    if (!labels || typeof trace.hovertemplate !== "string") continue;
+    trace.customdata = labels.y.map((y) => labels.x.map((x) => [y, x]));
+    trace.hovertemplate = trace.hovertemplate.split("%{y}").join("%{customdata[0]}")
+                                             .split("%{x}").join("%{customdata[1]}");
+  }
+  return figure;
+}
+
 function draw(Plotly, gd) {
   // The figure's own size, its width the container's unless it sets one; the whole screen in full screen.
   // Where that is narrower than the figure's design width (spec.design, design_width in Python: 1280 px
@@ -258,6 +273,7 @@ export default function ({parentElement, data}) {
   if (text === gd.__lab.text) return gd.__lab.cleanup;  // the same figure: nothing to draw
   gd.__lab.text = text;
   gd.__lab.spec = JSON.parse(text);
+  tokenHover(gd.__lab.spec.figure);
   label(gd.__lab.title, gd.__lab.spec.title);
   label(gd.__lab.caption, gd.__lab.spec.caption);
   gd.__lab.title.dataset.row = gd.__lab.spec.row || "";

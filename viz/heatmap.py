@@ -35,6 +35,7 @@ from viz.theme import (
 LARGE_ABOVE = 128  # more rows or columns than this is a "large input" (said in the title)
 MAX_CELLS = 256  # at most this many cells per side are sent; beyond it, block means
 MAX_TICKS = 48  # more cells than this per side: label every k-th one only
+HOVER_LABELS = "hover_labels"  # trace meta: each cell's axis labels for the hover (grid_heatmaps)
 VALUES_MAX = 24  # per-cell value text only for matrices up to this size
 AUTO_VALUES_MAX = 12  # the paper theme turns value text on by itself up to this size
 MASK_TEXT_MAX = 24  # "−∞" written in masked cells up to this size
@@ -487,17 +488,28 @@ def grid_heatmaps(grid: Grid, z: np.ndarray, hover: Callable[[int, int], str] | 
     """Heatmap traces of `z` (one value per cell of the grid) with `props` each: one trace, or one per
     evenly spaced piece of the grid (even_pieces says why), which together draw every cell once.
     hover(rows, cols): the hovertemplate of a piece whose cells are blocks of rows x cols positions
-    (1 x 1 where nothing is downsampled; every cell of a piece is the same size)."""
+    (1 x 1 where nothing is downsampled; every cell of a piece is the same size).
+
+    A piece with hover gets its cells' labels on each axis of one position per cell, in
+    meta[HOVER_LABELS] ({"y": [...], "x": [...]}): plotly.js's hover shows %{y} as a tick's text only
+    at a tick, so where ticks are thinned (over ~48 tokens a side, fewer in a small panel) it said
+    "query 30" for 30:家. The app's chart script (ui/chart.py) puts each cell's labels in customdata
+    and the hover shows them: T labels travel, not T² cell texts (~650 KB a heatmap at 256 tokens)."""
     ys, xs = even_pieces(grid.y, grid.y_edges), even_pieces(grid.x, grid.x_edges)
 
     def template(rows: slice, cols: slice) -> dict:
         if hover is None:
             return {}
-        return {"hovertemplate": hover(_block_size(grid.y_edges, rows), _block_size(grid.x_edges, cols))}
+        r, c = _block_size(grid.y_edges, rows), _block_size(grid.x_edges, cols)
+        if not any(block == 1 and not is_index_axis(text) for block, text in ((r, grid.row_text),
+                                                                               (c, grid.col_text))):
+            return {"hovertemplate": hover(r, c)}  # positions only, or blocks: plotly.js's own numbers
+        labels = {"y": grid.row_text[rows], "x": grid.col_text[cols]}  # both: the script sizes customdata by them
+        return {"hovertemplate": hover(r, c), "meta": {**props.get("meta", {}), HOVER_LABELS: labels}}
 
     if len(ys) == len(xs) == 1:  # most figures: one trace
-        return [vf.heatmap(z=z, x=grid.x, y=grid.y, **template(slice(None), slice(None)), **props)]
-    return [vf.heatmap(z=z[rows, cols], x=x, y=y, **template(rows, cols), **props)
+        return [vf.heatmap(z=z, x=grid.x, y=grid.y, **{**props, **template(slice(None), slice(None))})]
+    return [vf.heatmap(z=z[rows, cols], x=x, y=y, **{**props, **template(rows, cols)})
             for rows, y in ys for cols, x in xs]
 
 
