@@ -32,6 +32,21 @@ def trained_available() -> bool:
 needs_trained = pytest.mark.skipif(not trained_available(), reason="the trained demo models (assets/models) are missing")
 
 
+def randomise_norms(module):
+    """Every LayerNorm its own random weight and bias: at their init (1, 0) all norms are the same
+    function, so a norm wired to the wrong sub-layer would still match torch. Returns the module."""
+    import torch
+
+    from model import LayerNorm
+
+    with torch.no_grad():
+        for m in module.modules():
+            if isinstance(m, LayerNorm):
+                m.weight.normal_(1.0, 0.5)
+                m.bias.normal_(0.0, 0.5)
+    return module
+
+
 def unique_sentence(prefix: str = "frag") -> str:
     """A sentence no earlier test has run: neither its forward pass nor its views are cached."""
     return f"{prefix} {uuid.uuid4().hex[:8]}"

@@ -18,7 +18,7 @@ import plotly.io as pio
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import charts, decode_array, needs_trained, trained_available
+from conftest import charts, decode_array, needs_trained, randomise_norms, trained_available
 from torch import nn
 
 from lab.compute import load_model, model_fields, run
@@ -127,8 +127,8 @@ def test_a_row_with_no_key_gets_zero_weights_and_no_nan():
 @pytest.mark.parametrize("norm", ["post", "pre"])
 def test_layers_equal_nn_transformer_layers(norm):
     torch.manual_seed(3)
-    enc = EncoderLayer(cfg(norm=norm)).eval()
-    dec = DecoderLayer(cfg(norm=norm)).eval()
+    enc = randomise_norms(EncoderLayer(cfg(norm=norm)).eval())  # each LayerNorm its own (see conftest)
+    dec = randomise_norms(DecoderLayer(cfg(norm=norm)).eval())
     enc_ref, dec_ref = torch_encoder_layer(enc).to(CUDA), torch_decoder_layer(dec).to(CUDA)
     enc, dec = enc.to(CUDA), dec.to(CUDA)
     src = torch.randint(1, 9, (B, TK), device=CUDA)
@@ -147,7 +147,7 @@ def test_layers_equal_nn_transformer_layers(norm):
 
 def test_whole_model_equals_nn_transformer():
     torch.manual_seed(4)
-    model = Transformer(cfg(n_decoder_layers=3)).eval()
+    model = randomise_norms(Transformer(cfg(n_decoder_layers=3)).eval())
     ref = torch_transformer(model).to(CUDA)
     model = model.to(CUDA)
     src = torch.randint(1, 40, (2, 9), device=CUDA)

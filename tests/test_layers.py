@@ -4,6 +4,7 @@ import dataclasses
 
 import pytest
 import torch
+from conftest import randomise_norms
 from torch import nn
 
 from model import (
@@ -22,17 +23,6 @@ def cfg(**kw):
     base = dict(src_vocab_size=40, tgt_vocab_size=37, d_model=24, n_heads=4, n_layers=2, d_ff=48, dropout=0.0)
     base.update(kw)
     return TransformerConfig(**base)
-
-
-def randomise_norms(module: nn.Module) -> nn.Module:
-    """Every LayerNorm its own random weight and bias: at their init (1, 0) all norms are the same
-    function, so a norm wired to the wrong sub-layer would still match torch."""
-    with torch.no_grad():
-        for m in module.modules():
-            if isinstance(m, LayerNorm):
-                m.weight.normal_(1.0, 0.5)
-                m.bias.normal_(0.0, 0.5)
-    return module
 
 
 def test_layer_norm_uses_biased_variance_like_torch():

@@ -26,6 +26,10 @@ def test_select_matches_the_full_record_for_every_row_and_head(kind):
     assert set(steps) == {"scores", "scaled", "masked", "weights", "context"}
     for name, t in steps.items():
         assert torch.equal(t, getattr(full, name)), (kind, name)
+    # and both are eq. 1, as torch computes it: QKᵀ by einsum, the context by F.scaled_dot_product_attention
+    # (whose boolean mask is ours: True = may attend)
+    torch.testing.assert_close(steps["scores"], torch.einsum("bhqd,bhkd->bhqk", q, k))
+    torch.testing.assert_close(steps["context"], torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask))
     for b in range(B):
         for h in range(H):
             one = full.select(b, h)
