@@ -23,6 +23,7 @@ from model.analysis import (
     OrderReport,
     all_head_weights,
     head_arrays,
+    mean_attention_entropy,
     order_report,
     record,
     unscaled_weights,
@@ -417,7 +418,7 @@ def heads_view(spec: FigureSpec, models: Models) -> ViewResult:
                            for ly in range(weights.shape[0]) for h in range(weights.shape[1])}),
     ))
     own = _own_queries(run_, row, spec.block)
-    entropy = viz.mean_attention_entropy(weights[..., :own, :])  # (L, H): the sentence's own queries only
+    entropy = mean_attention_entropy(weights[..., :own, :])  # (L, H): the sentence's own queries only
     most_keys = int(allowed[:own].sum(-1).max())  # uniform over the most keys one of them may attend
     out.panels.append(Panel(
         "entropy", "Mean attention entropy (bits) per layer and head: low = focused, high = spread out",

@@ -6,6 +6,7 @@ Torch in, torch or numpy out; nothing here draws.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -112,10 +113,21 @@ def all_head_weights(trace: Trace, block: str, batch: int = 0, dtype: torch.dtyp
     return np.stack(out)
 
 
-def attention_entropy(weights: np.ndarray) -> np.ndarray:
-    """Shannon entropy (nats) of each attention row, averaged over rows: (..., Tq, Tk) -> (...)."""
-    w = np.clip(weights, 1e-12, 1.0)
-    return -(weights * np.log(w)).sum(-1).mean(-1)
+def mean_attention_entropy(weights: np.ndarray) -> np.ndarray:
+    """Mean over queries of the entropy H = −Σ_j p_j log₂ p_j of each weight row, in bits.
+
+    weights (..., T_q, T_k) -> (...). 0·log 0 counts as 0; NaN rows (fully masked) are skipped.
+    0 bits: a query looks at one key; log₂ n: uniform over n keys.
+    """
+    p = np.asarray(weights)
+    if p.dtype not in (np.float32, np.float64):
+        p = p.astype(np.float64)
+    log_p = np.zeros_like(p)
+    np.log2(p, out=log_p, where=p > 0)  # 0 where p = 0 (0·log 0 = 0); NaN stays out of the log
+    h = -np.einsum("...k,...k->...", p, log_p)  # (..., T_q); a NaN row gives NaN
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all rows NaN -> NaN
+        return np.nanmean(h, axis=-1)
 
 
 def with_positional(model: Transformer, kind: str) -> Transformer:

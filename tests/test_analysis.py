@@ -7,10 +7,10 @@ import torch
 from model import Transformer, TransformerConfig
 from model.analysis import (
     all_head_weights,
-    attention_entropy,
     head_arrays,
     masks_for,
     match_permutation,
+    mean_attention_entropy,
     order_report,
     record,
     traced_forward,
@@ -65,11 +65,18 @@ def test_all_head_weights_and_entropy(model):
     trace = traced_forward(model, SRC, TGT, "paper")
     w = all_head_weights(trace, "cross")
     assert w.shape == (2, 4, 5, 4)
-    ent = attention_entropy(w)
+    ent = mean_attention_entropy(w)  # bits
     assert ent.shape == (2, 4)
-    assert np.all(ent <= np.log(4) + 1e-9) and np.all(ent >= 0)
-    uniform = np.full((3, 6), 1 / 6)
-    assert attention_entropy(uniform) == pytest.approx(np.log(6))
+    assert np.all(ent <= np.log2(4) + 1e-9) and np.all(ent >= 0)
+    # each row by the definition, −Σ p log₂ p, then the mean over the queries
+    want = np.array([[np.mean([-sum(p * np.log2(p) for p in row if p > 0) for row in w[layer, h]])
+                      for h in range(4)] for layer in range(2)])
+    np.testing.assert_allclose(ent, want, rtol=1e-6)
+    uniform, one_hot = np.full((6, 6), 1 / 6), np.eye(6)
+    np.testing.assert_allclose(mean_attention_entropy(np.stack([uniform, one_hot])), [np.log2(6), 0.0], atol=1e-12)
+    # a fully masked query row (NaN) is left out of the mean, not turned into a number
+    half = np.vstack([uniform[:3], np.full((3, 6), np.nan)])
+    assert mean_attention_entropy(half) == pytest.approx(np.log2(6))
 
 
 def test_match_permutation_handles_repeats_and_refuses_non_permutations():

@@ -8,7 +8,6 @@ grey, hatched and say "−∞"; every NaN is explained.
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -449,22 +448,6 @@ def layers_heads_grid(
     )
 
 
-def mean_attention_entropy(weights: np.ndarray) -> np.ndarray:
-    """Mean over queries of the entropy −Σ_j p_j log₂ p_j of each weight row, in bits.
-
-    weights (..., T_q, T_k) -> (...). 0·log 0 counts as 0; NaN rows (fully masked) are skipped.
-    """
-    p = np.asarray(weights)
-    if p.dtype not in (np.float32, np.float64):
-        p = p.astype(np.float64)
-    log_p = np.zeros_like(p)
-    np.log2(p, out=log_p, where=p > 0)  # 0 where p = 0 (0·log 0 = 0); NaN stays out of the log
-    h = -np.einsum("...k,...k->...", p, log_p)  # (..., T_q); a NaN row gives NaN
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all rows NaN -> NaN
-        return np.nanmean(h, axis=-1)
-
-
 def entropy_overview(
     entropy: np.ndarray,
     *,
@@ -472,7 +455,7 @@ def entropy_overview(
     title: str | None = "Mean attention entropy per layer and head",
     theme: str = "default",
 ) -> go.Figure:
-    """Layers × heads heatmap of mean attention entropy (bits; see mean_attention_entropy).
+    """Layers × heads heatmap of mean attention entropy (bits; model.analysis.mean_attention_entropy).
 
     n_keys fixes the colour range to [0, log₂ n_keys]: 0 = every query looks at one key,
     log₂ n = uniform attention over n keys.
