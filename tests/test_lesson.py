@@ -46,6 +46,17 @@ def test_the_lesson_has_seven_steps_one_link_each_in_order():
     assert views == ["tokens", "positional", "attention", "query", "heads", "order", "translate"]
 
 
+def test_each_steps_heading_names_the_view_its_link_opens_as_the_app_numbers_it():
+    """Students see the View bar's numbers ("5 · One query"); the lesson takes view 5 as step 4."""
+    from lab.spec import VIEWS
+
+    text = LESSON.read_text(encoding="utf-8")
+    for n in range(1, 8):
+        heading = re.search(rf"^## {n}\. .*$", text, flags=re.M)[0]
+        view = FigureSpec.from_query(steps()[n]).views[0]
+        assert heading.endswith(f"· view {VIEWS.index(view) + 1})"), heading
+
+
 @pytest.mark.parametrize("step", range(1, 8))
 def test_each_link_opens_its_view_with_no_error(make_app, step):
     link = steps()[step]
