@@ -90,7 +90,7 @@ def head_arrays(rec: AttentionRecord, batch: int = 0, head: int = 0) -> dict[str
     steps = one.steps()  # each step once, from the one before
     return {
         "q": _numpy(one.q), "k": _numpy(one.k), "v": _numpy(one.v),
-        "allowed": one.allowed[0, 0].cpu().numpy(),
+        "allowed": one.allowed[0, 0].cpu().numpy().copy(),  # a copy: numpy would share the run's (cached) mask
         **{name: _numpy(t) for name, t in steps.items()},
     }
 

@@ -65,6 +65,11 @@ def test_all_head_weights_and_entropy(model):
     trace = traced_forward(model, SRC, TGT, "paper")
     w = all_head_weights(trace, "cross")
     assert w.shape == (2, 4, 5, 4)
+    for b in range(2):  # each batch row its own weights: row 1 is the padded source
+        wb = all_head_weights(trace, "cross", batch=b)
+        for layer in range(2):
+            np.testing.assert_array_equal(wb[layer], record(trace, "cross", layer).weights[b].double().numpy())
+    assert not np.array_equal(all_head_weights(trace, "cross", batch=1), w)
     ent = mean_attention_entropy(w)  # bits
     assert ent.shape == (2, 4)
     assert np.all(ent <= np.log2(4) + 1e-9) and np.all(ent >= 0)
@@ -77,6 +82,17 @@ def test_all_head_weights_and_entropy(model):
     # a fully masked query row (NaN) is left out of the mean, not turned into a number
     half = np.vstack([uniform[:3], np.full((3, 6), np.nan)])
     assert mean_attention_entropy(half) == pytest.approx(np.log2(6))
+
+
+def test_head_arrays_hand_out_a_copy_of_the_mask_not_the_runs_own(model):
+    """The app's runs are cached and shared by every session: writing into a view's array must not
+    change the mask the next session draws."""
+    trace = traced_forward(model, SRC, TGT, "paper")
+    rec = record(trace, "decoder self", 0)
+    before = rec.mask.clone()
+    allowed = head_arrays(rec, batch=1, head=0)["allowed"]
+    allowed[:] = ~allowed
+    assert torch.equal(rec.mask, before)
 
 
 def test_match_permutation_handles_repeats_and_refuses_non_permutations():

@@ -96,14 +96,15 @@ def test_whole_transformer_equals_nn_transformer(norm):
     ref = torch_transformer(model)
     src, tgt = torch.randint(1, 40, (2, 9)), torch.randint(1, 37, (2, 6))
     src[1, 7:] = 0
+    tgt[1, 4:] = 0  # a padded target: its [PAD] queries see the real tokens before them, never a [PAD] key
     src_mask, tgt_mask = model.src_mask(src), model.tgt_mask(tgt)
     got = model.decode(tgt, model.encode(src, src_mask), src_mask, tgt_mask)
     want = ref(
         model.src_embed(src), model.tgt_embed(tgt),
         src_key_padding_mask=~src_mask[:, 0, 0], memory_key_padding_mask=~src_mask[:, 0, 0],
-        tgt_mask=~causal_mask(6)[0, 0],
+        tgt_mask=~causal_mask(6)[0, 0], tgt_key_padding_mask=tgt == 0,
     )
-    torch.testing.assert_close(got, want, atol=1e-4, rtol=0)
+    torch.testing.assert_close(got, want, atol=1e-4, rtol=0)  # every row, the [PAD] queries' too
     logits, trace = model(src, tgt, src_mask, tgt_mask, return_trace=True)
     torch.testing.assert_close(logits, model.generator(got), atol=1e-5, rtol=0)
     assert len(trace.encoder.layers) == 2 and len(trace.decoder.layers) == 3
