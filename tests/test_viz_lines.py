@@ -96,6 +96,21 @@ def test_the_chosen_querys_lines_are_its_own_weights_in_colour_and_on_hover():
     assert list(keys.text) == [f"2:c → {k}" for k in fig.layout.yaxis2.ticktext]
 
 
+@pytest.mark.parametrize("theme", ["default", "dark", "slide"])
+def test_the_chosen_querys_lines_stand_out_from_every_other_line(theme):
+    """Even its lightest line is more opaque than the heaviest line of another query: on a dark page
+    the others' near-white lines at full weight outshone the chosen colour."""
+    W = np.full((4, 4), 0.02)
+    W[1:, 0] = 0.94  # the other queries put nearly all their weight on one key
+    W[0] = [0.25, 0.25, 0.25, 0.25]  # the chosen one spreads evenly: every line light
+    fig = viz.attention_lines(W, query_labels=list("abcd"), key_labels=list("abcd"), query=0, theme=theme)
+    others = [alpha(c) for _, c, _ in drawn(fig, "lines").values()]
+    chosen = [alpha(c) for _, c, _ in drawn(fig, "query-lines").values()]
+    assert len(chosen) == 4 and max(others) < min(chosen)
+    alone = viz.attention_lines(W, query_labels=list("abcd"), key_labels=list("abcd"), theme=theme)
+    assert max(alpha(c) for _, c, _ in drawn(alone, "lines").values()) > 0.9  # no query chosen: full range
+
+
 def test_long_inputs_keep_each_querys_strongest_keys():
     n = LINES_ALL_UP_TO + 24
     rng = np.random.default_rng(2)

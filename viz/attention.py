@@ -812,6 +812,9 @@ def attention_lines(
     if chosen is not None:
         every = every[every[:, 0] != chosen]  # the chosen query's lines come on top, in colour
     every_band = band[every[:, 0], every[:, 1]]  # (n,)
+    # with a query chosen, the others' lines stay in the background: at most half opaque, where its
+    # own start above that (on a dark page a near-white line at full weight outshone the chosen colour)
+    faint = 1.0 if chosen is None else 0.5
     for b in range(LINE_BANDS):
         pairs = every[every_band == b]
         if not len(pairs):
@@ -819,7 +822,7 @@ def attention_lines(
         x, y = _segments(pairs, yq, yk)
         fig.add_trace(vf.scatter(
             x=x, y=y, mode="lines", hoverinfo="skip", showlegend=False,
-            line=dict(color=_rgba(t["font_color"], (b + 0.5) / LINE_BANDS), width=t["line_width"] * 0.6),
+            line=dict(color=_rgba(t["font_color"], faint * (b + 0.5) / LINE_BANDS), width=t["line_width"] * 0.6),
             meta={"role": "lines", "band": b},
         ))
     if chosen is not None:
@@ -832,7 +835,7 @@ def attention_lines(
             x, y = _segments(np.stack([np.full_like(js, chosen), js], axis=1), yq, yk)
             fig.add_trace(vf.scatter(
                 x=x, y=y, mode="lines", hoverinfo="skip", showlegend=False,
-                line=dict(color=_rgba(colour, 0.35 + 0.65 * (b + 0.5) / LINE_BANDS),
+                line=dict(color=_rgba(colour, 0.55 + 0.45 * (b + 0.5) / LINE_BANDS),
                           width=t["line_width"] * (0.75 + 2.5 * (b + 0.5) / LINE_BANDS)),
                 meta={"role": "query-lines", "band": b},
             ))
