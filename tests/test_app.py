@@ -461,6 +461,28 @@ def test_the_figure_theme_follows_the_pages_light_or_dark_until_one_is_chosen(ma
         assert len(styles) == 1 and highlight in styles[0], (scheme, styles)
 
 
+def displayed(frame_element):
+    """What the page shows in a table's cells: a Styler's display values, else the cells themselves."""
+    import pyarrow as pa
+
+    data = frame_element.proto.arrow_data
+    if data.HasField("styler"):
+        return pa.ipc.open_stream(data.styler.display_values).read_all().to_pandas()
+    return frame_element.value
+
+
+@pytest.mark.parametrize("view, sentences", [("tokens", ("你喜欢她们", "她喜欢")),  # B ends before A
+                                             ("order", ("你喜欢她", "我爱你"))])  # B is not a reordering of A
+def test_a_value_that_does_not_exist_shows_as_a_dash_not_the_word_none(make_app, view, sentences):
+    at = make_app(link={"views": view, "sentence_a": sentences[0], "sentence_b": sentences[1]}, **SMALL)
+    assert not at.exception
+    shown = [displayed(d) for d in at.dataframe]
+    gaps = [f for f in shown if f.isin(["—"]).any().any()]
+    assert gaps, [f.head() for f in shown]  # the missing values are there, drawn as "—"
+    for frame in shown:
+        assert not frame.isna().any().any() and not frame.isin(["None", "nan", "<NA>"]).any().any(), frame
+
+
 @pytest.mark.parametrize("query, field", [({"layer": "abc"}, "layer"), ({"colour": "red"}, "colour"),
                                           ({"mask": "<b>x</b>"}, "mask")])
 def test_a_bad_link_names_the_field_and_falls_back_to_defaults(make_app, query, field):

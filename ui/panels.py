@@ -72,11 +72,9 @@ def _table(panel: Panel, key: str, *, numbers: bool) -> None:
     if cells > limit:
         st.caption(f"{table.shape[0]:,} × {table.shape[1]:,} numbers: too many to show here; "
                    "download them as CSV.")
-    elif panel.highlight is not None:
-        st.dataframe(viz.highlight_differences(table, differs=panel.highlight, dark=page_is_dark()),
-                     key=f"table-{key}", hide_index=_plain_index(table))
     else:
-        st.dataframe(table, key=f"table-{key}", hide_index=_plain_index(table))
+        st.dataframe(viz.shown_table(table, differs=panel.highlight, dark=page_is_dark()),
+                     key=f"table-{key}", hide_index=_plain_index(table))
 
 
 def render_panel(panel: Panel, view: str, spec: FigureSpec, row: str = "") -> None:

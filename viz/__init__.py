@@ -32,6 +32,7 @@ from viz.positional import (
 from viz.tables import (
     highlight_differences,
     matrix_frame,
+    shown_table,
     token_comparison,
     token_diff,
     token_table,
@@ -72,6 +73,7 @@ __all__ = [
     "figure_config",
     "heads_grid",
     "highlight_differences",
+    "shown_table",
     "layers_heads_grid",
     "local_maxima",
     "loss_curve",

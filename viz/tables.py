@@ -98,6 +98,22 @@ def highlight_differences(
     return frame.style.apply(style_row, axis=1)
 
 
+GAP = "—"  # what a table shows for a value that does not exist (B has no token there; no reordering)
+
+
+def shown_table(
+    frame: pd.DataFrame, *, differs: Sequence[bool] | None = None, dark: bool = False
+) -> pd.DataFrame | pd.io.formats.style.Styler:
+    """`frame` as a page shows it: rows where `differs` is True highlighted (highlight_differences),
+    and a missing value (None, NaN) shown as "—" rather than the word "None" (st.dataframe's own).
+    The frame itself, and so its CSV, keeps the empty cell; one with neither is returned as it is."""
+    gaps = [c for c in frame.columns if frame[c].isna().any()]
+    if differs is None and not gaps:
+        return frame
+    style = frame.style if differs is None else highlight_differences(frame, differs=differs, dark=dark)
+    return style.format(na_rep=GAP, subset=gaps) if gaps else style
+
+
 def matrix_frame(
     matrix: np.ndarray,
     row_labels: Sequence[object] | None = None,
