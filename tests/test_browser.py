@@ -307,7 +307,9 @@ def test_a_chart_goes_full_screen_and_back_and_follows_the_page_width(page):
     page.set_viewport_size({"width": 1000, "height": 1000})
     page.wait_for_function(f"(w) => document.querySelector('{WEIGHTS_CHART}')._fullLayout.width < w - 300",
                            arg=width)
-    assert page.eval_on_selector(WEIGHTS_CHART, SIZE)[1] == height
+    # as tall as before, plus the lines its title took again at the narrower width (the plot keeps its height)
+    grown = page.eval_on_selector(WEIGHTS_CHART, "gd => gd._fullLayout.margin.t - gd.__lab.spec.figure.layout.margin.t")
+    assert page.eval_on_selector(WEIGHTS_CHART, SIZE)[1] == height + grown
     buttons = page.eval_on_selector_all(f"{WEIGHTS_CHART} .modebar-btn", "els => els.map(e => e.dataset.title)")
     assert "Download plot" in buttons and not any("Share" in b for b in buttons)  # nothing is sent anywhere
 
@@ -393,6 +395,45 @@ def test_hovering_a_cell_the_ticks_skip_still_names_its_tokens(page, streamlit_u
     page.wait_for_function("() => document.querySelector('.hoverlayer .hovertext')", timeout=10_000)
     hover = page.eval_on_selector(".hoverlayer .hovertext", "e => e.textContent")
     assert f"query {labels[row]}" in hover and f"key {labels[col]}" in hover, hover
+
+
+CUT_TITLES = """() => [...document.querySelectorAll('.js-plotly-plot')].flatMap((gd) => {
+    const r = gd.querySelector('.main-svg').getBoundingClientRect();
+    return [...gd.querySelectorAll('.main-svg .gtitle, .main-svg .annotation text')]
+        .filter((t) => t.textContent.trim() && t.getBoundingClientRect().width > 0)
+        .filter((t) => { const b = t.getBoundingClientRect(); return b.left < r.left - 1 || b.right > r.right + 1; })
+        .map((t) => t.textContent); })"""
+
+
+@pytest.mark.parametrize("width", [390, 1100])  # a phone; a laptop with the sidebar open (a 640 px column)
+def test_chart_titles_drawn_narrower_than_laid_out_wrap_again_rather_than_run_off_the_edge(browser, streamlit_url,
+                                                                                             width):
+    """The page's themes lay figures out for 700 px, and a chart follows its column down to 480 px (then
+    shrinks): its title and note lines, wrapped for 700 px, ran off the right edge ("… — encoder self,
+    laye"). They are wrapped again to the width drawn, and the plot moves down by the lines added."""
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    page.goto(f"{streamlit_url}/?views=query")
+    wait_idle(page)
+    rewrapped = {}
+    for label in ("5 · One query", "3 · Attention step by step", "2 · Positional encoding", "6 · Order & positional encoding"):
+        open_view(page, label)
+        drawn_charts(page)
+        page.wait_for_timeout(500)  # every chart of the view drawn
+        widths = page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')].map((g) => g._fullLayout.width)")
+        assert min(widths) < 690, widths  # drawn narrower than laid out: the case under test
+        assert page.evaluate(CUT_TITLES) == [], label
+        titles = page.evaluate("""() => [...document.querySelectorAll('.js-plotly-plot')].map((gd) => {
+            const lines = (l) => ((l.title || {}).text || '').split('<br').length;
+            return [lines(gd.layout), lines(gd.__lab.spec.figure.layout), gd._fullLayout.margin.t,
+                    gd.__lab.spec.figure.layout.margin.t]; })""")
+        for drawn_lines, laid_lines, drawn_top, laid_top in titles:  # more lines: a top margin grown to hold them
+            assert drawn_lines >= laid_lines and (drawn_lines > laid_lines) <= (drawn_top > laid_top), titles
+        rewrapped[label] = any(t[0] > t[1] for t in titles)
+    if width == 390:  # on a phone (charts drawn at 480 px) titles must take more lines than at 700
+        assert all(rewrapped.values()), rewrapped
+    context.close()
 
 
 def test_in_full_screen_the_arrow_keys_flip_heads_and_the_chart_stays_full_screen(page):

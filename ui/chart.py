@@ -142,10 +142,89 @@ function twins(row) {
                                                                       g.__lab.spec.row === row);
 }
 
+function ownTop(g) {
+  // A chart's own top margin: as laid out, or as drawn last with its title wrapped again (fitTitle).
+  return g.__lab.ownTop !== undefined ? g.__lab.ownTop : ((g.__lab.spec.figure.layout || {}).margin || {}).t || 0;
+}
+
 function rowTop(row) {
   // The row's largest top margin: every twin's plot then starts at the same height, whatever notes
   // one figure has under its title that the other has not.
-  return Math.max(0, ...twins(row).map((g) => ((g.__lab.spec.figure.layout || {}).margin || {}).t || 0));
+  return Math.max(0, ...twins(row).map(ownTop));
+}
+
+// Titles and note lines come wrapped (viz/theme.py soft_wrap, its line breaks marked) for the width the
+// figure is laid out for (spec.wrapped: 700 px in the page's themes). Drawn narrower (a column beside
+// the sidebar, half a page, a phone) they would run off the chart's right edge: they are wrapped again
+// to the width drawn, measured in the chart's own font, and the top margin grows by the lines added.
+const SOFT_BREAK = '<br class="wrap">';
+const BREAKABLE = /[\u2e80-\uffff]\s*|(?:<[^<>]*>|&[^;\s]+;|[^\s\u2e80-\uffff])+\s*|\s+/g;  // viz.theme._tokens
+let ruler = null;
+
+function textWidth(text, size, family) {
+  ruler = ruler || document.createElement("canvas").getContext("2d");
+  ruler.font = `${size}px ${family}`;
+  return ruler.measureText(text.replace(/<[^>]*>/g, "").replace(/&[^;\s]+;/g, "M")).width;
+}
+
+function rewrap(text, room, size, family) {
+  // [text, lines added]: each hard line (<br>) wrapped again where one of its lines is wider than room
+  let added = 0;
+  const out = text.split("<br>").map((hard) => {
+    const soft = hard.split(SOFT_BREAK);
+    if (!soft.some((line) => textWidth(line.trimEnd(), size, family) > room)) return hard;
+    const lines = [];
+    let current = "";
+    for (const piece of soft.join("").match(BREAKABLE) || []) {
+      const trial = current + piece;
+      if (current.trim() && piece.trim() && textWidth(trial.trimEnd(), size, family) > room) {
+        lines.push(current);
+        current = piece;
+      } else {
+        current = trial;
+      }
+    }
+    lines.push(current);
+    added += lines.length - soft.length;
+    return lines.join(SOFT_BREAK);
+  });
+  return [out.join("<br>"), added];
+}
+
+function fitTitle(layout, width, wrapped) {
+  // The layout (a copy where changed) with its title and notes wrapped for `width` px, and its height
+  // and top margin grown by the lines that adds; as it is where the width is the one laid out for.
+  if (!wrapped || !width || width >= wrapped - 1) return layout;
+  const font = layout.font || {};
+  const family = font.family || "sans-serif";
+  const room = width - ((layout.margin || {}).l || 0) - Math.max(8, Math.round(0.5 * (font.size || 12))) - 4;
+  let grow = 0;
+  const out = Object.assign({}, layout);
+  const title = layout.title || {};
+  if (title.text) {
+    const size = (title.font || {}).size || font.size || 12;
+    const [text, added] = rewrap(title.text, room, size, (title.font || {}).family || family);
+    if (text !== title.text) {
+      out.title = Object.assign({}, title, {text});
+      if (!/<br/.test(title.text) && /<br/.test(text)) {  // now two lines or more: plotly.js lifts the title
+        const pad = title.pad || {};                       // by 0.7 em, which the pad gives back (viz.theme._fit_title)
+        out.title.pad = Object.assign({}, pad, {t: (pad.t || 0) + Math.round(0.7 * size)});
+      }
+    }
+    grow += Math.max(0, added) * 1.3 * size;
+  }
+  out.annotations = (layout.annotations || []).map((a) => {
+    if (a.name !== "notes" || !a.text) return a;
+    const size = (a.font || {}).size || font.size || 12;
+    const [text, added] = rewrap(a.text, room, size, (a.font || {}).family || family);
+    grow += Math.max(0, added) * 1.3 * size;
+    return text === a.text ? a : Object.assign({}, a, {text});
+  });
+  if (grow > 0) {
+    out.margin = Object.assign({}, layout.margin, {t: ((layout.margin || {}).t || 0) + Math.ceil(grow)});
+    if (out.height) out.height += Math.ceil(grow);
+  }
+  return out;
 }
 
 function shrink(gd, k, height, fullscreen) {
@@ -178,27 +257,31 @@ function draw(Plotly, gd) {
   // Where that is narrower than the figure's design width (spec.design, design_width in Python: 1280 px
   // for slides), it is drawn at that width and shown shrunk to fit, as its export looks, rather than
   // with its title cut and its labels crowded.
-  const {figure, config, row, design} = gd.__lab.spec;
+  const {figure, config, row, design, wrapped} = gd.__lab.spec;
   const box = gd.parentElement;
   gd.__lab.size = sizeKey(gd);
-  const layout = Object.assign({}, figure.layout);
   const fullscreen = document.fullscreenElement === box;
-  gd.__lab.top = row && !fullscreen ? rowTop(row) : 0;
-  if (gd.__lab.top > ((layout.margin || {}).t || 0)) {
-    layout.margin = Object.assign({}, layout.margin, {t: gd.__lab.top});
-  }
-  box.style.background = fullscreen ? (layout.paper_bgcolor || "white") : "";  // not the browser's black
   const room = roomWidth(gd);
-  const laidOut = layout.width || design || 0;
+  const laidOut = figure.layout.width || design || 0;
   const k = room && laidOut > room ? room / laidOut : 1;
   gd.__lab.scale = k;
+  const sized = Object.assign({}, figure.layout);
   if (fullscreen) {
-    layout.width = window.innerWidth / k;
-    layout.height = window.innerHeight / k;
+    sized.width = window.innerWidth / k;
+    sized.height = window.innerHeight / k;
   } else {
-    layout.width = layout.width || (room ? room / k : undefined);
-    layout.height = layout.height || __APP_HEIGHT__ / k;  // a figure of no height of its own keeps the app's
+    sized.width = sized.width || (room ? room / k : undefined);
+    sized.height = sized.height || __APP_HEIGHT__ / k;  // a figure of no height of its own keeps the app's
   }
+  const layout = fitTitle(sized, sized.width, figure.layout.width || wrapped);
+  if (fullscreen) layout.height = window.innerHeight / k;  // the screen's, whatever the title takes
+  gd.__lab.ownTop = (layout.margin || {}).t || 0;
+  gd.__lab.top = row && !fullscreen ? rowTop(row) : 0;
+  if (gd.__lab.top > gd.__lab.ownTop) {  // the plot keeps its height: it starts and ends level with its twin's
+    layout.margin = Object.assign({}, layout.margin, {t: gd.__lab.top});
+    layout.height += gd.__lab.top - gd.__lab.ownTop;
+  }
+  box.style.background = fullscreen ? (layout.paper_bgcolor || "white") : "";  // not the browser's black
   shrink(gd, k, layout.height, fullscreen);
   const full = Object.assign({}, config, {
     modeBarButtonsToRemove: ["toImage"],  // plotly.js's own: its SVG leaves heatmaps to the viewer's smoothing
@@ -208,6 +291,18 @@ function draw(Plotly, gd) {
     ],
   });
   return Plotly.react(gd, figure.data || [], layout, full);
+}
+
+function drawRow(Plotly, gd) {
+  // Draw gd, then its twins again where the row's top margin changed: a twin drawn before this figure
+  // came, or at another width (a title wrapped again there takes another number of lines).
+  draw(Plotly, gd);
+  const row = gd.__lab.spec.row;
+  for (let pass = 0; row && pass < 3; pass++) {
+    const stale = twins(row).filter((g) => g._fullLayout && g.__lab.top !== rowTop(row));
+    if (!stale.length) break;
+    stale.forEach((g) => draw(Plotly, g));
+  }
 }
 
 function mount(parentElement) {
@@ -282,12 +377,8 @@ export default function ({parentElement, data}) {
   loadPlotly().then((Plotly) => {
     if (gd.__lab.text !== text) return;  // a newer figure came while plotly.js loaded
     try {
-      draw(Plotly, gd);
+      drawRow(Plotly, gd);
       say(gd, "");
-      const row = gd.__lab.spec.row;  // a twin drawn before this figure came may need the new top margin
-      for (const g of row ? twins(row) : []) {
-        if (g !== gd && g._fullLayout && g.__lab.top !== rowTop(row)) draw(Plotly, g);
-      }
     } catch (err) {
       say(gd, "This chart could not be drawn: " + err.message);
       return;
@@ -296,7 +387,7 @@ export default function ({parentElement, data}) {
       const box = gd.parentElement;
       gd.__lab.observer = new ResizeObserver(() => {
         equalize(gd.__lab.spec.row);
-        if (parentElement.clientWidth && sizeKey(gd) !== gd.__lab.size) draw(Plotly, gd);
+        if (parentElement.clientWidth && sizeKey(gd) !== gd.__lab.size) drawRow(Plotly, gd);
       });
       gd.__lab.observer.observe(parentElement);
       gd.__lab.observer.observe(box);
@@ -380,5 +471,6 @@ def chart(figure, *, key: str, config: dict, title: str = "", caption: str = "",
     width (slide charts, 1280 px, stack below 640 px columns)."""
     payload = ('{"figure":' + payload_json(figure) + ',"config":' + json.dumps(config)
                + ',"title":' + json.dumps(title) + ',"caption":' + json.dumps(caption)
-               + ',"row":' + json.dumps(row) + ',"design":' + str(design_width(theme)) + "}")
+               + ',"row":' + json.dumps(row) + ',"design":' + str(design_width(theme))
+               + ',"wrapped":' + str(design_size(theme)[0]) + "}")
     _component()(key=key, data=payload.encode("utf-8"), width="stretch", height="content")
