@@ -943,6 +943,20 @@ def test_wrap_text_breaks_between_words_and_cjk_and_never_inside_an_entity():
                for x in lines)
 
 
+def test_wrapping_never_leaves_a_number_alone_at_the_start_of_a_line():
+    """A slide title wrapped as "… layer" / "0, head 0": the number belongs to the word before it."""
+    text = "Query 0:你: scores and weights over every key — encoder self, layer 0, head 12 (step 3)"
+    for width in range(60, 900, 7):
+        lines = viz.theme.wrap_text(text, width, 22)
+        assert "".join(lines) == text
+        for before, line in zip(lines, lines[1:], strict=False):  # a number starts a line only after a
+            assert not re.match(r"\d", line) or len(before.split()) == 1, (width, lines)  # lone word
+    title = "Query 0:你: scores, scaled scores and weights over every key — encoder self, layer 0, head 0"
+    for room in range(900, 1200, 5):  # the slide title (28 px) that read "… layer" / "0, head 0"
+        lines = viz.theme.wrap_text(title, room, 28)
+        assert len(lines) == 2 and not re.match(r"\d", lines[1]), (room, lines)
+
+
 # ---------------------------------------------------------------- rendered pixels
 
 needs_browser = pytest.mark.skipif(find_browser() is None, reason="no Chromium for kaleido")

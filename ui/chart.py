@@ -159,6 +159,7 @@ function rowTop(row) {
 // to the width drawn, measured in the chart's own font, and the top margin grows by the lines added.
 const SOFT_BREAK = '<br class="wrap">';
 const BREAKABLE = /[\u2e80-\uffff]\s*|(?:<[^<>]*>|&[^;\s]+;|[^\s\u2e80-\uffff])+\s*|\s+/g;  // viz.theme._tokens
+const NUMBER = /^\d+[,.;:)]?\s*$/;  // viz.theme._NUMBER
 let ruler = null;
 
 function textWidth(text, size, family) {
@@ -174,17 +175,19 @@ function rewrap(text, room, size, family) {
     const soft = hard.split(SOFT_BREAK);
     if (!soft.some((line) => textWidth(line.trimEnd(), size, family) > room)) return hard;
     const lines = [];
-    let current = "";
+    let current = [];
     for (const piece of soft.join("").match(BREAKABLE) || []) {
-      const trial = current + piece;
-      if (current.trim() && piece.trim() && textWidth(trial.trimEnd(), size, family) > room) {
-        lines.push(current);
-        current = piece;
+      const trial = current.join("") + piece;
+      if (current.some((p) => p.trim()) && piece.trim() && textWidth(trial.trimEnd(), size, family) > room) {
+        const last = current[current.length - 1];  // a bare number takes the word before it down with it
+        const carry = NUMBER.test(piece) && current.length > 1 && last.trim() && /\s$/.test(last) ? [current.pop()] : [];
+        lines.push(current.join(""));
+        current = carry.concat([piece]);
       } else {
-        current = trial;
+        current.push(piece);
       }
     }
-    lines.push(current);
+    lines.push(current.join(""));
     added += lines.length - soft.length;
     return lines.join(SOFT_BREAK);
   });

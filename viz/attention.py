@@ -44,6 +44,7 @@ from viz.labels import display_labels, escape_text
 from viz.theme import (
     MASK_ALLOWED_COLOR,
     QUALITATIVE,
+    THEMES,
     WEIGHTS_COLORSCALE,
     apply_theme,
     theme_spec,
@@ -523,7 +524,10 @@ def query_bars(
     ticks = display_labels(key_labels, n)
     x = np.arange(n)
     peak = symmetric_range(np.where(masked, np.nan, s), np.where(masked, np.nan, ss)) * 1.1
-    height = 620  # laid out for the app; exports use their own size
+    # laid out for the app (exports use their own size): three panels of bars with a title each; a theme
+    # with larger type (slide: 22 px) gets that much more height, else each panel's title sits on the
+    # axis above it and the ticks touch
+    height = round(620 * max(1.0, t["font_size"] / THEMES["default"]["font_size"]))
     pw, ph = panel_px(theme, rows=3, height=min(height, t["height"] or height))
     fig = subplots(
         rows=3,

@@ -200,23 +200,31 @@ def _tokens(line: str) -> list[str]:
     return re.findall(r"[\u2e80-\uffff]\s*|(?:<[^<>]*>|&[^;\s]+;|[^\s\u2e80-\uffff])+\s*|\s+", line)
 
 
+_NUMBER = re.compile(r"\d+[,.;:)]?\s*$")  # "0", "0,", "12)": a number that reads with the word before it
+
+
 def wrap_text(text: str, width_px: float, size: float) -> list[str]:
     """Break a line (escaped HTML) into lines at most width_px wide at font `size`.
 
     Breaks after a space or between CJK characters, never inside a word, a tag or an entity
-    (a word wider than the line stays whole on its own line). Lines keep their trailing space,
-    so "".join(lines) == text.
+    (a word wider than the line stays whole on its own line). A bare number does not start a line
+    where the word before it can go down with it ("layer" / "0, head 0" becomes "layer 0, head 0" on
+    the next line); ui/chart.py's script wraps the same way. Lines keep their trailing space, so
+    "".join(lines) == text.
     """
     lines: list[str] = []
-    current = ""
+    current: list[str] = []
     for piece in _tokens(text):
-        trial = current + piece
-        if current.strip() and piece.strip() and text_width(trial.rstrip(), size) > width_px:
-            lines.append(current)
-            current = piece
+        trial = "".join(current) + piece
+        if any(p.strip() for p in current) and piece.strip() and text_width(trial.rstrip(), size) > width_px:
+            carry = []
+            if _NUMBER.match(piece) and len(current) > 1 and current[-1].strip() and current[-1][-1:].isspace():
+                carry = [current.pop()]  # the word the number belongs to goes down with it
+            lines.append("".join(current))
+            current = carry + [piece]
         else:
-            current = trial
-    lines.append(current)
+            current.append(piece)
+    lines.append("".join(current))
     return lines
 
 
