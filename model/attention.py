@@ -156,7 +156,7 @@ class AttentionRecord:
         shape = self.score_shape()
         if self.mask is None:
             return torch.ones(shape, dtype=torch.bool, device=self.q.device)
-        return self.mask.expand(shape)
+        return self.mask.expand(shape)  # (B or 1, 1 or H, Tq or 1, Tk) -> (B, H, Tq, Tk), a view
 
     @property
     def masked(self) -> torch.Tensor:

@@ -338,25 +338,3 @@ def split_corpus(
     train = [p for p in pairs if p.triple not in heldout_triples]
     heldout = [p for p in pairs if p.triple in heldout_triples]
     return train, heldout
-
-
-def source_vocab(pairs: list[Pair]) -> list[str]:
-    """Sorted Chinese characters (the source is tokenised per character)."""
-    return sorted({c for p in pairs for c in p.zh})
-
-
-def target_vocab(pairs: list[Pair]) -> list[str]:
-    """Sorted English words."""
-    return sorted({w for p in pairs for w in p.en.split(" ")})
-
-
-def vocab_words() -> dict[str, list[str]]:
-    """Every Chinese word the grammar can emit, by part of speech (in lexicon order)."""
-    return {
-        "pronoun": list(PRONOUNS),
-        "noun": list(dict.fromkeys([*NOUNS, *POSSESSED, *THINGS])),
-        "verb": [*VERBS, "有"],
-        "adjective": [*SIZE_ADJECTIVES, *COLOUR_ADJECTIVES],
-        "function": ["的", "不", "没有", "每天", "昨天", "了", "一"],
-        "classifier": list(dict.fromkeys(c for _, c, _ in THINGS.values())),
-    }

@@ -17,8 +17,9 @@ from model.transformer import Transformer
 
 @torch.no_grad()
 def copy_attention(ours: MultiHeadAttention, theirs: nn.MultiheadAttention) -> nn.MultiheadAttention:
-    theirs.in_proj_weight.copy_(torch.cat([ours.w_q.weight, ours.w_k.weight, ours.w_v.weight], dim=0))
-    theirs.in_proj_bias.copy_(torch.cat([ours.w_q.bias, ours.w_k.bias, ours.w_v.bias], dim=0))
+    # torch packs W_Q, W_K, W_V as one (3·d_model, d_model) in_proj_weight, rows in that order
+    theirs.in_proj_weight.copy_(torch.cat([ours.w_q.weight, ours.w_k.weight, ours.w_v.weight], dim=0))  # (3d, d)
+    theirs.in_proj_bias.copy_(torch.cat([ours.w_q.bias, ours.w_k.bias, ours.w_v.bias], dim=0))  # (3d,)
     theirs.out_proj.weight.copy_(ours.w_o.weight)
     theirs.out_proj.bias.copy_(ours.w_o.bias)
     return theirs

@@ -361,7 +361,7 @@ def cross_attention_alignment(
     for i, layer in enumerate(layers):
         argmax = layer.cross_attn.weights.argmax(-1).cpu()  # (B, H, Tt)
         picked = argmax[b_idx, :, t_idx]  # (links, H)
-        hits[i] = ((picked >= lo[:, None]) & (picked < hi[:, None])).float().mean(0)
+        hits[i] = ((picked >= lo[:, None]) & (picked < hi[:, None])).float().mean(0)  # lo, hi (links, 1) -> (H,)
     return hits
 
 
@@ -381,7 +381,7 @@ def cross_attention_entropy_ratio(model: Transformer, pairs: Sequence[Pair], src
         w = layer.cross_attn.weights.double()  # (B, H, Tt, Ts)
         ent = -(w * torch.log(w.clamp_min(1e-12))).sum(-1)  # (B, H, Tt)
         ratio = ent / torch.log(ts)[:, None, None]  # uniform over Ts keys has entropy log Ts
-        mask = real[:, None, :].expand_as(ratio)
+        mask = real[:, None, :].expand_as(ratio)  # (B, Tt) -> (B, H, Tt)
         out.append(torch.stack([ratio[:, h][mask[:, h]].mean() for h in range(ratio.size(1))]))
     return torch.stack(out).float()  # (layers, H)
 

@@ -217,6 +217,13 @@ class Transformer(nn.Module):
         self._init_weights()
 
     def _init_weights(self) -> None:
+        """Xavier-uniform matrices (as torch.nn.Transformer._reset_parameters) and token embeddings
+        N(0, d_model^-1/2), so that embedding × sqrt(d_model) (§3.4) starts at unit scale; the [PAD]
+        row is zero. The paper does not state its initialisation; this is the common choice.
+
+        Not done: §3.4 shares one matrix between the two embeddings and the pre-softmax linear
+        (a shared zh-en vocabulary). Here source and target have their own vocabularies, so each
+        embedding and the generator are separate matrices."""
         for name, p in self.named_parameters():
             if p.dim() > 1 and "positional" not in name:
                 nn.init.xavier_uniform_(p)

@@ -358,7 +358,7 @@ def test_user_text_is_escaped_in_every_builder():
         ),
         viz.pooled_outputs_figure(v[0], v[1], name_a=XSS),
         viz.cross_attention_heatmap(w, target_labels=toks, source_labels=toks),
-        viz.decoder_self_attention_heatmap(w, target_labels=toks),
+        viz.decoder_self_attention_heatmap(w, target_labels=toks, mask=causal(len(toks))),
         viz.loss_curve([3.0, 2.0, 1.0], title=XSS),
         viz.pe_dot_curve(np.arange(-3, 4), np.cos(np.arange(-3, 4)), title=XSS),
         viz.entropy_overview(np.ones((2, 2)), title=XSS),
@@ -646,12 +646,15 @@ def test_pooled_outputs_state_their_difference():
     assert "max |A − B| = 0.5" in header(fig)
 
 
-def test_decoder_self_attention_defaults_to_a_causal_mask():
+def test_decoder_self_attention_draws_the_mask_it_is_given():
+    """The model's own mask (True = may attend), never one the figure makes up."""
     w = softmax_rows(RNG.normal(size=(3, 3)), causal(3))
     rects = rectangles(
-        role_traces(viz.decoder_self_attention_heatmap(w, target_labels=list("abc")), "mask")[0]
+        role_traces(viz.decoder_self_attention_heatmap(w, target_labels=list("abc"), mask=causal(3)), "mask")[0]
     )
     assert covered(rects, 2, 0) and not covered(rects, 0, 2)
+    none = viz.decoder_self_attention_heatmap(w, target_labels=list("abc"), mask=None)
+    assert not role_traces(none, "mask") or not rectangles(role_traces(none, "mask")[0])
 
 
 def test_cross_attention_is_target_by_source():

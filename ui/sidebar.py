@@ -63,7 +63,7 @@ def model_section(trained_problem: str | None, notes: list[str]) -> None:
                  help=" ".join(f"{k}: {v}" for k, v in POSITIONAL_HELP.items() if k in positionals))
     st.selectbox("Mask", list(MASKS), key="mask",
                  help=" ".join(f"**{k}**: {v}" for k, v in MASK_HELP.items()))
-    with st.expander("Model size (random model)", expanded=False):
+    with st.expander("Model size (random model)", expanded=False, key="model-size"):
         for key, label, help_text in (
             ("d_model", "d_model", "width of every token vector"),
             ("n_heads", "heads", "d_k = d_model / heads must be a whole number"),
@@ -91,7 +91,7 @@ def display_section() -> None:
         st.caption(f"Slide figures are laid out {design_size('slide')[0]} px wide, as exported, and shrink to fit a "
                    "narrower column. On a projector, collapse this sidebar («) or use a chart's full-screen "
                    "button for larger type.")
-    with st.expander("Export size", expanded=False):
+    with st.expander("Export size", expanded=False, key="export-size"):
         for key, label in (("width", "width (CSS px)"), ("height", "height (CSS px)")):
             keep_in_range(key, *UI_LIMITS[key])
             if 0 < st.session_state[key] < MIN_EXPORT_SIDE:  # typed: the smallest size there is, not an error

@@ -171,6 +171,3 @@ def keep_in_range(key: str, lo: int | float, hi: int | float) -> None:
     value = st.session_state.get(key)
     st.session_state[key] = min(max(value, lo), hi)
 
-
-def view_names() -> tuple[str, ...]:
-    return VIEWS

@@ -18,16 +18,15 @@ def decoder_self_attention_heatmap(
     weights: np.ndarray,
     *,
     target_labels: Sequence[str] | None,
-    mask: np.ndarray | None = None,
-    causal: bool = True,
+    mask: np.ndarray | None,
     title: str | None = "Decoder self-attention (causal: each token sees itself and the past)",
     theme: str = "default",
 ) -> go.Figure:
-    """Decoder self-attention weights (target × target); with no mask given and causal=True the
-    future (upper triangle) is drawn as masked."""
+    """Decoder self-attention weights (target × target), masked cells (mask False) drawn as masked.
+
+    The mask is the one the model used (model/masks.py: True = may attend), never one made up here;
+    None draws every cell as attendable."""
     w = np.asarray(weights)
-    if mask is None and causal:
-        mask = np.tril(np.ones(w.shape, dtype=bool))  # True = may attend: self and the past
     return weights_heatmap(
         w,
         row_labels=target_labels,
