@@ -165,6 +165,12 @@ def test_step_figures_share_one_score_range():
     ranges = [values_traces(figs[key])[0].zmax for key in ("scores", "scaled", "masked")]
     assert ranges == [pytest.approx(np.abs(scores).max())] * 3
     assert values_traces(figs["weights"])[0].zmax == 1.0
+    # read one under another, the five matrices' columns line up: one left and one right margin for all
+    # (the mask has no colour bar, the weights have their row sums beside it)
+    margins = {key: (figs[key].layout.margin.l, figs[key].layout.margin.r) for key in figs if key != "qkv"}
+    assert len(set(margins.values())) == 1, margins
+    alone = viz.scores_heatmap(scores, row_labels=list("你喜欢她"))
+    assert margins["scores"][1] > alone.layout.margin.r  # room kept for the weights' row sums
 
 
 # ---------------------------------------------------------------- masking and NaN

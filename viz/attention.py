@@ -296,6 +296,12 @@ def attention_step_figures(
     figs["weights"] = weights_heatmap(
         weights, mask=mask, title=titled("5. Weights = softmax over each row"), **kw
     )
+    # the five matrices are read one under another: one left and one right margin for all, so their
+    # columns line up (the mask has no colour bar, the weights have row sums beside them)
+    steps = [f for key, f in figs.items() if key != "qkv"]
+    sides = {side: max((vf.layout_value(f, "margin") or {}).get(side, 0) for f in steps) for side in ("l", "r")}
+    for f in steps:
+        vf.set_margin(f, **sides)
     return figs
 
 

@@ -457,6 +457,19 @@ def layout_value(fig: go.Figure | dict, name: str):
     return fig.layout[name]
 
 
+def set_margin(fig: go.Figure, **sides: float) -> None:
+    """fig.layout.margin's given sides (l=, r=, ...) set, on a lean Figure without building its tree
+    (and dropping any payload kept from before the change)."""
+    pending = fig.__dict__.get("_fast_dict") if isinstance(fig, Figure) else None
+    if pending is None:
+        fig.update_layout(margin=sides)
+        return
+    fig.__dict__.pop("_fast_sent", None)
+    fig.__dict__.pop("_fast_json", None)
+    margin = pending["layout"].get("margin")
+    pending["layout"]["margin"] = {**(dict(margin) if margin else {}), **sides}
+
+
 def payload_json(fig: go.Figure) -> str:
     """plotly.io.to_json(fig, validate=False): what the app's chart sends. A Figure from Fig.to_go
     makes it once and keeps it (no longer its typed-array copy, which only fed it), so a figure
