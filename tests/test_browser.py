@@ -405,6 +405,13 @@ CUT_TITLES = """() => [...document.querySelectorAll('.js-plotly-plot')].flatMap(
         .map((t) => t.textContent); })"""
 
 
+OVERLAPPING_TITLES = """() => [...document.querySelectorAll('.js-plotly-plot')].flatMap((gd) => {
+    const boxes = [...gd.querySelectorAll('.main-svg .annotation text')].filter((t) => t.textContent.trim())
+        .map((t) => [t.textContent, t.getBoundingClientRect()]);
+    return boxes.flatMap(([a, p], i) => boxes.slice(i + 1).filter(([, q]) => p.left < q.right - 1 &&
+        q.left < p.right - 1 && p.top < q.bottom - 1 && q.top < p.bottom - 1).map(([b]) => a + ' / ' + b)); })"""
+
+
 @pytest.mark.parametrize("width", [390, 1100])  # a phone; a laptop with the sidebar open (a 640 px column)
 def test_chart_titles_drawn_narrower_than_laid_out_wrap_again_rather_than_run_off_the_edge(browser, streamlit_url,
                                                                                              width):
@@ -424,6 +431,7 @@ def test_chart_titles_drawn_narrower_than_laid_out_wrap_again_rather_than_run_of
         widths = page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')].map((g) => g._fullLayout.width)")
         assert min(widths) < 690, widths  # drawn narrower than laid out: the case under test
         assert page.evaluate(CUT_TITLES) == [], label
+        assert page.evaluate(OVERLAPPING_TITLES) == [], label  # panel titles side by side never run into each other
         titles = page.evaluate("""() => [...document.querySelectorAll('.js-plotly-plot')].map((gd) => {
             const lines = (l) => ((l.title || {}).text || '').split('<br').length;
             return [lines(gd.layout), lines(gd.__lab.spec.figure.layout), gd._fullLayout.margin.t,

@@ -195,8 +195,8 @@ function rewrap(text, room, size, family) {
 }
 
 function fitTitle(layout, width, wrapped) {
-  // The layout (a copy where changed) with its title and notes wrapped for `width` px, and its height
-  // and top margin grown by the lines that adds; as it is where the width is the one laid out for.
+  // The layout (a copy where changed) with its title, notes and top subplot titles wrapped for `width`
+  // px, and its height and top margin grown by the lines that adds; as it is at the width laid out for.
   if (!wrapped || !width || width >= wrapped - 1) return layout;
   const font = layout.font || {};
   const family = font.family || "sans-serif";
@@ -216,12 +216,35 @@ function fitTitle(layout, width, wrapped) {
     }
     grow += Math.max(0, added) * 1.3 * size;
   }
-  out.annotations = (layout.annotations || []).map((a) => {
+  // the top row's subplot titles, each wrapped to its panel's width (viz.theme._wrap_subplot_titles); where
+  // one takes more lines, the notes above them go up by as much (viz.theme._fit_title's lift)
+  const margin = layout.margin || {};
+  const panels = Object.keys(layout).filter((key) => /^xaxis\d*$/.test(key))
+    .map((key) => (layout[key] || {}).domain).filter(Boolean);
+  const plotWidth = width - (margin.l || 0) - (margin.r || 0);
+  const count = (text) => text.split("<br").length;
+  let before = 0, after = 0, titleSize = 0;
+  const annotations = (layout.annotations || []).map((a) => {
+    if (a.name === "notes" || !a.text || a.xref !== "paper" || a.yref !== "paper" || a.xanchor !== "center"
+        || a.yanchor !== "bottom" || !(a.y >= 0.98)) return a;
+    const domain = panels.find(([d0, d1]) => Math.abs((d0 + d1) / 2 - a.x) < 1e-3);
+    if (!domain) return a;
+    const size = (a.font || {}).size || font.size || 12;
+    const [text] = rewrap(a.text, Math.max((domain[1] - domain[0]) * plotWidth, 3 * size), size,
+                          (a.font || {}).family || family);
+    before = Math.max(before, count(a.text));
+    after = Math.max(after, count(text));
+    titleSize = Math.max(titleSize, size);
+    return text === a.text ? a : Object.assign({}, a, {text});
+  });
+  const lift = Math.max(0, after - before) * 1.3 * titleSize;
+  grow += lift;
+  out.annotations = annotations.map((a) => {
     if (a.name !== "notes" || !a.text) return a;
     const size = (a.font || {}).size || font.size || 12;
     const [text, added] = rewrap(a.text, room, size, (a.font || {}).family || family);
     grow += Math.max(0, added) * 1.3 * size;
-    return text === a.text ? a : Object.assign({}, a, {text});
+    return text === a.text && !lift ? a : Object.assign({}, a, {text, yshift: (a.yshift || 0) + lift});
   });
   if (grow > 0) {
     out.margin = Object.assign({}, layout.margin, {t: ((layout.margin || {}).t || 0) + Math.ceil(grow)});
