@@ -528,6 +528,22 @@ def test_pe_heatmap_uses_fixed_unit_range():
     assert (heat.zmin, heat.zmax) == (-1.0, 1.0)
 
 
+def test_the_pe_gram_matrix_spans_its_own_values_where_all_are_positive():
+    """Over a short sentence PE(i)·PE(j) is positive everywhere: a sequential scale from its smallest to
+    its largest value shows the equal diagonals; where it has both signs, a scale about 0."""
+    from model.positional import sinusoidal_encoding
+
+    pe = sinusoidal_encoding(4, 64).numpy()  # (4, 64)
+    gram = pe @ pe.T
+    assert gram.min() > 0
+    heat = values_traces(viz.pe_dot_matrix(gram))[0]
+    assert (heat.zmin, heat.zmax) == (pytest.approx(gram.min()), pytest.approx(gram.max()))
+    assert heat.colorscale != values_traces(viz.scores_heatmap(gram, row_labels=None))[0].colorscale  # not the diverging one
+    signed = gram - gram.mean()
+    heat = values_traces(viz.pe_dot_matrix(signed))[0]
+    assert heat.zmin == pytest.approx(-np.abs(signed).max()) and heat.zmax == pytest.approx(np.abs(signed).max())
+
+
 def test_pe_dot_curve_marks_its_local_peaks_and_never_says_strictly():
     d = 128
     ks = np.arange(-40, 41)

@@ -182,16 +182,22 @@ def pe_dot_matrix(
     title: str | None = "PE(i)·PE(j): the same along every diagonal (depends only on j − i)",
     theme: str = "default",
 ) -> go.Figure:
-    """The Gram matrix PE·PEᵀ (positions × positions), diverging about 0."""
+    """The Gram matrix PE·PEᵀ (positions × positions): diverging about 0 where it has both signs, else
+    sequential from its smallest value to its largest. Over a short sentence every PE(i)·PE(j) is
+    positive (14 to 32 for d_model 64, 4 positions), and on a scale about 0 the diagonals, the point
+    of the figure, were shades of one dark red."""
     g = np.asarray(gram, dtype=np.float64)
     if g.ndim != 2 or g.shape[0] != g.shape[1]:
         raise ValueError(f"expected a square Gram matrix, got shape {g.shape}")
     text = _position_text(g.shape[0], labels)
+    finite = g[np.isfinite(g)]
+    lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 0.0)
+    span = dict(kind="magnitude", zmin=lo, zmax=hi) if 0 <= lo < hi else dict(kind="values")
     return heatmap_figure(
         g,
         row_text=text,
         col_text=text,
-        kind="values",
+        **span,
         title=title,
         x_title="position j",
         y_title="position i",
