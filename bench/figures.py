@@ -7,7 +7,7 @@ import torch
 from bench.core import Context, Record, figure, paired_ratio
 from bench.flops import forward_flops, matmul_flops
 from bench.pe_loop import looped_sinusoidal, looped_sinusoidal_lists
-from model.masks import causal_mask
+from model.masks import causal_mask, padding_mask
 from model.positional import _sinusoidal_table
 from model.transformer import Trace
 
@@ -39,8 +39,9 @@ def stacks_vs_torch(ctx: Context) -> list[Record]:
         for T in ctx.sizes:
             src, tgt, src_mask, tgt_mask = ctx.inputs(name, T)
             xs, xt = model.src_embed(src), model.tgt_embed(tgt)  # (B, T, d_model) each
-            src_pad = src == pad  # (B, S) torch convention: True = blocked
-            tgt_pad = tgt == pad  # (B, T)
+            # torch's modules take the opposite convention (True = blocked): flipped here, at that boundary
+            src_pad = ~model.src_mask(src)[:, 0, 0]  # (B, 1, 1, S) -> (B, S)
+            tgt_pad = ~padding_mask(tgt, pad)[:, 0, 0]  # (B, T)
             causal = ~causal_mask(T, src.device)[0, 0]  # (T, T) True = future = blocked
 
             def ours(xs=xs, xt=xt, src_mask=src_mask, tgt_mask=tgt_mask, model=model):

@@ -67,7 +67,7 @@ def test_record_matches_scaled_dot_product_attention():
     ref = F.scaled_dot_product_attention(rec.q, rec.k, rec.v, attn_mask=mask)
     torch.testing.assert_close(rec.context, ref, atol=1e-5, rtol=0)
     torch.testing.assert_close(rec.scores, torch.einsum("bhqd,bhkd->bhqk", rec.q, rec.k))  # QKᵀ, per head
-    torch.testing.assert_close(rec.scaled, rec.scores / math.sqrt(D // H))
+    torch.testing.assert_close(rec.scaled, torch.einsum("bhqd,bhkd->bhqk", rec.q, rec.k) / math.sqrt(D // H))
 
 
 def test_values_come_from_w_v_not_w_k():

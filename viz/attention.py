@@ -74,7 +74,7 @@ def scores_heatmap(
     """Raw, scaled or masked scores (queries × keys) on a diverging scale centred at 0.
 
     mask: boolean, True = may attend; masked cells are drawn grey, hatched, with `masked_text`
-    ("−∞", or "−1e9" when the model masks with a large negative number). -inf cells count as
+    (the model sets them to −∞ before the softmax: model.attention.masked_scores). -inf cells count as
     masked even without a mask. zmax: shared colour range ±zmax (default: this matrix's max |.|).
     """
     m = np.asarray(matrix)
