@@ -45,7 +45,7 @@ from ui.state import (  # noqa: E402
 from ui.style import page_style  # noqa: E402
 from ui.text import md  # noqa: E402
 from ui.train import train_panel  # noqa: E402
-from ui.translate import cross_heads, decoding_steps  # noqa: E402
+from ui.translate import decoding_steps  # noqa: E402
 
 log = logging.getLogger("attention_lab")
 
@@ -127,8 +127,6 @@ def view_body(view: str, spec: FigureSpec) -> None:
     if run is not None:
         after["translation"] = lambda: decoding_steps(run, models.model(spec), spec)
     render_result(result, view, spec, after=after, side_by_side=view == "order")
-    if run is not None:
-        cross_heads(run, spec)
     if view == "translate":
         st.divider()
         train_panel(spec.theme)

@@ -715,6 +715,13 @@ def translate_view(spec: FigureSpec, models: Models) -> ViewResult:
                                                  f"past), layer {layer} head {head}"),
         viz.matrix_frame(self_w, tgt, tgt),
     ))
+    every = cross_rec.select(row).weights[0, :, :n_dec, :n_src].double().cpu().numpy()  # (H, Tt, Ts)
+    out.panels.append(Panel(
+        "cross-heads", f"Cross-attention: every head of decoder layer {layer}",  # one chart: full screen stays
+        viz.heads_grid(every, row_labels=tgt, col_labels=src, head_names=[f"head {h}" for h in range(len(every))],
+                       theme=spec.theme, title=f"Cross-attention: every head of decoder layer {layer}"),
+        lambda: pd.concat({f"head {h}": viz.matrix_frame(w, tgt, src) for h, w in enumerate(every)}),
+    ))
     return out
 
 

@@ -327,6 +327,19 @@ def test_the_translate_views_figures_hold_the_sentences_own_steps_not_the_batchs
         assert len(table) == 4  # [BOS] you like her
         np.testing.assert_allclose(table.to_numpy().sum(axis=1), 1.0, atol=1e-6)
     assert list(p["cross"].table.columns) == ["0:你", "1:喜", "2:欢", "3:她"]
+    # every head of the layer's cross-attention is one of the view's panels (so an export holds it too),
+    # its head h the model's own weights of head h, the sentence's own steps and source tokens
+    from lab.views import decoding_spec
+    from model.analysis import record
+
+    run = models.run(decoding_spec(spec))
+    every = record(run.trace, "cross", spec.layer).weights[0].double().numpy()  # (H, Tt, Ts), row 0 = A
+    heads = [t for t in p["cross-heads"].figure.data if (t.meta or {}).get("role") == "values"]
+    assert len(heads) == every.shape[0] == run.trace.decoder.layers[0].cross_attn.n_heads
+    for h, trace in enumerate(heads):
+        np.testing.assert_allclose(np.asarray(trace.z, dtype=float), every[h, :4, :4], rtol=1e-5, atol=1e-7)
+    table = p["cross-heads"].table
+    np.testing.assert_allclose(table.loc["head 1"].to_numpy(), every[1, :4, :4], rtol=1e-5, atol=1e-7)
 
 
 @pytest.mark.parametrize("view, says", [
@@ -339,7 +352,7 @@ def test_the_figures_of_every_head_view_name_their_layer_and_head_in_their_own_t
     spec = dataclasses.replace(SPEC, block="decoder self", layer=1, head=2, **trained)
     p, _ = panels(view, spec, models)
     figures = {key: viz.theme.unwrap(panel.figure.layout.title.text) for key, panel in p.items()
-               if panel.figure is not None and key not in ("journey-bars", "journey-context", "layers-heads",
+               if panel.figure is not None and key not in ("journey-bars", "journey-context", "layers-heads", "cross-heads",
                                                                "entropy")}  # the last two show every layer
     assert figures and all(says in title for title in figures.values()), figures
 

@@ -1,16 +1,15 @@
-"""The translate view's extras: greedy decoding revealed step by step, and every head of cross-attention."""
+"""The translate view's extra: greedy decoding revealed step by step (its slider is the page's own state;
+the view's figures, every head of cross-attention included, are lab.views.translate_view's)."""
 
 from __future__ import annotations
 
-import numpy as np
-import pandas as pd
 import streamlit as st
 
 import viz
 from lab.compute import Loaded, Run
 from lab.spec import FigureSpec
 from lab.views import Panel
-from model.analysis import all_head_weights, head_arrays
+from model.analysis import head_arrays
 from ui.panels import render_panel
 from ui.text import md
 
@@ -66,20 +65,3 @@ def decoding_steps(run: Run, loaded: Loaded, spec: FigureSpec) -> None:
             viz.cross_attention_heatmap(cross_w, target_labels=tgt[:step], source_labels=src,
                                         title=f"Cross-attention, layer {layer} head {head}", theme=spec.theme),
             viz.matrix_frame(cross_w, tgt[:step], src)), "translate", spec, row="translate-step")
-
-
-def cross_heads(run: Run, spec: FigureSpec) -> None:
-    """Every head of the chosen decoder layer's cross-attention, side by side."""
-    row = _row(run, spec)
-    sentence = run.sentences[row]
-    n_dec, n_src = len(sentence.tgt_ids), len(sentence.src_ids)
-    weights = all_head_weights(run.trace, "cross", row)[:, :, :n_dec, :n_src]  # (L, H, Tq, Ts), own tokens only
-    layer = max(0, min(spec.layer, weights.shape[0] - 1))
-    heads = range(weights.shape[1])
-    tgt, src = list(sentence.tgt_pieces), list(sentence.encoding.pieces)
-    render_panel(Panel(
-        "cross-heads", f"Cross-attention: every head of decoder layer {layer}",  # one chart: full screen stays
-        viz.heads_grid(np.asarray(weights[layer]), row_labels=tgt, col_labels=src,
-                       head_names=[f"head {h}" for h in heads], theme=spec.theme,
-                       title=f"Cross-attention: every head of decoder layer {layer}"),  # full screen shows this
-        pd.concat({f"head {h}": viz.matrix_frame(weights[layer, h], tgt, src) for h in heads})), "translate", spec)
