@@ -105,13 +105,16 @@ def shown_table(
     frame: pd.DataFrame, *, differs: Sequence[bool] | None = None, dark: bool = False
 ) -> pd.DataFrame | pd.io.formats.style.Styler:
     """`frame` as a page shows it: rows where `differs` is True highlighted (highlight_differences),
-    and a missing value (None, NaN) shown as "—" rather than the word "None" (st.dataframe's own).
-    The frame itself, and so its CSV, keeps the empty cell; one with neither is returned as it is."""
+    and a missing value (None, NaN) shown as "—" rather than the word "None". st.dataframe draws a
+    null cell as "None" whatever a Styler's display value says, so the shown copy holds "—" itself;
+    `frame`, and so its CSV, keeps the empty cell. A frame with neither is returned as it is."""
     gaps = [c for c in frame.columns if frame[c].isna().any()]
     if differs is None and not gaps:
         return frame
-    style = frame.style if differs is None else highlight_differences(frame, differs=differs, dark=dark)
-    return style.format(na_rep=GAP, subset=gaps) if gaps else style
+    shown = frame.copy()
+    for c in gaps:
+        shown[c] = shown[c].astype(object).where(shown[c].notna(), GAP)
+    return shown if differs is None else highlight_differences(shown, differs=differs, dark=dark)
 
 
 def matrix_frame(
