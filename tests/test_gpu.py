@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -184,7 +185,9 @@ def test_the_benchmark_times_gpu_work_to_its_end_and_runs_on_the_gpu(tmp_path):
         torch.set_num_threads(threads)
     got = {(d["name"], d["tokens"]): d for d in json.loads(path.read_text())}
     assert got[("run.on_cuda", None)]["value"] == 1
-    assert got[("app.stacks_ratio", 8)]["ok"] is not None and math.isfinite(got[("app.forward_gflops", 8)]["value"])
+    stacks = got[("app.stacks_ratio", 8)]  # ours over torch.nn.Transformer, both timed on the GPU
+    assert stacks["ok"] is not None and 0 < stacks["value"] < 100
+    assert 0 < got[("app.forward_gflops", 8)]["value"] < 1e6
 
 
 # -- the same weights on the CPU and on the GPU ---------------------------------------------------
@@ -222,8 +225,8 @@ def test_the_trace_on_the_gpu_is_the_trace_on_the_cpu(dtype, tol):
 
 # -- the app's numbers: lab.compute and lab.views with device="cuda" ------------------------------
 def numbers_equal(got, want, where: str, atol: float = 1e-4) -> None:
-    """Two figures' JSON (or parts of it): numeric arrays equal to atol, other values equal, strings
-    that print a number excepted (their last digit may round differently on another device)."""
+    """Two figures' JSON (or parts of it): numeric arrays equal to atol, other values equal; strings that
+    print numbers equal but for those numbers, each within its last printed digit (or atol)."""
     if isinstance(want, dict) and "bdata" in want or isinstance(want, list) and want and all(
             isinstance(v, (int, float)) or v is None for v in want):
         a, b = decode_array(got), decode_array(want)
@@ -239,8 +242,27 @@ def numbers_equal(got, want, where: str, atol: float = 1e-4) -> None:
             numbers_equal(g, w, f"{where}[{i}]", atol)
     elif isinstance(want, float):
         assert got == pytest.approx(want, abs=atol, rel=1e-4), where
-    elif not (isinstance(want, str) and any(c.isdigit() for c in want)):
+    elif isinstance(want, str) and NUMBER.search(want):
+        texts_equal(got, want, where, atol)
+    else:
         assert got == want, where
+
+
+NUMBER = re.compile(r"[-−]?\d+(?:\.(\d+))?(?:e([-+]?\d+))?")
+
+
+def texts_equal(got: str, want: str, where: str, atol: float) -> None:
+    """A title or note that prints numbers ("max |difference| 4.4e-15", "weight 0.309"): the words equal,
+    a whole number ("head 3") exactly, a decimal within one unit of its last printed digit or atol (float
+    rounding differs between devices; "4.4e-15" against "1.1e-14" is noise on both)."""
+    assert isinstance(got, str) and NUMBER.sub("#", got) == NUMBER.sub("#", want), (where, got, want)
+    for g, w in zip(NUMBER.finditer(got), NUMBER.finditer(want), strict=True):
+        gv, wv = (float(m[0].replace("−", "-")) for m in (g, w))
+        if w[1] is None and w[2] is None:
+            assert gv == wv, (where, got, want)  # a count, an index, a layer or a head
+            continue
+        unit = 10.0 ** (-len(w[1] or "") + int(w[2] or 0))
+        assert abs(gv - wv) <= max(1.01 * unit, atol, 1e-3 * abs(wv)), (where, got, want)
 
 
 def tables_equal(got: pd.DataFrame, want: pd.DataFrame, where: str) -> None:
