@@ -486,6 +486,17 @@ def test_token_diff_marks_positions_that_differ():
     assert styled_rows == {0, 3}
 
 
+def test_a_shown_table_draws_gaps_as_a_dash_and_keeps_its_numbers_readable():
+    import pandas as pd
+
+    frame = pd.DataFrame({"piece": ["a", None], "weight": np.array([0.1, np.nan], dtype=np.float32)})
+    shown = viz.shown_table(frame)
+    assert list(shown["piece"]) == ["a", "—"] and list(shown["weight"]) == ["0.1", "—"]  # not 0.10000000149
+    assert frame["weight"].isna().iloc[1] and pd.isna(frame["piece"].iloc[1])  # the CSV's frame is untouched
+    whole = pd.DataFrame({"weight": [0.5, 0.25]})
+    assert viz.shown_table(whole) is whole
+
+
 @pytest.mark.parametrize("dark", [False, True])
 def test_highlighted_rows_are_legible_on_a_light_and_on_a_dark_page(dark):
     """Bold text on the highlight reads (WCAG AA, 4.5:1); on a dark page the table draws its check marks

@@ -150,7 +150,7 @@ function ownTop(g) {
 function rowTop(row) {
   // The row's largest top margin: every twin's plot then starts at the same height, whatever notes
   // one figure has under its title that the other has not.
-  return Math.max(0, ...twins(row).map(ownTop));
+  return Math.max(0, ...twins(row).filter((g) => document.fullscreenElement !== g.parentElement).map(ownTop));
 }
 
 // Titles and note lines come wrapped (viz/theme.py soft_wrap, its line breaks marked) for the width the
@@ -158,7 +158,7 @@ function rowTop(row) {
 // the sidebar, half a page, a phone) they would run off the chart's right edge: they are wrapped again
 // to the width drawn, measured in the chart's own font, and the top margin grows by the lines added.
 const SOFT_BREAK = '<br class="wrap">';
-const BREAKABLE = /[\u2e80-\uffff]\s*|(?:<[^<>]*>|&[^;\s]+;|[^\s\u2e80-\uffff])+\s*|\s+/g;  // viz.theme._tokens
+const BREAKABLE = /[\u2e80-\uffff]\s*|(?:<[^<>]*>|&[^;\s]+;|[^\s\u2e80-\uffff])+\s*|\s+/gu;  // viz.theme._tokens; u: an emoji is one character
 const NUMBER = /^\d+[,.;:)]?\s*$/;  // viz.theme._NUMBER
 let ruler = null;
 
@@ -325,7 +325,8 @@ function drawRow(Plotly, gd) {
   draw(Plotly, gd);
   const row = gd.__lab.spec.row;
   for (let pass = 0; row && pass < 3; pass++) {
-    const stale = twins(row).filter((g) => g._fullLayout && g.__lab.top !== rowTop(row));
+    const stale = twins(row).filter((g) => g._fullLayout && g.__lab.top !== rowTop(row)
+                                           && document.fullscreenElement !== g.parentElement);  // its own top there
     if (!stale.length) break;
     stale.forEach((g) => draw(Plotly, g));
   }
@@ -417,7 +418,7 @@ export default function ({parentElement, data}) {
       });
       gd.__lab.observer.observe(parentElement);
       gd.__lab.observer.observe(box);
-      box.addEventListener("fullscreenchange", () => draw(Plotly, gd));
+      box.addEventListener("fullscreenchange", () => drawRow(Plotly, gd));  // back in its row: level it again
     }
   }, (err) => {
     say(gd, "This chart could not be drawn: plotly.js did not load from " + err.message +

@@ -184,7 +184,7 @@ def pe_dot_matrix(
 ) -> go.Figure:
     """The Gram matrix PE·PEᵀ (positions × positions): diverging about 0 where it has both signs, else
     sequential from its smallest value to its largest. Over a short sentence every PE(i)·PE(j) is
-    positive (14 to 32 for d_model 64, 4 positions), and on a scale about 0 the diagonals, the point
+    positive (26 to 32 for d_model 64, 4 positions), and on a scale about 0 the diagonals, the point
     of the figure, were shades of one dark red."""
     g = np.asarray(gram, dtype=np.float64)
     if g.ndim != 2 or g.shape[0] != g.shape[1]:
