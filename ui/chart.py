@@ -200,7 +200,8 @@ function fitTitle(layout, width, wrapped) {
   if (!wrapped || !width || width >= wrapped - 1) return layout;
   const font = layout.font || {};
   const family = font.family || "sans-serif";
-  const room = width - ((layout.margin || {}).l || 0) - Math.max(8, Math.round(0.5 * (font.size || 12))) - 4;
+  const margin = layout.margin || {};
+  const room = width - (margin.l || 0) - Math.max(8, Math.round(0.5 * (font.size || 12))) - 4;
   let grow = 0;
   const out = Object.assign({}, layout);
   const title = layout.title || {};
@@ -218,7 +219,6 @@ function fitTitle(layout, width, wrapped) {
   }
   // the top row's subplot titles, each wrapped to its panel's width (viz.theme._wrap_subplot_titles); where
   // one takes more lines, the notes above them go up by as much (viz.theme._fit_title's lift)
-  const margin = layout.margin || {};
   const panels = Object.keys(layout).filter((key) => /^xaxis\d*$/.test(key))
     .map((key) => (layout[key] || {}).domain).filter(Boolean);
   const plotWidth = width - (margin.l || 0) - (margin.r || 0);
@@ -247,7 +247,7 @@ function fitTitle(layout, width, wrapped) {
     return text === a.text && !lift ? a : Object.assign({}, a, {text, yshift: (a.yshift || 0) + lift});
   });
   if (grow > 0) {
-    out.margin = Object.assign({}, layout.margin, {t: ((layout.margin || {}).t || 0) + Math.ceil(grow)});
+    out.margin = Object.assign({}, margin, {t: (margin.t || 0) + Math.ceil(grow)});
     if (out.height) out.height += Math.ceil(grow);
   }
   return out;
