@@ -448,6 +448,26 @@ def test_paper_theme_writes_values_in_small_matrices_only():
     ].texttemplate
 
 
+def test_cell_values_are_written_with_a_true_minus_sign_and_leave_gaps_empty():
+    # plotly.js writes %{z:.2f} with a hyphen ("-0.25") while its axes and colour bars write "−0.25"
+    z = np.array([[-0.25, 1.5, -1e-9], [0.125, -3.0, 2.0], [-1.75, 0.0, 0.5]])
+    mask = np.ones((3, 3), dtype=bool)
+    mask[0, 2] = False
+    fig = viz.scores_heatmap(z, row_labels=["a", "b", "c"], mask=mask, show_values=True)
+    heat = values_traces(fig)[0]
+    assert heat.texttemplate == "%{text}"
+    text = [list(row) for row in heat.text]
+    assert text[0][:2] == ["\u22120.25", "1.50"] and text[1][1] == "\u22123.00"
+    assert text[0][2] == ""  # masked: the overlay writes "−∞" there
+    assert not any("-" in cell for row in text for cell in row)
+    shown = [[float(c.replace("\u2212", "-")) for c in row if c] for row in text]
+    kept = [[v for v, ok in zip(row, keep) if ok] for row, keep in zip(z, mask)]
+    assert np.allclose(sum(shown, []), sum(kept, []), atol=0.005)
+    from viz.labels import cell_texts
+
+    assert cell_texts([[3.6e-7, -1.25e-8, np.nan]], ".1e") == [["3.6e\u221207", "\u22121.2e\u221208", ""]]
+
+
 def test_hover_shows_exact_values():
     heat = values_traces(viz.scores_heatmap(np.eye(2), row_labels=["a", "b"]))[0]
     assert "%{z:.6~g}" in heat.hovertemplate and "%{y}" in heat.hovertemplate

@@ -19,7 +19,7 @@ import plotly.graph_objects as go
 
 from viz import fig as vf
 from viz.fig import Fig
-from viz.labels import display_labels, escape_text
+from viz.labels import cell_texts, display_labels, escape_text
 from viz.theme import (
     MAGNITUDE_COLORSCALE,
     PLOT_FRACTION,
@@ -478,8 +478,9 @@ def add_heatmap(
                                       xref="container", x=1.0, xanchor="right")
             else:
                 trace.showscale = False
-        if show_values:
-            trace.texttemplate = f"%{{z:{value_format}}}"
+        if show_values:  # the text itself, not plotly.js's %{z:...}: its d3-format writes a hyphen for minus
+            trace.text = cell_texts(trace["z"], value_format)
+            trace.texttemplate = "%{text}"
         fig.add_trace(trace, **where)
 
 

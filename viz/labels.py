@@ -8,9 +8,12 @@ tags (and $...$ as LaTeX) in labels, hover text and titles, so user text is esca
 from __future__ import annotations
 
 import html
+import math
 import unicodedata
 from collections.abc import Sequence
 from functools import lru_cache
+
+import numpy as np
 
 _VISIBLE = {" ": "␣", "\n": "⏎", "\t": "⇥", "\r": "␍", "\u3000": "□"}
 
@@ -23,6 +26,19 @@ def escape_text(text: object) -> str:
 @lru_cache(maxsize=1 << 14)
 def _escape(text: str) -> str:  # cached: axis and value names repeat in every panel of a view
     return html.escape(text, quote=True).replace("$", "&#36;")
+
+
+def signed(text: str) -> str:
+    """A formatted number with a true minus sign (U+2212), as plotly.js writes on its axes: "-0.25" ->
+    "−0.25", "1.2e-07" -> "1.2e−07"."""
+    return text.replace("-", "\u2212")
+
+
+def cell_texts(z, value_format: str) -> list[list[str]]:
+    """Each cell of a matrix written with the Python format spec `value_format` (".2f", ".1e"), minus
+    signs true minus signs; "" for a NaN or infinite cell (the overlays write those)."""
+    return [[signed(format(v, value_format)) if math.isfinite(v) else "" for v in row]
+            for row in np.asarray(z, dtype=float).tolist()]
 
 
 def visible_whitespace(text: str) -> str:
