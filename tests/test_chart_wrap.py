@@ -116,6 +116,6 @@ def test_the_measured_wrap_never_cuts_an_emoji_a_tag_or_an_entity_and_keeps_hard
             widths = page.evaluate("([ls, s]) => ls.map((l) => textWidth(l.trimEnd(), s, 'sans-serif'))",
                                    [lines, 14])
             words = [len(theme._tokens(line)) for line in lines]
-            assert all(w <= room + 0.5 or n == 1 for w, n in zip(widths, words)), (room, lines, widths)
+            assert all(w <= room + 0.5 or n == 1 for w, n in zip(widths, words, strict=True)), (room, lines, widths)
     fits = "short title"
     assert js_rewrap(page, fits, 500, 14) == (fits, 0)  # a line that fits is left as it is

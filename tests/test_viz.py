@@ -17,6 +17,7 @@ import pytest
 import viz
 import viz.theme
 from viz.export import find_browser
+from viz.labels import cell_texts
 
 I_LIKE_HER = list("I like her")  # repeated "I"/" "/"e": Plotly would merge repeated categories
 XSS = "<img src=x onerror=alert(1)>"
@@ -461,10 +462,8 @@ def test_cell_values_are_written_with_a_true_minus_sign_and_leave_gaps_empty():
     assert text[0][2] == ""  # masked: the overlay writes "−∞" there
     assert not any("-" in cell for row in text for cell in row)
     shown = [[float(c.replace("\u2212", "-")) for c in row if c] for row in text]
-    kept = [[v for v, ok in zip(row, keep) if ok] for row, keep in zip(z, mask)]
+    kept = [[v for v, ok in zip(row, keep, strict=True) if ok] for row, keep in zip(z, mask, strict=True)]
     assert np.allclose(sum(shown, []), sum(kept, []), atol=0.005)
-    from viz.labels import cell_texts
-
     assert cell_texts([[3.6e-7, -1.25e-8, np.nan]], ".1e") == [["3.6e\u221207", "\u22121.2e\u221208", ""]]
 
 
