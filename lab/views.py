@@ -37,6 +37,7 @@ from model.positional import (
     sinusoidal_encoding,
 )
 from viz.fig import kept_bytes
+from viz.labels import num
 
 
 class Panel:
@@ -317,7 +318,7 @@ def positional_view(spec: FigureSpec, models: Models) -> ViewResult:
     elif kind == "learned":
         out.notices.append("This model's positional encoding is learned: a row of weights per position, not the "
                            f"formula. Untrained, they are small random numbers (largest |value| here "
-                           f"{np.abs(pe).max():.2g}, the token embeddings' {np.abs(tokens).max():.2g}), so they barely "
+                           f"{num(np.abs(pe).max(), '.2g')}, the token embeddings' {num(np.abs(tokens).max(), '.2g')}), so they barely "
                            "show in the last panel, which adds them. The panels above show sinusoidal encoding for "
                            "comparison.")
     return out
@@ -478,7 +479,7 @@ def query_view(spec: FigureSpec, models: Models) -> ViewResult:
     d_k = a["q"].shape[-1]
     own = _own_queries(run_, row, spec.block)
     raw = a["scores"][:own][a["allowed"][:own]]  # this head's raw scores q·k, every allowed (own query, key)
-    spread = (f" This head's raw scores have variance {raw.var():.3g}; its scaled scores, {raw.var() / d_k:.3g}."
+    spread = (f" This head's raw scores have variance {num(raw.var())}; its scaled scores, {num(raw.var() / d_k)}."
               if raw.size > 1 else "")
     out.panels.append(Panel(
         "query-bars", f"Query {qlabel}: scores, scaled scores and softmax weights over every key",
@@ -540,16 +541,16 @@ def _matched_in_order(pieces: list[str]) -> str:
 def _verdict(report, pe_name: str, pieces_b: list[str]) -> str:
     if report.perm is None:
         return (f"{pe_name}: B is not a reordering of A's tokens, so there is no permutation to compare; "
-                f"the mean-pooled outputs differ by up to {report.pooled_max_abs_diff:.3g}.")
+                f"the mean-pooled outputs differ by up to {num(report.pooled_max_abs_diff)}.")
     if _same_tokens(report):
         return f"{pe_name}: {SAME_TOKENS}"
     if report.equivariant:
         return (f"{pe_name}: B's token outputs are A's, only reordered (max |f(B) − P f(A)| = "
-                f"{report.max_abs_diff:.2g}, float rounding). Self-attention is permutation-EQUIVARIANT, and the "
-                f"mean-pooled output is INVARIANT (max difference {report.pooled_max_abs_diff:.2g}): "
+                f"{num(report.max_abs_diff)}, float rounding). Self-attention is permutation-EQUIVARIANT, and the "
+                f"mean-pooled output is INVARIANT (max difference {num(report.pooled_max_abs_diff)}): "
                 "the model cannot tell the two sentences apart.")
-    return (f"{pe_name}: the outputs differ (max |f(B) − P f(A)| = {report.max_abs_diff:.3g}; pooled "
-            f"{report.pooled_max_abs_diff:.3g}): the model sees word order.{_matched_in_order(pieces_b)}")
+    return (f"{pe_name}: the outputs differ (max |f(B) − P f(A)| = {num(report.max_abs_diff)}; pooled "
+            f"{num(report.pooled_max_abs_diff)}): the model sees word order.{_matched_in_order(pieces_b)}")
 
 
 @dataclass(eq=False)
@@ -638,7 +639,7 @@ def order_view(spec: FigureSpec, models: Models) -> ViewResult:
                      "max |mean f(A) − mean f(B)|": causal.pooled_max_abs_diff,
                      "equivariant": causal.equivariant, "pooled outputs equal": causal.pooled_equal})
         text = ("Without PE but WITH a look-ahead (causal) mask, order still shows: "
-                f"max |f(B) − P f(A)| = {causal.max_abs_diff:.3g}. Each token sees a different number of "
+                f"max |f(B) − P f(A)| = {num(causal.max_abs_diff)}. Each token sees a different number of "
                 "predecessors, so the mask itself leaks position (Haviv et al. 2022)."
                 + _matched_in_order(compared[-1][4]))
         if _same_tokens(causal):

@@ -248,7 +248,7 @@ def numbers_equal(got, want, where: str, atol: float = 1e-4) -> None:
         assert got == want, where
 
 
-NUMBER = re.compile(r"[-−]?\d+(?:\.(\d+))?(?:e([-+]?\d+))?")
+NUMBER = re.compile(r"[-−]?\d+(?:\.(\d+))?(?:e([-+−]?\d+))?")  # viz writes "3.6e−07" (viz.labels.num)
 
 
 def texts_equal(got: str, want: str, where: str, atol: float) -> None:
@@ -261,7 +261,7 @@ def texts_equal(got: str, want: str, where: str, atol: float) -> None:
         if w[1] is None and w[2] is None:
             assert gv == wv, (where, got, want)  # a count, an index, a layer or a head
             continue
-        unit = 10.0 ** (-len(w[1] or "") + int(w[2] or 0))
+        unit = 10.0 ** (-len(w[1] or "") + int((w[2] or "0").replace("−", "-")))
         assert abs(gv - wv) <= max(1.01 * unit, atol, 1e-3 * abs(wv)), (where, got, want)
 
 

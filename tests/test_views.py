@@ -2,6 +2,7 @@
 
 import dataclasses
 import functools
+import re
 
 import numpy as np
 import pytest
@@ -9,7 +10,7 @@ import pytest
 from lab.compute import load_model
 from lab.spec import FigureSpec
 from lab.views import Models, build_view
-from tests.conftest import needs_trained
+from tests.conftest import needs_trained, trained_available
 
 
 @pytest.fixture(scope="module")
@@ -400,3 +401,31 @@ def test_every_mask_setting_that_masks_nothing_gets_advice_that_shows_a_mask(mod
             longer = dataclasses.replace(spec, sentence_b="她喜欢你吗")
             p, _ = panels("attention", longer, models)
             assert not p["attention-mask"].table.to_numpy().all(), (mask, block)
+
+
+def _shown_texts(result) -> list[str]:
+    """Every title, note and caption a view shows (figure titles, annotations, panel captions and titles)."""
+    out = [result.intro] if getattr(result, "intro", None) else []
+    for p in result.panels:
+        out += [t for t in (p.title, p.caption) if isinstance(t, str)]
+        if p.figure is not None:
+            layout = p.figure.to_plotly_json()["layout"]
+            out.append((layout.get("title") or {}).get("text") or "")
+            out += [a.get("text") or "" for a in layout.get("annotations", [])]
+    return out
+
+
+@pytest.mark.parametrize("view", ["positional", "attention", "heads", "query", "order", "translate"])
+def test_numbers_in_titles_notes_and_captions_are_written_with_a_true_minus(models, view):
+    # "3.6e-07" next to an axis that writes "−0.2": every number a view prints goes through viz.labels.num
+    spec = dataclasses.replace(SPEC, sentence_a="你喜欢她们", sentence_b="她们喜欢你", mask="look-ahead")
+    if view == "translate":  # a random model translates nothing
+        if not trained_available():
+            pytest.skip("the trained zh-en model is missing")
+        spec = dataclasses.replace(spec, model="zh-en", mask="paper")
+    texts = _shown_texts(build_view(view, spec, models))
+    assert texts
+    hyphen = re.compile(r"\de-\d|(?<![\w.])-\d")  # an exponent or a negative number with a hyphen
+    assert not [t for t in texts if hyphen.search(t)]
+    if view in ("positional", "order"):  # they print float-rounding differences (e−07, e−15)
+        assert any(re.search(r"\de−\d", t) for t in texts), texts

@@ -467,6 +467,37 @@ def test_cell_values_are_written_with_a_true_minus_sign_and_leave_gaps_empty():
     assert cell_texts([[3.6e-7, -1.25e-8, np.nan]], ".1e") == [["3.6e\u221207", "\u22121.2e\u221208", ""]]
 
 
+@pytest.mark.parametrize("theme", ["default", "paper", "slide", "dark"])
+def test_line_and_bar_charts_keep_their_axis_titles_after_the_theme(theme):
+    # a title given as a string (xaxis_title="dimension") lost its text when the theme set its font
+    from viz.order import pooled_outputs_figure
+    from viz.positional import pe_curves, pe_dot_curve
+
+    def titles(fig):
+        return fig.layout.xaxis.title.text, fig.layout.yaxis.title.text
+
+    assert titles(pooled_outputs_figure(RNG.normal(size=8), RNG.normal(size=8), theme=theme)) == (
+        "dimension", "pooled output")
+    k = np.arange(-5, 6)
+    assert titles(pe_dot_curve(k, np.cos(k / 3.0), theme=theme)) == ("offset k = j − i", "PE(i)·PE(i+k)")
+    pos = np.arange(6)
+    assert titles(pe_curves(pos, RNG.normal(size=(6, 8)), dims=[0, 1], theme=theme))[0] == "position"
+    assert titles(viz.loss_curve([3.0, 2.0, 1.0], theme=theme))[0] == "training step"
+
+
+def test_every_heads_grid_says_rows_are_queries_and_columns_keys():
+    w = softmax_rows(RNG.normal(size=(6, 5, 5)))
+    grid = viz.heads_grid(w, row_labels=ZH[:5], cols=4)  # 2 rows: heads 0-3, then 4-5
+    lay = grid.layout
+    assert [lay[f"xaxis{i if i > 1 else ''}"].title.text for i in range(1, 7)] == [None, None, "key", "key",
+                                                                                  "key", "key"]
+    assert lay.yaxis.title.text == "query" and lay.yaxis5.title.text == "query" and not lay.yaxis2.title.text
+    layers = viz.layers_heads_grid(softmax_rows(RNG.normal(size=(2, 3, 4, 4))), row_labels=ZH[:4])
+    ys = [layers.layout[f"yaxis{i if i > 1 else ''}"].title.text for i in (1, 4)]
+    assert ys == ["layer 0 · query", "layer 1 · query"]
+    assert layers.layout.xaxis4.title.text == "key" and not layers.layout.xaxis.title.text
+
+
 def test_hover_shows_exact_values():
     heat = values_traces(viz.scores_heatmap(np.eye(2), row_labels=["a", "b"]))[0]
     assert "%{z:.6~g}" in heat.hovertemplate and "%{y}" in heat.hovertemplate
@@ -661,7 +692,7 @@ def test_order_difference_reference_sets_the_range_and_the_max_is_stated():
     fig = viz.order_difference_heatmap(diff, row_labels=list("abc"), reference=3.0)
     heat = values_traces(fig)[0]
     assert (heat.zmin, heat.zmax) == (0.0, 3.0)  # rounding noise stays at the dark end
-    assert "max |f(Px) − P f(x)| = 2e-07" in header(fig)
+    assert "max |f(Px) − P f(x)| = 2e−07" in header(fig)  # a true minus, as the colour bar writes
 
 
 def test_a_difference_larger_than_the_reference_widens_the_range_rather_than_being_clipped():
@@ -939,7 +970,7 @@ def test_heads_grid_labels_outer_panels_only_and_thins_them_to_fit(theme, heads,
 def test_layers_grid_names_layers_on_the_left_not_beside_the_colour_bar():
     w = softmax_rows(RNG.normal(size=(2, 8, 20, 20)))
     fig = viz.layers_heads_grid(w, row_labels=ZH[:20], theme="paper")
-    assert fig.layout.yaxis.title.text == "layer 0" and fig.layout.yaxis9.title.text == "layer 1"
+    assert fig.layout.yaxis.title.text == "layer 0 · query" and fig.layout.yaxis9.title.text == "layer 1 · query"
     assert not [a for a in fig.layout.annotations if a.textangle == 90]
 
 

@@ -63,6 +63,19 @@ def test_magic_underscores_follow_plotly():
     assert ours == theirs
 
 
+def test_a_title_given_as_a_string_keeps_its_text_when_its_font_is_set_later_as_plotly_keeps_it():
+    # xaxis_title="dimension" is plotly's shorthand for xaxis.title.text; the theme then sets the title's
+    # font (vf.Patch, as apply_theme does, and update): the text must stay, as it does in plotly
+    ours = vf.Fig().update_layout(xaxis_title="dimension", yaxis_title="pooled output", title="t")
+    ours.update_layout(yaxis_title_font_size=13, title=dict(x=0.5))
+    vf.Patch(vf.node(dict(title=dict(font=dict(size=12, family="serif"))))).apply(ours.layout["xaxis"])
+    theirs = go.Figure().update_layout(xaxis_title="dimension", yaxis_title="pooled output", title="t")
+    theirs.update_layout(yaxis_title_font_size=13, title=dict(x=0.5), xaxis_title_font=dict(size=12, family="serif"))
+    expected = theirs.layout.to_plotly_json()
+    expected.pop("template")
+    assert ours.to_dict()["layout"] == expected
+
+
 def test_update_merges_nested_dicts_replaces_lists_and_none_unsets():
     f = vf.Fig()
     f.update_layout(title=dict(text="a", x=0), annotations=[dict(text="1")])

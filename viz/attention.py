@@ -40,7 +40,7 @@ from viz.heatmap import (
     title_layout,
     unique_notes,
 )
-from viz.labels import display_labels, escape_text
+from viz.labels import display_labels, escape_text, num
 from viz.theme import (
     MASK_ALLOWED_COLOR,
     QUALITATIVE,
@@ -120,7 +120,7 @@ def weights_heatmap(
         allowed = np.broadcast_to(np.asarray(mask, dtype=bool), w.shape)
         leaked = np.where(~allowed & np.isfinite(w), np.abs(w), 0.0)
         if leaked.max(initial=0.0) > 1e-6:
-            notes.append(f"warning: masked cells carry weight up to {leaked.max():.3g}")
+            notes.append(f"warning: masked cells carry weight up to {num(leaked.max())}")
         eff_mask = allowed | ~np.isfinite(w)  # a NaN stays visible as NaN, not as "masked"
     return heatmap_figure(
         w,
@@ -348,7 +348,7 @@ def _grid_of_heads(
         allowed = np.broadcast_to(np.asarray(mask, dtype=bool), stack.shape)
         leaked = np.where(~allowed & np.isfinite(stack), np.abs(stack), 0.0)
         if leaked.max(initial=0.0) > 1e-6:
-            notes.append(f"warning: masked cells carry weight up to {leaked.max():.3g}")
+            notes.append(f"warning: masked cells carry weight up to {num(leaked.max())}")
     x_budget = tick_budget(pw, tick_size)
     y_budget = tick_budget(ph, tick_size)
     for h in range(n):
@@ -381,9 +381,15 @@ def _grid_of_heads(
         )
     fig.update_xaxes(tickfont_size=tick_size, ticklen=3)
     fig.update_yaxes(tickfont_size=tick_size, ticklen=3)
-    if row_titles:  # each row's name is its first panel's y axis title
-        for r, name in enumerate(row_titles):
-            fig.update_yaxes(title_text=escape_text(name), row=r + 1, col=1)
+    # rows are queries and columns keys, as in every matrix of the app: the bottom panels say "key", the
+    # first column "query" (after the row's name where rows are layers)
+    for h in range(n):
+        r, c = divmod(h, cols)
+        if h + cols >= n:
+            fig.update_xaxes(title_text="key", row=r + 1, col=c + 1)
+    for r in range(rows):
+        name = f"{escape_text(row_titles[r])} · query" if row_titles else "query"
+        fig.update_yaxes(title_text=name, row=r + 1, col=1)
     fig.update_layout(
         coloraxis=coloraxis_layout("weights", 0.0, 1.0, WEIGHTS_COLORSCALE, "weight"),
         title=title_layout(title, unique_notes(notes)),
@@ -615,7 +621,7 @@ def query_bars(
         outline = dict(color="rgba(0,0,0,0)", line=dict(width=max(1.5, t["line_width"]), color=t["font_color"]))
         ok = bars(u, 3, "without ÷√d_k: softmax(score)", outline, "unscaled_weights")
         if ok.any():
-            notes.append(f"largest weight {np.nanmax(w[ok]):.3g}; without ÷√d_k it would be {u[ok].max():.3g}")
+            notes.append(f"largest weight {num(np.nanmax(w[ok]))}; without ÷√d_k it would be {num(u[ok].max())}")
     fig.update_yaxes(range=[-peak, peak], row=1, col=1)
     fig.update_yaxes(range=[-peak, peak], row=2, col=1)
     fig.update_yaxes(range=[0, 1.05], row=3, col=1, title_text="weight")
@@ -708,7 +714,7 @@ def context_vector_figure(
     shown = total if context is None else np.asarray(context, dtype=np.float64).ravel()
     notes = []
     if context is not None:
-        notes.append(f"model output vs Σ wⱼvⱼ: max difference {np.abs(shown - total).max():.1e}")
+        notes.append(f"model output vs Σ wⱼvⱼ: max difference {num(np.abs(shown - total).max(), '.1e')}")
     if not np.isfinite(w).any():
         notes.append(f"no finite weights: {NAN_SOFTMAX}")
     fig.add_trace(

@@ -103,7 +103,7 @@ class Patch:
         for key, sub in self.children.items():
             node = target.get(key)
             if type(node) is not Node:
-                node = target[key] = Node()
+                node = target[key] = _titled(key, node)
             sub.apply(node)
         return target
 
@@ -158,6 +158,14 @@ def _path(key: str) -> tuple[str, ...]:
 _SCALARS = frozenset({str, int, float, bool})
 
 
+def _titled(key: str, old) -> Node:
+    """The Node a nested write goes into: `old` where it is one; a title given as a bare string (plotly's
+    shorthand, `xaxis_title="dimension"`) as {"text": ...}, so that a later `title_font` keeps its text."""
+    if type(old) is Node:
+        return old
+    return Node(text=old) if key == "title" and isinstance(old, str) else Node()
+
+
 def _merge(target: Node, key: str, value) -> None:
     """target[key] = value with plotly's update rules; "a_b_c" writes target.a.b.c."""
     if "_" in key:
@@ -165,7 +173,7 @@ def _merge(target: Node, key: str, value) -> None:
         for head in heads:
             sub = target.get(head)
             if type(sub) is not Node:
-                sub = target[head] = Node()
+                sub = target[head] = _titled(head, sub)
             target = sub
     if type(value) in _SCALARS:  # most properties: set as they are
         target[key] = value
@@ -176,7 +184,8 @@ def _merge(target: Node, key: str, value) -> None:
             target[key] = dict(value)
             return
         old = target.get(key)
-        if isinstance(old, Node):
+        if isinstance(old, Node) or isinstance(old, str) and key == "title":
+            old = target[key] = _titled(key, old)
             for k, v in value.items():
                 _merge(old, k, v)
         else:

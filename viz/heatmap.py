@@ -19,7 +19,7 @@ import plotly.graph_objects as go
 
 from viz import fig as vf
 from viz.fig import Fig
-from viz.labels import cell_texts, display_labels, escape_text
+from viz.labels import cell_texts, display_labels, escape_text, num
 from viz.theme import (
     MAGNITUDE_COLORSCALE,
     PLOT_FRACTION,
@@ -666,7 +666,7 @@ def _row_sums_axis(
     finite = sums[np.isfinite(sums)]
     if grid.downsampled or len(sums) > min(max_ticks, MAX_TICKS):
         if finite.size:
-            return f"every row sums to 1 (max |Σ − 1| = {np.abs(finite - 1).max():.1e})"
+            return f"every row sums to 1 (max |Σ − 1| = {num(np.abs(finite - 1).max(), '.1e')})"
         return None
     fig.add_label_axis(
         "y2", grid.y, [float(v) for v in grid.y],

@@ -34,6 +34,12 @@ def signed(text: str) -> str:
     return text.replace("-", "\u2212")
 
 
+def num(value: float, spec: str = ".3g") -> str:
+    """A number for a title, note or caption: format(value, spec), minus signs true minus signs
+    ("3.58e−07", "−0.25"), as the axes and cell values write them."""
+    return signed(format(value, spec))
+
+
 def cell_texts(z, value_format: str) -> list[list[str]]:
     """Each cell of a matrix written with the Python format spec `value_format` (".2f", ".1e"), minus
     signs true minus signs; "" for a NaN or infinite cell (the overlays write those)."""

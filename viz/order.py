@@ -27,7 +27,7 @@ from viz.heatmap import (
     title_layout,
     unique_notes,
 )
-from viz.labels import display_labels, escape_text
+from viz.labels import display_labels, escape_text, num
 from viz.theme import QUALITATIVE, apply_theme
 
 
@@ -50,10 +50,10 @@ def order_difference_heatmap(
         raise ValueError(f"expected differences (tokens, d_model), got shape {diff.shape}")
     finite = diff[np.isfinite(diff)]
     top = float(finite.max()) if finite.size else float("nan")
-    note = f"max |f(Px) − P f(x)| = {top:.3g}"
+    note = f"max |f(Px) − P f(x)| = {num(top)}"
     if reference is not None:
         reference = max(reference, top) if finite.size else reference
-        note += f" (colour range 0 … {reference:.3g})"
+        note += f" (colour range 0 … {num(reference)})"
     return heatmap_figure(
         diff,
         row_text=display_labels(row_labels, diff.shape[0]),
@@ -123,7 +123,7 @@ def aligned_outputs_figure(
         cell_values=False,
     )
     top = float(np.nanmax(diff)) if np.isfinite(diff).any() else float("nan")
-    notes.append(f"max |A − B| = {top:.3g}")
+    notes.append(f"max |A − B| = {num(top)}")
     fig.update_layout(
         coloraxis=coloraxis_layout("values", lo, hi, scale, "output, |A − B|"),
         title=title_layout(title, unique_notes(notes)),
@@ -158,7 +158,7 @@ def pooled_outputs_figure(
                 meta={"role": "bars"},
             )
         )
-    note = f"max |A − B| = {np.abs(a - b).max(initial=0.0):.3g}"
+    note = f"max |A − B| = {num(np.abs(a - b).max(initial=0.0))}"
     fig.update_layout(
         barmode="group",
         title=title_layout(title, [note]),

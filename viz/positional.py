@@ -26,7 +26,7 @@ from viz.heatmap import (
     title_layout,
     unique_notes,
 )
-from viz.labels import display_labels
+from viz.labels import display_labels, num
 from viz.theme import QUALITATIVE, apply_theme, theme_spec
 
 
@@ -383,7 +383,7 @@ def pe_rotation(
     if error is not None:
         angle = "ωᵢ" if offset == 1 else f"ωᵢ·{offset}"
         notes.append(f"PE(pos + {offset}) = R_{offset}·PE(pos), one 2×2 rotation by {angle} per pair: "
-                     f"max |difference| {error:.1e}")
+                     f"max |difference| {num(error, '.1e')}")
     if p.shape[0] > n:
         notes.append(f"the first {n} of {p.shape[0]} positions")
     fig.update_layout(title=title_layout(title, notes), height=420)
