@@ -1107,3 +1107,31 @@ def test_multi_panel_figures_stay_under_one_megabyte_at_512_tokens():
     emb = viz.embedding_pe_figure(e, e, labels=labels, summed=e)
     for fig in (grid, heads, emb):
         assert len(fig.to_json()) < 1_000_000
+
+
+@pytest.mark.parametrize("n", [17, 28, 40])
+def test_a_matrix_of_up_to_40_tokens_grows_taller_so_that_every_row_is_labelled(n):
+    # at the app's 450 px a 28-token matrix labelled every other row: half the sentence was missing
+    labels = (ZH * 10)[:n]
+    w = softmax_rows(RNG.normal(size=(n, n)))
+    qkv = [RNG.normal(size=(n, 8)) for _ in range(3)]
+    figs = {
+        "scores": viz.scores_heatmap(RNG.normal(size=(n, n)), row_labels=labels),
+        "weights": viz.weights_heatmap(w, row_labels=labels),
+        "mask": viz.mask_heatmap(np.tril(np.ones((n, n), dtype=bool)), row_labels=labels),
+        "qkv": viz.qkv_figure(*qkv, row_labels=labels),
+    }
+    for name, fig in figs.items():
+        assert len(fig.layout.yaxis.ticktext) == n, name
+        assert fig.layout.height is None or viz.theme.APP_HEIGHT < fig.layout.height <= 1000, name
+    if n >= 28:  # grown, all to about one height (their notes differ)
+        heights = [f.layout.height for f in figs.values()]
+        assert None not in heights and max(heights) - min(heights) < 120, heights
+
+
+def test_small_many_row_and_fixed_size_matrices_keep_their_height():
+    for n in (4, 16, 41, 64):  # 64: a thinned axis shows at most 16 labels however tall
+        fig = viz.scores_heatmap(RNG.normal(size=(n, n)), row_labels=(ZH * 20)[:n])
+        assert fig.layout.height is None, n
+    paper = viz.scores_heatmap(RNG.normal(size=(28, 28)), row_labels=(ZH * 10)[:28], theme="paper")
+    assert paper.layout.height is None  # an export's size is the theme's

@@ -35,6 +35,7 @@ from viz.heatmap import (
     set_column_gaps,
     style_matrix_axes,
     symmetric_range,
+    taller_for_rows,
     text_fits,
     tick_budget,
     title_layout,
@@ -166,7 +167,10 @@ def mask_heatmap(
     t = theme_spec(theme)
     pw, ph = plot_px(theme, row_text=grid.row_text, col_text=grid.col_text, colorbar=False,
                      note_lines=len(grid.notes) + 2)
+    height, ph = taller_for_rows(theme, len(grid.row_text), ph)  # as tall as the scores beside it
     fig = Fig()
+    if height:
+        fig.update_layout(height=height)
     labelled = side <= VALUES_MAX and text_fits(word[0], grid, theme, (pw, ph))
     for heat in grid_heatmaps(
         grid,
@@ -237,6 +241,7 @@ def qkv_figure(
             ValuePanel(mats[2], k_text, show_y_labels=False),
         ],
         theme=theme,
+        tall=True,
     )
     fig.update_layout(
         coloraxis=coloraxis_layout("values", lo, hi, scale, "value"),

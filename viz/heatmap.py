@@ -40,6 +40,7 @@ VALUES_MAX = 24  # per-cell value text only for matrices up to this size
 AUTO_VALUES_MAX = 12  # the paper theme turns value text on by itself up to this size
 MASK_TEXT_MAX = 24  # "−∞" written in masked cells up to this size
 MAX_PATCHES = 1500  # more hatched rectangles than this: plain grey cells instead
+TALL_ROWS = 40  # a matrix of up to this many rows grows taller (to ~900 px) so that every row is labelled
 
 KINDS = ("weights", "scores", "values", "magnitude")
 
@@ -227,6 +228,18 @@ def is_index_axis(text: Sequence[str]) -> bool:
 @lru_cache(maxsize=64)
 def _index_labels(n: int) -> tuple[str, ...]:
     return tuple(str(i) for i in range(n))
+
+
+def taller_for_rows(theme: str, n_rows: int, ph: float) -> tuple[int | None, float]:
+    """(figure height, plot height) at which n_rows row labels all fit (tick_budget), for the themes laid
+    out at the app's height (default, dark): the figure grows by what the plot lacks, up to TALL_ROWS rows
+    (about 900 px). (None, ph) where it need not grow, has more rows (a thinned axis is labelled every k-th
+    row however tall), or for a theme of fixed size (paper, slide: an export's size)."""
+    t = theme_spec(theme)
+    need = (n_rows + 1) * 1.3 * t["font_size"]
+    if t["height"] or ph >= need or n_rows > TALL_ROWS:  # past it, axis_ticks shows ≤ 16 labels anyway
+        return None, ph
+    return round(design_size(theme)[1] + need - ph), need
 
 
 def tick_budget(axis_px: float, font_px: float) -> int:
@@ -643,8 +656,10 @@ def style_matrix_axes(
     else:
         y_ticks = axis_ticks(grid.y, grid.row_text, numbers=grid.downsampled, max_ticks=max_y_ticks)
     # Plain property names only (no magic underscores): set directly, as update_xaxes would.
+    # crowded x labels turn a full 90°, never plotly.js's first choice of 30°: the margins below the plot and
+    # tick_budget are laid out for 90°, and at 30° a label runs under the next panel's (a grid of heads)
     x_props = dict(x_ticks, range=[float(grid.x_edges[0]), float(grid.x_edges[-1])], showgrid=False,
-                   zeroline=False, showticklabels=show_x_labels)
+                   zeroline=False, showticklabels=show_x_labels, autotickangles=[0, 90])
     y_props = dict(y_ticks, range=[float(grid.y_edges[-1]), float(grid.y_edges[0])], showgrid=False,
                    zeroline=False, showticklabels=show_y_labels)
     for letter, props, title in (("x", x_props, x_title), ("y", y_props, y_title)):
@@ -712,9 +727,12 @@ def heatmap_figure(
         right_px=text_width("Σ = 1.000", t["font_size"]) + 8 if row_sums else 0.0,
         note_lines=n_notes + int(row_sums and max(grid.z.shape) > MAX_TICKS),
     )
+    height, ph = taller_for_rows(theme, len(grid.row_text), ph)
     x_budget, y_budget = tick_budget(pw, t["font_size"]), tick_budget(ph, t["font_size"])
     lo, hi, scale = color_range(kind, [grid.z], zmin, zmax)
     fig = Fig()
+    if height:
+        fig.update_layout(height=height)
     add_heatmap(
         fig,
         grid,
@@ -905,14 +923,20 @@ class ValuePanel:
     value_name: str = "value"
 
 
-def add_value_panels(fig: Fig, panels: Sequence[ValuePanel], *, theme: str, cell_values: bool = True) -> list[str]:
+def add_value_panels(fig: Fig, panels: Sequence[ValuePanel], *, theme: str, cell_values: bool = True,
+                     tall: bool = False) -> list[str]:
     """Draw panels side by side in row 1 (tokens × dimension, one "coloraxis"); returns their notes.
 
     The cell budget is shared by all panels (prepare_grid(panels=...)), so the figure as a whole
-    stays within one heatmap's payload.
+    stays within one heatmap's payload. tall=True: the figure grows so that every row is labelled
+    (taller_for_rows), as the score matrices of the same tokens do.
     """
     t = theme_spec(theme)
     pw, ph = panel_px(theme, cols=len(panels))
+    if tall:
+        height, ph = taller_for_rows(theme, max(min(len(p.rows), MAX_CELLS) for p in panels), ph)
+        if height:
+            fig.update_layout(height=height)
     notes: list[str] = []
     for c, p in enumerate(panels):
         dims = [str(j) for j in range(p.matrix.shape[1])]
