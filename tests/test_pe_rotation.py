@@ -76,3 +76,20 @@ def test_long_inputs_draw_the_first_positions_and_bad_arguments_are_refused():
     with pytest.raises(ValueError, match="positions, d_model"):
         viz.pe_rotation(ref.table[0], pairs=(0,), omegas=(1.0,))
     assert math.isclose(ref.omegas[0], 1.0)
+
+
+def test_each_number_sits_outside_the_circle_and_the_circle_stays_round_under_its_title():
+    # "top center" for every number put 0 (at the top) on the panel's title "ω = 57.3°"
+    ref = pe_reference(12, 64)
+    fig = viz.pe_rotation(ref.table[:12], pairs=ref.pairs, omegas=ref.omegas, error=ref.rotation_error)
+    away = {"top center": (0, 1), "bottom center": (0, -1), "middle right": (1, 0), "middle left": (-1, 0)}
+    for t in fig.data:
+        if (t.meta or {}).get("role") != "positions":
+            continue
+        for x, y, where in zip(t.x, t.y, t.textposition, strict=True):
+            dx, dy = away[where]
+            assert dx * x + dy * y >= 0.7, (x, y, where)  # pushed out along (about) its radius
+    for name in [k for k in fig.layout if k.startswith(("xaxis", "yaxis"))]:
+        ax = fig.layout[name]
+        assert tuple(ax.range) == (-1.4, 1.4) and ax.constrain == "domain", name  # room for the numbers
+    assert all(fig.layout[k].constraintoward == "top" for k in fig.layout if k.startswith("yaxis"))

@@ -172,3 +172,15 @@ def test_the_query_views_lines_are_the_models_weights():
     n = len(fig.layout.yaxis.ticktext)
     lines = as_pairs(drawn(fig, "lines"), n, n) | as_pairs(drawn(fig, "query-lines"), n, n)
     assert lines and all(j <= i for i, j in lines)  # no line to a future token
+
+
+def test_slide_type_gets_a_taller_chart_so_that_the_lines_keep_their_spread():
+    # at 360 px a slide (22 px type, the figure shown at about 0.64 on a laptop) drew 4 tokens in ~130 px
+    W = np.full((4, 4), 0.25)
+    heights = {theme: viz.attention_lines(W, query_labels=list("abcd"), key_labels=list("abcd"), theme=theme)
+               .layout.height for theme in ("default", "paper", "slide")}
+    assert heights["default"] == 360
+    size = viz.THEMES["slide"]["font_size"]
+    assert heights["slide"] >= 360 * size / 14 - 1 and heights["slide"] > heights["default"]
+    many = viz.attention_lines(np.full((60, 60), 1 / 60), query_labels=None, key_labels=None, theme="slide")
+    assert many.layout.height <= 900

@@ -873,8 +873,9 @@ def attention_lines(
             marker=dict(size=0.7 * t["font_size"], color=colour), meta={"role": "query"},
         ))
     # Token labels: the queries on the left axis, the keys on a second axis on the right.
-    height = int(min(900, max(360, 120 + 24 * max(n_q, n_k))))
-    budget = tick_budget(height - 120, t["font_size"])
+    k = max(1.0, t["font_size"] / 14)  # larger type (slides, 22 px) gets as many lines' room
+    height = int(min(900, k * max(360, 120 + 24 * max(n_q, n_k))))
+    budget = tick_budget(height - 120 * k, t["font_size"])
     q_step = 1 if n_q <= budget else _nice_step(n_q / budget)
     k_step = 1 if n_k <= budget else _nice_step(n_k / budget)
     fig.update_yaxes(tickmode="array", tickvals=yq[::q_step].tolist(), ticktext=qt[::q_step],

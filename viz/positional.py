@@ -321,6 +321,18 @@ def embedding_pe_figure(
 ROTATION_POINTS = 24  # positions drawn on each circle: beyond, the hands wrap around too often to follow
 
 
+def _outward(sin: np.ndarray, cos: np.ndarray) -> list[str]:
+    """Where each point's number goes: away from the circle's centre (above a point near the top, to the
+    right of one on the right, ...), so that no number sits on the circle, the hand, or the title above."""
+    out = []
+    for x, y in zip(sin, cos, strict=True):
+        if abs(y) >= abs(x):
+            out.append("top center" if y >= 0 else "bottom center")
+        else:
+            out.append("middle right" if x > 0 else "middle left")
+    return out
+
+
 def pe_rotation(
     pe: np.ndarray,
     *,
@@ -365,7 +377,7 @@ def pe_rotation(
             # position numbers, every k-th where the hand turns less than 12° a step (they would overlap)
             text=[s.split(":", 1)[0] if j % max(1, math.ceil(12 / math.degrees(omegas[c - 1]))) == 0 else ""
                   for j, s in enumerate(text)],
-            textposition="top center", cliponaxis=False,
+            textposition=_outward(p[:n, 2 * i], p[:n, 2 * i + 1]), cliponaxis=False,
             customdata=text, showlegend=False,
             line=dict(color=QUALITATIVE[c % len(QUALITATIVE)], width=t["line_width"] * 0.6),
             marker=dict(size=np.where(np.arange(n) == 0, 1.6, 1.0).astype(np.float32) * 0.55 * t["font_size"]),
@@ -374,10 +386,13 @@ def pe_rotation(
                           f"<br>PE(pos, {2 * i + 1}) = cos = %{{y:.4f}}<extra></extra>",
             meta={"role": "positions", "pair": int(i)},
         ), row=1, col=c)
-        fig.update_xaxes(range=[-1.25, 1.25], zeroline=True, showgrid=False, title_text=f"sin (dim {2 * i})",
-                         row=1, col=c)
-        fig.update_yaxes(range=[-1.25, 1.25], zeroline=True, showgrid=False, scaleanchor=f"x{'' if c == 1 else c}",
-                         scaleratio=1, constrain="domain", title_text=f"cos (dim {2 * i + 1})" if c == 1 else "",
+        # ±1.4: room for the numbers outside the unit circle, below the panel's title; both axes keep
+        # their range and give up domain instead, so a wide panel draws a round circle, not ±2 of x
+        fig.update_xaxes(range=[-1.4, 1.4], zeroline=True, showgrid=False, title_text=f"sin (dim {2 * i})",
+                         constrain="domain", row=1, col=c)
+        fig.update_yaxes(range=[-1.4, 1.4], zeroline=True, showgrid=False, scaleanchor=f"x{'' if c == 1 else c}",
+                         scaleratio=1, constrain="domain", constraintoward="top",  # under its title
+                         title_text=f"cos (dim {2 * i + 1})" if c == 1 else "",
                          row=1, col=c)
     notes = ["position 0 is the larger dot, at the top (sin 0 = 0, cos 0 = 1)"]
     if error is not None:
