@@ -603,9 +603,9 @@ def order_view(spec: FigureSpec, models: Models) -> ViewResult:
     # size (rounding noise stays dark), or the largest difference where that is larger (nothing clipped)
     reference = max(max(float(np.abs(rep.outputs_a).max()), rep.max_abs_diff or 0.0) for _, _, rep, _, _ in compared)
     for name, slug, rep, pieces_a, pieces_b in compared:
-        rows.append({"model": name, "B is a reordering of A": rep.perm is not None,
+        rows.append({"model": name, "B reorders A": rep.perm is not None,
                      "max |f(B) − P f(A)|": rep.max_abs_diff, "max |mean f(A) − mean f(B)|": rep.pooled_max_abs_diff,
-                     "equivariant": rep.equivariant, "pooled outputs equal": rep.pooled_equal})
+                     "equivariant": rep.equivariant, "pooled equal": rep.pooled_equal})
         out.panels.append(Panel(f"verdict-{slug}", f"Verdict {name}",
                                 caption=_verdict(rep, name[0].upper() + name[1:], pieces_b)))
         if rep.perm is not None:
@@ -634,10 +634,10 @@ def order_view(spec: FigureSpec, models: Models) -> ViewResult:
         ))
     causal = data.causal
     if causal is not None:
-        rows.append({"model": "without PE, look-ahead mask", "B is a reordering of A": True,
+        rows.append({"model": "without PE, look-ahead mask", "B reorders A": True,
                      "max |f(B) − P f(A)|": causal.max_abs_diff,
                      "max |mean f(A) − mean f(B)|": causal.pooled_max_abs_diff,
-                     "equivariant": causal.equivariant, "pooled outputs equal": causal.pooled_equal})
+                     "equivariant": causal.equivariant, "pooled equal": causal.pooled_equal})
         text = ("Without PE but WITH a look-ahead (causal) mask, order still shows: "
                 f"max |f(B) − P f(A)| = {num(causal.max_abs_diff)}. Each token sees a different number of "
                 "predecessors, so the mask itself leaks position (Haviv et al. 2022)."

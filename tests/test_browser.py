@@ -412,6 +412,16 @@ OVERLAPPING_TITLES = """() => [...document.querySelectorAll('.js-plotly-plot')].
         q.left < p.right - 1 && p.top < q.bottom - 1 && q.top < p.bottom - 1).map(([b]) => a + ' / ' + b)); })"""
 
 
+LEGENDS = """() => [...document.querySelectorAll('.js-plotly-plot')].flatMap((gd) => {
+    const legend = gd.querySelector('.main-svg .legend');
+    if (!legend || !legend.getBoundingClientRect().width) return [];
+    const box = (sel) => { const e = gd.querySelector(sel); return e ? e.getBoundingClientRect() : null; };
+    const l = legend.getBoundingClientRect(), plot = box('.nsewdrag'), x = box('.g-xtitle'), svg = box('.main-svg');
+    return [{legend: [l.left, l.top, l.right, l.bottom], plot: [plot.left, plot.top, plot.right, plot.bottom],
+             xtitle: x ? x.bottom : plot.bottom, svg: [svg.left, svg.top, svg.right, svg.bottom],
+             below: ((gd.__lab.spec.figure.layout.legend || {}).orientation === 'h')}]; })"""
+
+
 @pytest.mark.parametrize("width", [390, 1100])  # a phone; a laptop with the sidebar open (a 640 px column)
 def test_chart_titles_drawn_narrower_than_laid_out_wrap_again_rather_than_run_off_the_edge(browser, streamlit_url,
                                                                                              width):
@@ -423,7 +433,7 @@ def test_chart_titles_drawn_narrower_than_laid_out_wrap_again_rather_than_run_of
     page.set_default_timeout(60_000)
     page.goto(f"{streamlit_url}/?views=query")
     wait_idle(page)
-    rewrapped = {}
+    rewrapped, legends = {}, {}
     for label in ("5 · One query", "3 · Attention step by step", "2 · Positional encoding", "6 · Order & positional encoding"):
         open_view(page, label)
         drawn_charts(page)
@@ -439,8 +449,18 @@ def test_chart_titles_drawn_narrower_than_laid_out_wrap_again_rather_than_run_of
         for drawn_lines, laid_lines, drawn_top, laid_top in titles:  # more lines: a top margin grown to hold them
             assert drawn_lines >= laid_lines and (drawn_lines > laid_lines) <= (drawn_top > laid_top), titles
         rewrapped[label] = any(t[0] > t[1] for t in titles)
+        for chart in page.evaluate(LEGENDS):  # a legend beside the plot took half a phone's chart
+            (ll, lt, lr, lb), (pl, _, pr, pb), (sl, _, sr, sb) = chart["legend"], chart["plot"], chart["svg"]
+            assert sl - 1 <= ll and lr <= sr + 1 and lb <= sb + 1, (label, chart)  # inside its chart
+            if width == 390 or chart["below"]:  # under the plot and its x title (on a phone, every legend)
+                assert lt >= max(pb, chart["xtitle"]) - 1, (label, chart)
+                assert width != 390 or pr - pl >= 0.7 * (sr - sl), (label, chart)  # the plot as wide as it can be
+            else:  # beside it, as laid out
+                assert ll >= pr - 1, (label, chart)
+        legends[label] = len(page.evaluate(LEGENDS))
     if width == 390:  # on a phone (charts drawn at 480 px) titles must take more lines than at 700
         assert all(rewrapped.values()), rewrapped
+    assert legends["5 · One query"] >= 1 and legends["2 · Positional encoding"] >= 1, legends  # the case under test
     context.close()
 
 

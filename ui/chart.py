@@ -32,7 +32,7 @@ import streamlit as st
 
 from viz import crisp
 from viz.fig import payload_json
-from viz.theme import APP_HEIGHT, design_size, theme_spec
+from viz.theme import APP_HEIGHT, LEGEND_BELOW_UNDER, NARROW_WIDTH, design_size, theme_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 STATIC = ROOT / "static"  # Streamlit serves <app dir>/static/ at app/static/ (server.enableStaticServing)
@@ -40,7 +40,7 @@ PLOTLY_JS = f"plotly-{plotly.__version__}.min.js"  # versioned name: a browser n
 NAME = "attention_lab_chart"
 # Themes without a size of their own (default, dark) are laid out for a 700 px column but read well down
 # to about half a wide page (the order view's twins, ~520 px); narrower (a phone), a chart is shrunk.
-FLUID_MIN_WIDTH = 480
+FLUID_MIN_WIDTH = NARROW_WIDTH  # viz.theme lays a legend out under the plot for this width
 STACK_REM = 28  # twins stack where a column would be narrower than this, or than half the design width (JS)
 log = logging.getLogger("attention_lab")
 
@@ -160,6 +160,7 @@ function rowTop(row) {
 const SOFT_BREAK = '<br class="wrap">';
 const BREAKABLE = /[\u2e80-\uffff]\s*|(?:<[^<>]*>|&[^;\s]+;|[^\s\u2e80-\uffff])+\s*|\s+/gu;  // viz.theme._tokens; u: an emoji is one character
 const NUMBER = /^\d+[,.;:)]?\s*$/;  // viz.theme._NUMBER
+const LEGEND_BELOW_UNDER = __LEGEND_BELOW_UNDER__;  // viz.theme.LEGEND_BELOW_UNDER
 let ruler = null;
 
 function textWidth(text, size, family) {
@@ -253,6 +254,21 @@ function fitTitle(layout, width, wrapped) {
   return out;
 }
 
+function legendBelow(layout, width) {
+  // Drawn narrower than LEGEND_BELOW_UNDER px (a phone), a legend beside the plot took up to half the width:
+  // it goes under the plot in rows, with the margins the server laid out for that (viz.theme NARROW_LEGEND),
+  // and the figure grows by what the bottom margin gains, so the plot keeps its height.
+  const narrow = (layout.meta || {}).narrow_legend;
+  if (!narrow || !width || width >= LEGEND_BELOW_UNDER) return layout;
+  const margin = Object.assign({}, layout.margin);
+  const grow = Math.max(0, narrow.b - (margin.b || 0));
+  const legend = Object.assign({}, layout.legend, {orientation: "h", x: 0.01, xanchor: "left", xref: "container",
+    y: 0, yanchor: "bottom", yref: "container"});
+  if ((legend.title || {}).text) legend.title = Object.assign({}, legend.title, {side: "top"});
+  return Object.assign({}, layout, {legend, margin: Object.assign(margin, {r: narrow.r, b: narrow.b}),
+    height: layout.height && layout.height + grow});
+}
+
 function shrink(gd, k, height, fullscreen) {
   // k < 1: the chart drawn `height` px tall is shown at k times its size (a CSS transform, which
   // plotly.js's hover, zoom and selection follow), its box as tall as what is shown.
@@ -299,7 +315,7 @@ function draw(Plotly, gd) {
     sized.width = sized.width || (room ? room / k : undefined);
     sized.height = sized.height || __APP_HEIGHT__ / k;  // a figure of no height of its own keeps the app's
   }
-  const layout = fitTitle(sized, sized.width, figure.layout.width || wrapped);
+  const layout = legendBelow(fitTitle(sized, sized.width, figure.layout.width || wrapped), sized.width);
   if (fullscreen) layout.height = window.innerHeight / k;  // the screen's, whatever the title takes
   gd.__lab.ownTop = (layout.margin || {}).t || 0;
   gd.__lab.top = row && !fullscreen ? rowTop(row) : 0;
@@ -463,7 +479,7 @@ def ensure_plotly_js(static: Path = STATIC) -> Path:
 def _script() -> str:
     return (JS.replace("__PLOTLY_JS__", PLOTLY_JS).replace("__APP_HEIGHT__", str(APP_HEIGHT))
             .replace("__CRISP_TARGET__", str(crisp.TARGET_PX)).replace("__CRISP_MAX__", str(crisp.MAX_PX))
-            .replace("__STACK_REM__", str(STACK_REM)))
+            .replace("__STACK_REM__", str(STACK_REM)).replace("__LEGEND_BELOW_UNDER__", str(LEGEND_BELOW_UNDER)))
 
 
 @functools.cache

@@ -125,6 +125,12 @@ THEME_NAMES = tuple(THEMES)
 # default 450 px): lay them out for 700 px, which reads well down to ~480 (ui/chart.py shrinks below).
 APP_WIDTH = 700
 APP_HEIGHT = 450
+# Drawn narrower than LEGEND_BELOW_UNDER px (a phone: the app draws at 480 px and shrinks), a legend beside
+# the plot took up to half the width: the chart script (ui/chart.py) puts it under the plot, with the
+# margins layout.meta[NARROW_LEGEND] gives ({"r": px, "b": px}, laid out for NARROW_WIDTH).
+NARROW_WIDTH = 480
+LEGEND_BELOW_UNDER = 560
+NARROW_LEGEND = "narrow_legend"
 # A line break that apply_theme inserted to wrap a long title or note (it re-wraps from scratch
 # each time). User text is escaped, so it can never contain this tag itself.
 SOFT_BREAK = '<br class="wrap">'
@@ -455,9 +461,9 @@ def _colorbar_width(thickness: float, ends: tuple[float, ...], title: bool, f: f
     return thickness + widest(labels, f - 1) + (1.3 * f + 4 if title else 0) + 34
 
 
-def _legend_px(fig: Fig, t: dict, width: float) -> tuple[float, float]:
+def _legend_px(fig: Fig, t: dict, width: float, horizontal: bool | None = None) -> tuple[float, float]:
     """(right, below) px a legend takes: beside the plot (vertical, Plotly's default) or under it
-    (horizontal, rows of entries as wide as the figure)."""
+    (horizontal, rows of entries as wide as the figure). horizontal: as if it were (None: as it is)."""
     layout = fig.layout
     if layout.get("showlegend") is False:
         return 0.0, 0.0
@@ -469,9 +475,11 @@ def _legend_px(fig: Fig, t: dict, width: float) -> tuple[float, float]:
         return 0.0, 0.0  # Plotly draws no legend for a single trace
     legend = layout.get("legend") or Node()
     size = ((legend.get("font") or {}).get("size")) or t["font_size"]
-    items = [text_width(str(n), size) + (60 if legend.get("orientation") == "h" else 50) for n in names]
+    if horizontal is None:
+        horizontal = legend.get("orientation") == "h"
+    items = [text_width(str(n), size) + (60 if horizontal else 50) for n in names]
     title = ((legend.get("title") or {}).get("text")) or ""
-    if legend.get("orientation") == "h":
+    if horizontal:
         room = width - 2 * max(8, round(0.5 * t["font_size"]))
         rows, used = 1, 0.0
         for w in items:
@@ -532,6 +540,12 @@ def _set_margins(fig: Fig, t: dict, width: float, left: float, xs: list[Node], y
     m["l"] = round(edge + left + 6)
     m["r"] = round(edge + _right_of_plot(fig, t, ys, legend))
     m["b"] = round(edge + _below_plot(fig, t, width, xs, legend))
+    if legend[0] and not t["width"]:  # a legend beside the plot, in a theme that follows the page's width
+        below = _legend_px(fig, t, NARROW_WIDTH, horizontal=True)
+        fig.layout.child("meta")[NARROW_LEGEND] = {  # the chart script's margins for it under the plot
+            "r": round(edge + _right_of_plot(fig, t, ys, (0.0, 0.0))),
+            "b": round(edge + _below_plot(fig, t, NARROW_WIDTH, xs, below)),
+        }
 
 
 def _fit_title(fig: Fig, t: dict, width: float, left: float, xs: list[Node]) -> None:
