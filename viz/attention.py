@@ -167,10 +167,8 @@ def mask_heatmap(
     t = theme_spec(theme)
     pw, ph = plot_px(theme, row_text=grid.row_text, col_text=grid.col_text, colorbar=False,
                      note_lines=len(grid.notes) + 2)
-    height, ph = taller_for_rows(theme, len(grid.row_text), ph)  # as tall as the scores beside it
     fig = Fig()
-    if height:
-        fig.update_layout(height=height)
+    ph = taller_for_rows(fig, theme, len(grid.row_text), ph)  # as tall as the scores beside it
     labelled = side <= VALUES_MAX and text_fits(word[0], grid, theme, (pw, ph))
     for heat in grid_heatmaps(
         grid,
@@ -378,6 +376,10 @@ def _grid_of_heads(
             masked_name="masked: weight exactly 0",
             nan_reason=NAN_SOFTMAX,
             theme=theme,
+            # rows are queries and columns keys, as in every matrix of the app: the bottom panels say
+            # "key", the first column "query" (after the row's name where rows are layers)
+            x_title="key" if h + cols >= n else "",
+            y_title=("query" if not row_titles else f"{row_titles[r]} · query") if c == 0 else "",
             show_x_labels=h + cols >= n,  # no panel below this one
             show_y_labels=c == 0,
             max_x_ticks=x_budget,
@@ -386,15 +388,6 @@ def _grid_of_heads(
         )
     fig.update_xaxes(tickfont_size=tick_size, ticklen=3)
     fig.update_yaxes(tickfont_size=tick_size, ticklen=3)
-    # rows are queries and columns keys, as in every matrix of the app: the bottom panels say "key", the
-    # first column "query" (after the row's name where rows are layers)
-    for h in range(n):
-        r, c = divmod(h, cols)
-        if h + cols >= n:
-            fig.update_xaxes(title_text="key", row=r + 1, col=c + 1)
-    for r in range(rows):
-        name = f"{escape_text(row_titles[r])} · query" if row_titles else "query"
-        fig.update_yaxes(title_text=name, row=r + 1, col=1)
     fig.update_layout(
         coloraxis=coloraxis_layout("weights", 0.0, 1.0, WEIGHTS_COLORSCALE, "weight"),
         title=title_layout(title, unique_notes(notes)),

@@ -230,16 +230,17 @@ def _index_labels(n: int) -> tuple[str, ...]:
     return tuple(str(i) for i in range(n))
 
 
-def taller_for_rows(theme: str, n_rows: int, ph: float) -> tuple[int | None, float]:
-    """(figure height, plot height) at which n_rows row labels all fit (tick_budget), for the themes laid
-    out at the app's height (default, dark): the figure grows by what the plot lacks, up to TALL_ROWS rows
-    (about 900 px). (None, ph) where it need not grow, has more rows (a thinned axis is labelled every k-th
+def taller_for_rows(fig: Fig, theme: str, n_rows: int, ph: float) -> float:
+    """The plot height at which n_rows row labels all fit (tick_budget), `fig` grown by what its plot lacks,
+    for the themes laid out at the app's height (default, dark), up to TALL_ROWS rows (about 900 px). `ph`
+    and `fig` as they are where it need not grow, has more rows (a thinned axis is labelled every k-th
     row however tall), or for a theme of fixed size (paper, slide: an export's size)."""
     t = theme_spec(theme)
     need = (n_rows + 1) * 1.3 * t["font_size"]
     if t["height"] or ph >= need or n_rows > TALL_ROWS:  # past it, axis_ticks shows ≤ 16 labels anyway
-        return None, ph
-    return round(design_size(theme)[1] + need - ph), need
+        return ph
+    fig.update_layout(height=round(design_size(theme)[1] + need - ph))
+    return need
 
 
 def tick_budget(axis_px: float, font_px: float) -> int:
@@ -727,12 +728,10 @@ def heatmap_figure(
         right_px=text_width("Σ = 1.000", t["font_size"]) + 8 if row_sums else 0.0,
         note_lines=n_notes + int(row_sums and max(grid.z.shape) > MAX_TICKS),
     )
-    height, ph = taller_for_rows(theme, len(grid.row_text), ph)
+    fig = Fig()
+    ph = taller_for_rows(fig, theme, len(grid.row_text), ph)
     x_budget, y_budget = tick_budget(pw, t["font_size"]), tick_budget(ph, t["font_size"])
     lo, hi, scale = color_range(kind, [grid.z], zmin, zmax)
-    fig = Fig()
-    if height:
-        fig.update_layout(height=height)
     add_heatmap(
         fig,
         grid,
@@ -934,9 +933,7 @@ def add_value_panels(fig: Fig, panels: Sequence[ValuePanel], *, theme: str, cell
     t = theme_spec(theme)
     pw, ph = panel_px(theme, cols=len(panels))
     if tall:
-        height, ph = taller_for_rows(theme, max(min(len(p.rows), MAX_CELLS) for p in panels), ph)
-        if height:
-            fig.update_layout(height=height)
+        ph = taller_for_rows(fig, theme, max(len(p.rows) for p in panels), ph)
     notes: list[str] = []
     for c, p in enumerate(panels):
         dims = [str(j) for j in range(p.matrix.shape[1])]
