@@ -83,13 +83,18 @@ def streamlit_server(timeout: float = 90.0):
 RUNNING = '[data-testid="stStatusWidgetRunningIcon"]'
 
 
+WAITING = "[data-waiting]"  # a chart not yet drawn with its figure (ui/chart.py draws those off the screen when idle)
+
+
 def wait_idle(page, timeout_ms: int = 90_000) -> None:
-    """Wait until Streamlit has run the script: the app's title is there and the running icon is gone."""
+    """Wait until Streamlit has run the script (the app's title is there and the running icon is gone)
+    and every chart has drawn its figure (none waits for an idle moment)."""
     page.wait_for_selector("h1:has-text('Attention Lab')", timeout=timeout_ms)
     with contextlib.suppress(Exception):  # a quick rerun may finish before the icon shows
         page.wait_for_selector(RUNNING, timeout=1000)
     page.wait_for_selector(RUNNING, state="detached", timeout=timeout_ms)
-    page.wait_for_timeout(500)  # plotly draws after the script has finished
+    page.wait_for_timeout(500)  # plotly.js loads and the charts' script runs after the script has finished
+    page.wait_for_function(f"() => !document.querySelector('{WAITING}')", timeout=timeout_ms)
 
 
 def full_screenshot(page, path: str, width: int = 1500) -> None:

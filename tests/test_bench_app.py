@@ -182,6 +182,12 @@ def test_long_sentences_are_told_apart_by_z_values_when_labels_are_positions():
     assert a["charts"] == b["charts"]
     key = chart_key("attention", "attention-weights")
     assert len(a["probes"][key]) == 8 and a["probes"][key] != b["probes"][key]
+    # the chart on the screen (Q/K/V, the top one) tells them apart by its z sum: the browser figure times
+    # the charts on the screen first (ui/chart.py draws the others when the page is idle)
+    top = chart_key("attention", "attention-qkv")
+    assert set(a["sums"]) >= {top, key} and a["sums"][top] != b["sums"][top]
+    # the weights' rows each sum to 1: their sum is the same for both (so the weights chart has its probe)
+    assert a["sums"][key] == pytest.approx(b["sums"][key])
 
 
 # -- the classroom load test's number check -----------------------------------------------------

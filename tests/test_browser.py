@@ -284,6 +284,52 @@ def test_a_new_sentence_and_a_new_head_redraw_every_chart_in_its_own_div(page):
     assert boxes == [1] * count
 
 
+# Every Plotly.react call from now on: the chart's key and whether its box was on the screen then.
+REACT_LOG = """() => { window.__reacts = []; const real = Plotly.react;
+  Plotly.react = function (gd, ...rest) {
+    const r = gd.parentElement.getBoundingClientRect();
+    const key = [...gd.closest('[class*="st-key-chart-"]').classList].find(c => c.startsWith('st-key-chart-'));
+    window.__reacts.push([key.slice('st-key-'.length), r.bottom > 0 && r.top < window.innerHeight]);
+    return real.call(this, gd, ...rest);
+  }; }"""
+CHART_TICKS = """() => Object.fromEntries([...document.querySelectorAll('[data-testid="stMain"] .lab-chart')].map(gd =>
+  [[...gd.closest('[class*="st-key-chart-"]').classList].find(c => c.startsWith('st-key-chart-')).slice(7),
+   [gd.parentElement.hasAttribute('data-waiting'), (gd.layout && gd.layout.yaxis.ticktext || []).includes('1:爱')]]))"""
+
+
+def test_charts_on_the_screen_draw_first_and_the_others_when_idle_or_scrolled_to(page):
+    # ui/chart.py: a new sentence draws the charts on the screen at once; one below waits (data-waiting, its
+    # old figure) for an idle moment of the page, or until scrolled into view, whichever comes first
+    open_view(page, "3 · Attention step by step")
+    assert drawn_charts(page) >= 5
+    page.evaluate(REACT_LOG)
+    type_sentence(page, "sentence_a", "我爱我家")  # waits until no chart waits (scripts/screenshots.py)
+    reacts = page.evaluate("() => window.__reacts")
+    assert len(reacts) >= 6 and reacts[0][1], reacts  # the first chart drawn was on the screen
+    assert [on for _, on in reacts] == sorted((on for _, on in reacts), reverse=True), reacts  # then the rest
+    assert not reacts[-1][1], reacts  # some waited below the screen ...
+    assert all(drawn for waiting, drawn in page.evaluate(CHART_TICKS).values() if not waiting)  # ... all drawn now
+
+    page.evaluate("() => { window.__idle = window.requestIdleCallback; window.requestIdleCallback = () => 0; }")
+    box = page.locator(".st-key-sentence_a input")
+    box.fill("你爱我家")
+    box.press("Enter")
+    page.wait_for_function("() => new URLSearchParams(window.location.search).get('sentence_a') === '你爱我家'")
+    page.wait_for_timeout(1500)  # the page is idle: with no idle callback, the charts below the screen wait
+    state = page.evaluate(CHART_TICKS.replace("1:爱", "0:你"))
+    top, weights = "chart-attention-attention-qkv", "chart-attention-attention-weights"
+    assert state[top] == [False, True], state  # on the screen: drawn with the new sentence
+    assert state[weights] == [True, False], state  # below: still its old figure, waiting
+    page.locator(f".st-key-{weights}").scroll_into_view_if_needed()  # scrolled to: drawn, idle or not
+    page.wait_for_function(f"() => !document.querySelector('.st-key-{weights} [data-waiting]')", timeout=10_000)
+    state = page.evaluate(CHART_TICKS.replace("1:爱", "0:你"))
+    assert state[weights] == [False, True] and state["chart-attention-attention-scores"] == [True, False], state
+    page.evaluate("() => { window.requestIdleCallback = window.__idle; }")
+    page.locator(f".st-key-{top}").scroll_into_view_if_needed()  # the page is idle again: the rest are drawn
+    page.wait_for_function("() => !document.querySelector('[data-waiting]')", timeout=10_000)
+    assert all(v == [False, True] for v in page.evaluate(CHART_TICKS.replace("1:爱", "0:你")).values())
+
+
 def test_a_chart_goes_full_screen_and_back_and_follows_the_page_width(page):
     open_view(page, "3 · Attention step by step")
     drawn_charts(page)

@@ -301,6 +301,8 @@ function draw(Plotly, gd) {
   // with its title cut and its labels crowded.
   const {figure, config, row, design, wrapped} = gd.__lab.spec;
   const box = gd.parentElement;
+  waiting.delete(gd);  // drawn now (also as a twin of the chart drawn, or in full screen): it waits no more
+  delete box.dataset.waiting;
   gd.__lab.size = sizeKey(gd);
   const fullscreen = document.fullscreenElement === box;
   const room = roomWidth(gd);
@@ -348,6 +350,78 @@ function drawRow(Plotly, gd) {
   }
 }
 
+// Charts off the screen wait. A new sentence redraws every chart of a view, ~50-100 ms each at 32 tokens
+// on two cores (six in the attention view, of which a laptop's screen shows one or two): the charts in
+// view (or within AHEAD_PX of it) are drawn at once, the others one per idle moment of the page
+// (requestIdleCallback), so that a key or a click never waits behind them, or at once when scrolled to.
+// While a chart waits, its box carries data-waiting (tests and screenshots wait until none does).
+const AHEAD_PX = 200;
+const IDLE_WAIT_MS = 1000;  // an off-screen chart is drawn within this even if the page is never idle
+const waiting = new Set();
+let sight = null, idleId = 0;
+
+function sightline() {
+  // One IntersectionObserver for every chart: it keeps gd.__lab.inView and draws a waiting chart that
+  // comes into view. It reports each box once when first observed, asynchronously.
+  if (!sight) {
+    sight = new IntersectionObserver((entries) => {
+      for (const entry of entries) {
+        const gd = entry.target.querySelector("div.lab-chart");
+        if (!gd || !gd.__lab) continue;
+        gd.__lab.inView = entry.isIntersecting;
+        if (entry.isIntersecting && waiting.has(gd)) paint(gd);
+      }
+      nextIdle();
+    }, {rootMargin: `${AHEAD_PX}px 0px`});
+  }
+  return sight;
+}
+
+function later(fn) {
+  return window.requestIdleCallback ? window.requestIdleCallback(fn, {timeout: IDLE_WAIT_MS}) : setTimeout(fn, 50);
+}
+
+function nextIdle() {
+  // One waiting chart per idle moment, in page order (the nearest below the screen first), until none waits.
+  if (idleId || !waiting.size) return;
+  idleId = later(() => {
+    idleId = 0;
+    const order = [...document.querySelectorAll("div.lab-chart")].filter((g) => waiting.has(g));
+    for (const g of waiting) if (!g.isConnected) waiting.delete(g);
+    if (order.length) paint(order[0]);
+    nextIdle();
+  });
+}
+
+function schedule(gd) {
+  // Draw gd now if it is in view or full screen; else when it comes into view or the page is idle.
+  waiting.add(gd);
+  gd.parentElement.dataset.waiting = "";
+  if (gd.__lab.inView || document.fullscreenElement === gd.parentElement) paint(gd);
+  else nextIdle();  // inView undefined: the observer's first report, due in a frame, draws it if in view
+}
+
+function paint(gd) {
+  const box = gd.parentElement;
+  try {
+    drawRow(window.Plotly, gd);
+    say(gd, "");
+  } catch (err) {
+    say(gd, "This chart could not be drawn: " + err.message);
+  }
+  box.style.minHeight = "";  // the placeholder height of a chart not yet drawn
+  if (!gd.__lab.observer) {  // first draw: follow the page's width, and the screen's size in full screen
+    const parent = box.parentElement;
+    gd.__lab.observer = new ResizeObserver(() => {
+      equalize(gd.__lab.spec.row);
+      if (parent.clientWidth && sizeKey(gd) !== gd.__lab.size) schedule(gd);
+    });
+    gd.__lab.observer.observe(parent);
+    gd.__lab.observer.observe(box);
+    box.addEventListener("fullscreenchange", () => drawRow(window.Plotly, gd));  // back in its row: level it again
+  }
+}
+
 function mount(parentElement) {
   // title (h3), box (what full screen shows) > gd (plotly's div) + a line for errors, caption;
   // a cleanup for the unmount
@@ -363,9 +437,12 @@ function mount(parentElement) {
   caption.className = "lab-chart-caption";
   box.append(gd, message);
   parentElement.append(title, box, caption);
-  gd.__lab = {text: null, spec: null, size: null, observer: null, message, title, caption};
+  gd.__lab = {text: null, spec: null, size: null, observer: null, inView: undefined, message, title, caption};
+  sightline().observe(box);
   gd.__lab.cleanup = () => {  // the element left the page (another view): free plotly's state
     if (gd.__lab.observer) gd.__lab.observer.disconnect();
+    waiting.delete(gd);
+    sightline().unobserve(box);
     if (window.Plotly) window.Plotly.purge(gd);
     title.remove();
     box.remove();
@@ -417,25 +494,12 @@ export default function ({parentElement, data}) {
   gd.__lab.title.dataset.row = gd.__lab.spec.row || "";
   stackBelow(parentElement, gd.__lab.spec);
   equalize(gd.__lab.spec.row);
-  loadPlotly().then((Plotly) => {
+  if (!gd._fullLayout) {  // not drawn yet: hold its place, so that what is in view is known before it draws
+    gd.parentElement.style.minHeight = `${gd.__lab.spec.figure.layout.height || __APP_HEIGHT__}px`;
+  }
+  loadPlotly().then(() => {
     if (gd.__lab.text !== text) return;  // a newer figure came while plotly.js loaded
-    try {
-      drawRow(Plotly, gd);
-      say(gd, "");
-    } catch (err) {
-      say(gd, "This chart could not be drawn: " + err.message);
-      return;
-    }
-    if (!gd.__lab.observer) {  // first draw: follow the page's width, and the screen's size in full screen
-      const box = gd.parentElement;
-      gd.__lab.observer = new ResizeObserver(() => {
-        equalize(gd.__lab.spec.row);
-        if (parentElement.clientWidth && sizeKey(gd) !== gd.__lab.size) drawRow(Plotly, gd);
-      });
-      gd.__lab.observer.observe(parentElement);
-      gd.__lab.observer.observe(box);
-      box.addEventListener("fullscreenchange", () => drawRow(Plotly, gd));  // back in its row: level it again
-    }
+    schedule(gd);
   }, (err) => {
     say(gd, "This chart could not be drawn: plotly.js did not load from " + err.message +
       ". The app serves it from its static folder: server.enableStaticServing must stay on " +
