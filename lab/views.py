@@ -720,7 +720,8 @@ def translate_view(spec: FigureSpec, models: Models) -> ViewResult:
     out.panels.append(Panel(
         "cross-heads", f"Cross-attention: every head of decoder layer {layer}",  # one chart: full screen stays
         viz.heads_grid(every, row_labels=tgt, col_labels=src, head_names=[f"head {h}" for h in range(len(every))],
-                       theme=spec.theme, title=f"Cross-attention: every head of decoder layer {layer}"),
+                       theme=spec.theme, title=f"Cross-attention: every head of decoder layer {layer}",
+                       axis_names=("target token", "source token")),  # as the cross-attention chart above
         lambda: pd.concat({f"head {h}": viz.matrix_frame(w, tgt, src) for h, w in enumerate(every)}),
     ))
     return out

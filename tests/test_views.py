@@ -341,6 +341,11 @@ def test_the_translate_views_figures_hold_the_sentences_own_steps_not_the_batchs
         np.testing.assert_allclose(np.asarray(trace.z, dtype=float), every[h, :4, :4], rtol=1e-5, atol=1e-7)
     table = p["cross-heads"].table
     np.testing.assert_allclose(table.loc["head 1"].to_numpy(), every[1, :4, :4], rtol=1e-5, atol=1e-7)
+    # its axes say what the cross-attention chart above says: rows are target tokens, columns source tokens
+    lay = p["cross-heads"].figure.layout
+    assert lay.yaxis.title.text == "target token" and lay.xaxis4.title.text == "source token"
+    assert p["cross"].figure.layout.yaxis.title.text.startswith("target token")
+    assert "target token" in heads[0].hovertemplate and "source token" in heads[0].hovertemplate
 
 
 @pytest.mark.parametrize("view, says", [

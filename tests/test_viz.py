@@ -496,6 +496,8 @@ def test_every_heads_grid_says_rows_are_queries_and_columns_keys():
     ys = [layers.layout[f"yaxis{i if i > 1 else ''}"].title.text for i in (1, 4)]
     assert ys == ["layer 0 · query", "layer 1 · query"]
     assert layers.layout.xaxis4.title.text == "key" and not layers.layout.xaxis.title.text
+    cross = viz.heads_grid(w, row_labels=ZH[:5], cols=4, axis_names=("target token", "source token"))
+    assert cross.layout.yaxis.title.text == "target token" and cross.layout.xaxis3.title.text == "source token"
 
 
 def test_hover_shows_exact_values():

@@ -321,13 +321,16 @@ def _grid_of_heads(
     cols: int,
     title: str | None,
     theme: str,
+    axis_names: tuple[str, str] = ("query", "key"),
 ) -> go.Figure:
     """Small multiples of attention weights sharing one [0, 1] colour axis.
 
     Token labels go on the outer panels only (left column, bottom of each column), thinned to
     what fits one panel at the theme's size, in a slightly smaller font; inner panels carry no
-    ticks. row_titles name the rows as the left column's y axis titles.
+    ticks. row_titles name the rows as the left column's y axis titles. axis_names: what a matrix's
+    rows and columns are (axis titles and hover).
     """
+    y_name, x_name = axis_names
     n, Tq, Tk = stack.shape
     t = theme_spec(theme)
     app_height = max(320, 110 + 220 * rows)  # laid out for the app; exports use their own size
@@ -370,16 +373,16 @@ def _grid_of_heads(
             kind="weights",
             coloraxis="coloraxis",
             value_name="weight",
-            x_name="key",
-            y_name="query",
+            x_name=x_name,
+            y_name=y_name,
             masked_text="0",
             masked_name="masked: weight exactly 0",
             nan_reason=NAN_SOFTMAX,
             theme=theme,
             # rows are queries and columns keys, as in every matrix of the app: the bottom panels say
             # "key", the first column "query" (after the row's name where rows are layers)
-            x_title="key" if h + cols >= n else "",
-            y_title=("query" if not row_titles else f"{row_titles[r]} · query") if c == 0 else "",
+            x_title=x_name if h + cols >= n else "",
+            y_title=(y_name if not row_titles else f"{row_titles[r]} · {y_name}") if c == 0 else "",
             show_x_labels=h + cols >= n,  # no panel below this one
             show_y_labels=c == 0,
             max_x_ticks=x_budget,
@@ -407,8 +410,10 @@ def heads_grid(
     cols: int = 4,
     title: str | None = "All heads of one layer",
     theme: str = "default",
+    axis_names: tuple[str, str] = ("query", "key"),
 ) -> go.Figure:
-    """Every head of a layer: weights (n_heads, T_q, T_k) as a grid of small heatmaps."""
+    """Every head of a layer: weights (n_heads, T_q, T_k) as a grid of small heatmaps. axis_names: what the
+    rows and the columns are ("target token", "source token" for cross-attention)."""
     stack = np.asarray(weights, dtype=np.float64)
     if stack.ndim != 3:
         raise ValueError(f"expected weights (n_heads, T_q, T_k), got shape {stack.shape}")
@@ -427,6 +432,7 @@ def heads_grid(
         cols=cols,
         title=title,
         theme=theme,
+        axis_names=axis_names,
     )
 
 
