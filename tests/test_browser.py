@@ -9,6 +9,7 @@ import pytest
 from conftest import CHROMIUM, SCREENSHOTS, svg_pngs, trained_available
 
 from scripts.screenshots import (
+    RUNNING,
     VIEW_LABELS,
     full_screenshot,
     open_view,
@@ -285,7 +286,7 @@ def test_a_new_sentence_and_a_new_head_redraw_every_chart_in_its_own_div(page):
 
 
 # Every Plotly.react call from now on: the chart's key and whether its box was on the screen then.
-REACT_LOG = """() => { window.__reacts = []; const real = Plotly.react;
+REACT_LOG = """() => { window.__reacts = []; const real = window.__react = window.__react || Plotly.react;
   Plotly.react = function (gd, ...rest) {
     const r = gd.parentElement.getBoundingClientRect();
     const key = [...gd.closest('[class*="st-key-chart-"]').classList].find(c => c.startsWith('st-key-chart-'));
@@ -297,9 +298,34 @@ CHART_TICKS = """() => Object.fromEntries([...document.querySelectorAll('[data-t
    [gd.parentElement.hasAttribute('data-waiting'), (gd.layout && gd.layout.yaxis.ticktext || []).includes('1:爱')]]))"""
 
 
+NO_IDLE = "() => { window.__idle = window.__idle || window.requestIdleCallback; window.requestIdleCallback = () => 0; }"
+IDLE = "() => { window.requestIdleCallback = window.__idle; }"
+MAIN = "document.querySelector('[data-testid=\"stMain\"]')"  # what the page scrolls in
+
+
+def chart_states(page, label: str) -> dict[str, list[bool]]:
+    """Chart key (without "chart-") -> [waiting, its y ticks include `label`]."""
+    return page.evaluate(CHART_TICKS.replace("1:爱", label))
+
+
+def scroll_to(page, key: str, below: float) -> None:
+    """Scroll the main area so that the top of chart `key`'s box is `below` px under the bottom of the screen
+    (negative: on it)."""
+    page.evaluate(f"""([key, below]) => {{ const main = {MAIN};
+        const box = document.querySelector('.st-key-' + key + ' .lab-chart-box').getBoundingClientRect();
+        main.scrollTop += box.top - (main.getBoundingClientRect().bottom + below); }}""", [key, below])
+
+
+def run_only(page, key: str, value: str) -> None:
+    """Until the rerun with `key` = `value` has finished (not waiting for the charts, as wait_for_setting does)."""
+    page.wait_for_function("([k, v]) => new URLSearchParams(window.location.search).get(k) === v", arg=[key, value])
+    page.wait_for_selector(RUNNING, state="detached")
+    page.wait_for_timeout(800)  # the charts' script has run: with no idle callback, those off the screen wait
+
+
 def test_charts_on_the_screen_draw_first_and_the_others_when_idle_or_scrolled_to(page):
     # ui/chart.py: a new sentence draws the charts on the screen at once; one below waits (data-waiting, its
-    # old figure) for an idle moment of the page, or until scrolled into view, whichever comes first
+    # old figure) for an idle moment of the page, or until scrolled near, whichever comes first
     open_view(page, "3 · Attention step by step")
     assert drawn_charts(page) >= 5
     page.evaluate(REACT_LOG)
@@ -308,26 +334,102 @@ def test_charts_on_the_screen_draw_first_and_the_others_when_idle_or_scrolled_to
     assert len(reacts) >= 6 and reacts[0][1], reacts  # the first chart drawn was on the screen
     assert [on for _, on in reacts] == sorted((on for _, on in reacts), reverse=True), reacts  # then the rest
     assert not reacts[-1][1], reacts  # some waited below the screen ...
-    assert all(drawn for waiting, drawn in page.evaluate(CHART_TICKS).values() if not waiting)  # ... all drawn now
+    assert all(drawn for waiting, drawn in chart_states(page, "1:爱").values() if not waiting)  # ... all drawn now
 
-    page.evaluate("() => { window.__idle = window.requestIdleCallback; window.requestIdleCallback = () => 0; }")
+    page.evaluate(NO_IDLE)
     box = page.locator(".st-key-sentence_a input")
     box.fill("你爱我家")
     box.press("Enter")
-    page.wait_for_function("() => new URLSearchParams(window.location.search).get('sentence_a') === '你爱我家'")
-    page.wait_for_timeout(1500)  # the page is idle: with no idle callback, the charts below the screen wait
-    state = page.evaluate(CHART_TICKS.replace("1:爱", "0:你"))
-    top, weights = "chart-attention-attention-qkv", "chart-attention-attention-weights"
-    assert state[top] == [False, True], state  # on the screen: drawn with the new sentence
-    assert state[weights] == [True, False], state  # below: still its old figure, waiting
-    page.locator(f".st-key-{weights}").scroll_into_view_if_needed()  # scrolled to: drawn, idle or not
-    page.wait_for_function(f"() => !document.querySelector('.st-key-{weights} [data-waiting]')", timeout=10_000)
-    state = page.evaluate(CHART_TICKS.replace("1:爱", "0:你"))
-    assert state[weights] == [False, True] and state["chart-attention-attention-scores"] == [True, False], state
-    page.evaluate("() => { window.requestIdleCallback = window.__idle; }")
-    page.locator(f".st-key-{top}").scroll_into_view_if_needed()  # the page is idle again: the rest are drawn
+    run_only(page, "sentence_a", "你爱我家")  # the page is idle: with no idle callback, the charts below wait
+    top, scores = "attention-attention-qkv", "attention-attention-scores"
+    scaled, weights = "attention-attention-scaled", "attention-attention-weights"
+    state = chart_states(page, "0:你")
+    assert state[f"chart-{top}"] == [False, True], state  # on the screen: drawn with the new sentence
+    assert state[f"chart-{weights}"] == [True, False], state  # below: still its old figure, waiting
+    page.wait_for_function(f"() => getComputedStyle(document.querySelector('.st-key-chart-{weights} .lab-chart-box'))"
+                           ".opacity === '0.33'", timeout=5000)  # and looks stale meanwhile, as Streamlit's do
+    scroll_to(page, f"chart-{scores}", below=120)  # near the screen (within 200 px of it): drawn
+    page.wait_for_function(f"() => !document.querySelector('.st-key-chart-{scores} [data-waiting]')", timeout=10_000)
+    assert chart_states(page, "0:你")[f"chart-{scaled}"] == [True, False]  # further below: still waits
+    scroll_to(page, f"chart-{weights}", below=-300)  # scrolled to: drawn, idle or not
+    page.wait_for_function(f"() => !document.querySelector('.st-key-chart-{weights} [data-waiting]')", timeout=10_000)
+    state = chart_states(page, "0:你")
+    assert state[f"chart-{weights}"] == [False, True] and state[f"chart-{scaled}"] == [True, False], state
+
+    page.evaluate(IDLE)  # at the bottom, the next head (→): the weights first, then the nearest above, up to the top
+    scroll_to(page, f"chart-{top}", below=-400)  # (the observer hears of it: the charts still waiting draw)
     page.wait_for_function("() => !document.querySelector('[data-waiting]')", timeout=10_000)
-    assert all(v == [False, True] for v in page.evaluate(CHART_TICKS.replace("1:爱", "0:你")).values())
+    scroll_to(page, f"chart-{weights}", below=-300)
+    page.locator(f".st-key-chart-{weights} h3").click()  # the focus on the page, not on a control
+    page.evaluate(REACT_LOG)
+    page.keyboard.press("ArrowRight")
+    wait_for_setting(page, "head", "1")
+    reacts = page.evaluate("() => window.__reacts")
+    order = [key for key, _ in reacts]
+    # those on the screen or near it (within 200 px) at once, then the others upwards, nearest first
+    assert all(order.index(key) < order.index(f"chart-{scaled}") for key, on in reacts if on), reacts
+    assert order[-3:] == [f"chart-{scaled}", f"chart-{scores}", f"chart-{top}"], order
+    assert all(v == [False, True] for v in chart_states(page, "0:你").values())
+    assert "head 1" in headings(page)
+
+
+def test_new_charts_on_the_screen_draw_at_once_and_a_new_width_redraws_every_chart(page):
+    # a chart new on the page (another view) draws at once where it is on the screen, idle or not; a new
+    # width draws every chart at once (one left at the old width would stick out of the narrower page); in
+    # full screen the charts behind it wait, and those on the screen draw when it is left
+    open_view(page, "3 · Attention step by step")
+    page.evaluate(NO_IDLE)
+    page.locator(".st-key-view").get_by_role("radio", name="4 · Heads", exact=True).click()
+    run_only(page, "views", "heads")
+    states = chart_states(page, "0:你")
+    first = next(iter(states))
+    assert states[first][0] is False and any(waiting for waiting, _ in states.values()), states
+    page.evaluate(IDLE)
+    page.locator(".st-key-view").get_by_role("radio", name="3 · Attention step by step", exact=True).click()
+    wait_for_setting(page, "views", "attention")
+    page.evaluate(NO_IDLE)
+    page.set_viewport_size({"width": 900, "height": 1000})
+    page.wait_for_timeout(1500)
+    assert page.evaluate("() => document.querySelectorAll('[data-waiting]').length") == 0
+    assert page.evaluate(f"() => {MAIN}.scrollWidth <= {MAIN}.clientWidth")  # no chart sticks out sideways
+    widths = page.eval_on_selector_all('[data-testid="stMain"] .lab-chart',
+                                       "gds => gds.map(gd => [gd._fullLayout.width * gd.__lab.scale, "
+                                       "gd.parentElement.parentElement.clientWidth])")
+    assert all(shown <= room + 1 for shown, room in widths), widths
+
+    page.hover(WEIGHTS_CHART)  # full screen: → draws head 1 there; the charts behind it wait
+    page.locator(f"{WEIGHTS_CHART} .modebar-btn[data-title^='Full screen']").click()
+    page.wait_for_function(f"() => document.querySelector('{WEIGHTS_CHART}')._fullLayout.height === window.innerHeight")
+    page.keyboard.press("ArrowRight")
+    run_only(page, "head", "1")
+    waiting = page.evaluate("() => [...document.querySelectorAll('[data-waiting]')].map(b => "
+                            "[...b.closest('[class*=\"st-key-chart-\"]').classList].join(' '))")
+    assert waiting and not any("attention-weights" in w for w in waiting), waiting
+    page.evaluate("() => document.exitFullscreen()")
+    page.wait_for_function("() => !document.fullscreenElement")
+    page.wait_for_function(  # the charts on the screen (or within 200 px of it) are drawn; the others wait
+        f"() => {{ const m = {MAIN}.getBoundingClientRect(); return !document.querySelector('{WEIGHTS_CHART}')"
+        ".parentElement.hasAttribute('data-waiting') && [...document.querySelectorAll('[data-waiting]')].every(b => {"
+        " const r = b.getBoundingClientRect(); return r.top > m.bottom + 200 || r.bottom < m.top - 200; }); }")
+    page.evaluate(IDLE)
+
+
+def test_on_a_phone_a_chart_not_yet_drawn_holds_the_height_it_will_take(browser, streamlit_url):
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    tab = context.new_page()
+    tab.add_init_script("window.__held = {}; new MutationObserver(() => document.querySelectorAll('.lab-chart-box')"
+                        ".forEach(b => { const k = b.closest('[class*=\"st-key-chart-\"]'); if (b.style.minHeight && k)"
+                        " window.__held[k.className] = parseFloat(b.style.minHeight); })).observe(document, "
+                        "{subtree: true, childList: true, attributes: true, attributeFilter: ['style']});")
+    tab.goto(f"{streamlit_url}/?views=attention&sentence_a=" + "春风拂面桃花盛开景色宜人" * 2)
+    wait_idle(tab)
+    held = tab.evaluate("() => window.__held")
+    drawn = tab.evaluate("() => Object.fromEntries([...document.querySelectorAll('.lab-chart-box')].map(b => "
+                         "[b.closest('[class*=\"st-key-chart-\"]').className, b.getBoundingClientRect().height]))")
+    context.close()
+    assert len(held) >= 5, held
+    for key, height in held.items():  # within a few lines of title the narrow page wraps again
+        assert abs(height - drawn[key]) <= 0.12 * drawn[key], (key, height, drawn[key])
 
 
 def test_a_chart_goes_full_screen_and_back_and_follows_the_page_width(page):
@@ -691,7 +793,8 @@ def test_the_translate_views_step_charts_sit_level_or_stack(page):
 
 def test_slide_twins_stack_where_side_by_side_would_show_them_at_under_half_their_size(browser, streamlit_url):
     """Slide charts are laid out for 1280 px: in half of a 1500 px window's main area (~520 px) they would
-    be shown at ~0.4 of that, so there the twins stack, each the full width (0.8); in a 2400 px window
+    be shown at ~0.4 of that, so there the twins stack, each the full width (0.8); so they do in a 1920 px
+    window (half: ~700 px, 0.56: the slide's type smaller than the default theme's); in a 2400 px window
     (half: ~960 px) they sit side by side and level."""
     context = browser.new_context(viewport={"width": 1500, "height": 1000})
     page = context.new_page()
@@ -704,6 +807,7 @@ def test_slide_twins_stack_where_side_by_side_would_show_them_at_under_half_thei
     assert_stacked_full_width(rows)
     scales = page.eval_on_selector_all('[data-testid="stMain"] .js-plotly-plot', "els => els.map(gd => gd.__lab.scale)")
     assert min(scales) > 0.75, scales
+    assert_stacked_full_width(twin_rows(page, 1920))
     assert_side_by_side_and_level(twin_rows(page, 2400))
     assert page.locator(ERRORS).count() == 0
     context.close()

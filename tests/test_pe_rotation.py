@@ -91,5 +91,28 @@ def test_each_number_sits_outside_the_circle_and_the_circle_stays_round_under_it
             assert dx * x + dy * y >= 0.7, (x, y, where)  # pushed out along (about) its radius
     for name in [k for k in fig.layout if k.startswith(("xaxis", "yaxis"))]:
         ax = fig.layout[name]
-        assert tuple(ax.range) == (-1.4, 1.4) and ax.constrain == "domain", name  # room for the numbers
+        top = 1.6 if name.startswith("y") else 1.4  # more room above: 0's number, under the panel's title
+        assert tuple(ax.range) == (-1.4, top) and ax.constrain == "domain", name  # room for the numbers
+        assert tuple(ax.tickvals) == (-1, 1), name  # no "0" tick beside the circle to read with a number
     assert all(fig.layout[k].constraintoward == "top" for k in fig.layout if k.startswith("yaxis"))
+
+
+@pytest.mark.parametrize("theme", ["default", "slide", "paper"])
+def test_the_numbers_on_each_circle_keep_clear_of_one_another(theme):
+    # slide, ω = 18.1°: "11 10 9" ran together as "1109" (a number every 12° of turn, whatever the panel's size)
+    from viz.heatmap import panel_px
+    from viz.positional import LABEL_RADIUS, ROTATION_HEIGHT, ROTATION_SPAN
+    from viz.theme import theme_spec
+
+    ref = pe_reference(12, 64)
+    fig = viz.pe_rotation(ref.table[:12], pairs=ref.pairs, omegas=ref.omegas, error=ref.rotation_error, theme=theme)
+    font = theme_spec(theme)["font_size"]
+    pw, ph = panel_px(theme, cols=len(ref.pairs), height=ROTATION_HEIGHT)
+    radius = LABEL_RADIUS * min(pw, ph - 1.3 * font * 3) / ROTATION_SPAN  # px from the centre to a number
+    for t in [t for t in fig.data if (t.meta or {}).get("role") == "positions"]:
+        shown = [(x, y, text) for x, y, text in zip(t.x, t.y, t.text, strict=True) if text]
+        assert shown[0][2] == "0", t.text
+        for i, (x1, y1, a) in enumerate(shown):
+            for x2, y2, b in shown[i + 1:]:
+                apart = radius * math.hypot(x1 - x2, y1 - y2)
+                assert apart >= 0.35 * font * (len(a) + len(b)), (theme, t.meta, a, b, apart)  # half of each, and room

@@ -547,6 +547,14 @@ def test_a_shown_table_draws_gaps_as_a_dash_and_keeps_its_numbers_readable():
     assert frame["weight"].isna().iloc[1] and pd.isna(frame["piece"].iloc[1])  # the CSV's frame is untouched
     whole = pd.DataFrame({"weight": [0.5, 0.25]})
     assert viz.shown_table(whole) is whole
+    # token ids where B is shorter than A: one type per column, or st.dataframe's Arrow conversion fails (the
+    # server logged "ArrowInvalid: Could not convert '—'" and drew the column another way)
+    import pyarrow as pa
+
+    ids = viz.token_comparison(["你", "喜", "欢"], [5, 9, 7], ["她"], [8])
+    shown = viz.shown_table(ids)
+    assert list(shown["B id"]) == ["8", "—", "—"] and list(shown["A id"]) == [5, 9, 7]
+    pa.Table.from_pandas(shown)  # raises ArrowInvalid / ArrowTypeError on a column of ints and text
 
 
 @pytest.mark.parametrize("dark", [False, True])

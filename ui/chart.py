@@ -41,7 +41,10 @@ NAME = "attention_lab_chart"
 # Themes without a size of their own (default, dark) are laid out for a 700 px column but read well down
 # to about half a wide page (the order view's twins, ~520 px); narrower (a phone), a chart is shrunk.
 FLUID_MIN_WIDTH = NARROW_WIDTH  # viz.theme lays a legend out under the plot for this width
-STACK_REM = 28  # twins stack where a column would be narrower than this, or than half the design width (JS)
+STACK_REM = 28  # twins stack where a column would be narrower than this, or than STACK_FRACTION of the design width
+# (JS): a slide chart (1280 px) side by side in a 1920 px window was shown at 0.56 of its size, its type then
+# smaller than the default theme's; stacked, each is shown whole
+STACK_FRACTION = 0.7
 log = logging.getLogger("attention_lab")
 
 # The component's script. Streamlit calls the default export on every rerun that draws the element,
@@ -79,7 +82,8 @@ function toggleFullscreen(gd) {
 // The camera button: plotly.js's SVG, each heatmap image (one pixel per cell) enlarged by nearest
 // neighbour as the server's export does (viz/crisp.py, its constants), so that no viewer blurs it.
 const CRISP_TARGET = __CRISP_TARGET__, CRISP_MAX = __CRISP_MAX__;
-const STACK_REM = __STACK_REM__;  // twin charts stack below this column width (and half their design width)
+const STACK_REM = __STACK_REM__;  // twin charts stack below this column width (and STACK_FRACTION of their design width)
+const STACK_FRACTION = __STACK_FRACTION__;
 
 function crispFactor(w, h) {
   const longest = Math.max(w, h);
@@ -351,54 +355,86 @@ function drawRow(Plotly, gd) {
 }
 
 // Charts off the screen wait. A new sentence redraws every chart of a view, ~50-100 ms each at 32 tokens
-// on two cores (six in the attention view, of which a laptop's screen shows one or two): the charts in
-// view (or within AHEAD_PX of it) are drawn at once, the others one per idle moment of the page
-// (requestIdleCallback), so that a key or a click never waits behind them, or at once when scrolled to.
-// While a chart waits, its box carries data-waiting (tests and screenshots wait until none does).
+// on two cores (six in the attention view, of which a laptop's screen shows one or two): the charts on
+// the screen (or within AHEAD_PX of it) are drawn at once, the others one per idle moment of the page
+// (requestIdleCallback), the nearest to the screen first, so that a key or a click never waits behind them,
+// or at once when scrolled near. While a chart waits for its new figure its box carries data-waiting and,
+// after half a second, looks stale as Streamlit's elements do (CSS); tests and screenshots wait until
+// none does. A new size (the window, the sidebar) redraws every chart at once: one drawn at the old width
+// would stick out of the narrower page.
 const AHEAD_PX = 200;
 const IDLE_WAIT_MS = 1000;  // an off-screen chart is drawn within this even if the page is never idle
 const waiting = new Set();
-let sight = null, idleId = 0;
+const sights = new Map();  // scroll container -> its IntersectionObserver
+let idleId = 0;
 
-function sightline() {
-  // One IntersectionObserver for every chart: it keeps gd.__lab.inView and draws a waiting chart that
-  // comes into view. It reports each box once when first observed, asynchronously.
-  if (!sight) {
-    sight = new IntersectionObserver((entries) => {
+function scroller(box) {
+  // What the page scrolls in: Streamlit's main area (not the window), or the window elsewhere.
+  return box.closest('[data-testid="stMain"]');
+}
+
+function hidden(gd) {
+  // Another chart is in full screen: this one is behind it.
+  return document.fullscreenElement && document.fullscreenElement !== gd.parentElement;
+}
+
+function distance(gd) {
+  // px between the chart's box and the visible part of its scroll container (0: on the screen).
+  const root = scroller(gd.parentElement);
+  const view = root ? root.getBoundingClientRect() : {top: 0, bottom: window.innerHeight};
+  const r = gd.parentElement.getBoundingClientRect();
+  return Math.max(0, view.top - r.bottom, r.top - view.bottom);
+}
+
+function sightline(box) {
+  // One IntersectionObserver per scroll container (its root: a rootMargin widens only the root, so with the
+  // window as root the main area's own clip would leave no margin). It keeps gd.__lab.inView and draws a
+  // waiting chart that comes near the screen. It reports each box once when first observed, asynchronously.
+  const root = scroller(box);
+  if (!sights.has(root)) {
+    sights.set(root, new IntersectionObserver((entries) => {
       for (const entry of entries) {
         const gd = entry.target.querySelector("div.lab-chart");
         if (!gd || !gd.__lab) continue;
         gd.__lab.inView = entry.isIntersecting;
-        if (entry.isIntersecting && waiting.has(gd)) paint(gd);
+        if (entry.isIntersecting && waiting.has(gd) && !hidden(gd)) paint(gd);
       }
       nextIdle();
-    }, {rootMargin: `${AHEAD_PX}px 0px`});
+    }, {root, rootMargin: `${AHEAD_PX}px 0px`}));
   }
-  return sight;
+  return sights.get(root);
 }
+
+document.addEventListener("fullscreenchange", () => {  // back from full screen: what it hid is on the screen again
+  if (document.fullscreenElement) return;
+  for (const gd of [...waiting]) if (gd.isConnected && distance(gd) <= AHEAD_PX) paint(gd);
+});
 
 function later(fn) {
   return window.requestIdleCallback ? window.requestIdleCallback(fn, {timeout: IDLE_WAIT_MS}) : setTimeout(fn, 50);
 }
 
 function nextIdle() {
-  // One waiting chart per idle moment, in page order (the nearest below the screen first), until none waits.
+  // One waiting chart per idle moment, the nearest to the screen first, until none waits.
   if (idleId || !waiting.size) return;
   idleId = later(() => {
     idleId = 0;
-    const order = [...document.querySelectorAll("div.lab-chart")].filter((g) => waiting.has(g));
     for (const g of waiting) if (!g.isConnected) waiting.delete(g);
-    if (order.length) paint(order[0]);
+    if (waiting.size) {
+      const gaps = [...waiting].map((g) => [distance(g), g]);
+      paint(gaps.reduce((a, b) => (b[0] < a[0] ? b : a))[1]);
+    }
     nextIdle();
   });
 }
 
 function schedule(gd) {
-  // Draw gd now if it is in view or full screen; else when it comes into view or the page is idle.
+  // Draw gd now if it is on the screen (or in full screen); else when it comes near or the page is idle.
   waiting.add(gd);
   gd.parentElement.dataset.waiting = "";
-  if (gd.__lab.inView || document.fullscreenElement === gd.parentElement) paint(gd);
-  else nextIdle();  // inView undefined: the observer's first report, due in a frame, draws it if in view
+  if (gd.__lab.inView === undefined) gd.__lab.inView = distance(gd) <= AHEAD_PX;  // new: the observer not yet heard
+  if (document.fullscreenElement === gd.parentElement || (gd.__lab.inView && !hidden(gd))) paint(gd);
+  else nextIdle();
 }
 
 function paint(gd) {
@@ -414,12 +450,22 @@ function paint(gd) {
     const parent = box.parentElement;
     gd.__lab.observer = new ResizeObserver(() => {
       equalize(gd.__lab.spec.row);
-      if (parent.clientWidth && sizeKey(gd) !== gd.__lab.size) schedule(gd);
+      if (parent.clientWidth && sizeKey(gd) !== gd.__lab.size) drawRow(window.Plotly, gd);
     });
     gd.__lab.observer.observe(parent);
     gd.__lab.observer.observe(box);
     box.addEventListener("fullscreenchange", () => drawRow(window.Plotly, gd));  // back in its row: level it again
   }
+}
+
+function placeholder(gd) {
+  // The height a chart not yet drawn will take (its figure's, shrunk as draw() shrinks it): what is on the
+  // screen is known before it draws, and the page does not jump when it does.
+  const {figure, design} = gd.__lab.spec;
+  const room = roomWidth(gd);
+  const laidOut = figure.layout.width || design || 0;
+  const k = room && laidOut > room ? room / laidOut : 1;
+  return Math.ceil((figure.layout.height || __APP_HEIGHT__) * k);
 }
 
 function mount(parentElement) {
@@ -438,11 +484,11 @@ function mount(parentElement) {
   box.append(gd, message);
   parentElement.append(title, box, caption);
   gd.__lab = {text: null, spec: null, size: null, observer: null, inView: undefined, message, title, caption};
-  sightline().observe(box);
+  sightline(box).observe(box);
   gd.__lab.cleanup = () => {  // the element left the page (another view): free plotly's state
     if (gd.__lab.observer) gd.__lab.observer.disconnect();
     waiting.delete(gd);
-    sightline().unobserve(box);
+    sightline(box).unobserve(box);
     if (window.Plotly) window.Plotly.purge(gd);
     title.remove();
     box.remove();
@@ -476,10 +522,11 @@ function say(gd, text) {
 
 function stackBelow(parentElement, spec) {
   // Twin charts (a row, in st.columns, which wrap) stack, each the full width, where either column would
-  // be narrower than 28rem or than half the figure's design width: a slide chart (1280 px) side by side
-  // would be shown at under half its size; at half of a laptop's width a heatmap squeezes its cells.
+  // be narrower than 28rem or than 0.7 of the figure's design width: a slide chart (1280 px) side by side
+  // would be shown with its large type shrunk below the default theme's; at half of a laptop's width a
+  // heatmap squeezes its cells.
   const column = spec.row ? parentElement.closest('[data-testid="stColumn"]') : null;
-  if (column) column.style.minWidth = `min(100%, max(${STACK_REM}rem, ${(spec.design || 0) / 2}px))`;
+  if (column) column.style.minWidth = `min(100%, max(${STACK_REM}rem, ${(spec.design || 0) * STACK_FRACTION}px))`;
 }
 
 export default function ({parentElement, data}) {
@@ -494,13 +541,13 @@ export default function ({parentElement, data}) {
   gd.__lab.title.dataset.row = gd.__lab.spec.row || "";
   stackBelow(parentElement, gd.__lab.spec);
   equalize(gd.__lab.spec.row);
-  if (!gd._fullLayout) {  // not drawn yet: hold its place, so that what is in view is known before it draws
-    gd.parentElement.style.minHeight = `${gd.__lab.spec.figure.layout.height || __APP_HEIGHT__}px`;
-  }
+  gd.parentElement.dataset.waiting = "";  // until drawn with this figure (plotly.js may still be loading)
+  if (!gd._fullLayout) gd.parentElement.style.minHeight = `${placeholder(gd)}px`;  // not drawn yet: hold its place
   loadPlotly().then(() => {
     if (gd.__lab.text !== text) return;  // a newer figure came while plotly.js loaded
     schedule(gd);
   }, (err) => {
+    delete gd.parentElement.dataset.waiting;  // it will not be drawn: it waits no more
     say(gd, "This chart could not be drawn: plotly.js did not load from " + err.message +
       ". The app serves it from its static folder: server.enableStaticServing must stay on " +
       "(.streamlit/config.toml next to app.py).");
@@ -522,6 +569,7 @@ CSS = """
   opacity: 0.6; margin: 1rem 0 0 0; overflow-wrap: break-word;
 }
 .lab-chart-title[hidden], .lab-chart-caption[hidden] { display: none; }
+.lab-chart-box[data-waiting] { opacity: 0.33; transition: opacity 1s ease-in 0.5s; }
 """
 
 
@@ -543,7 +591,7 @@ def ensure_plotly_js(static: Path = STATIC) -> Path:
 def _script() -> str:
     return (JS.replace("__PLOTLY_JS__", PLOTLY_JS).replace("__APP_HEIGHT__", str(APP_HEIGHT))
             .replace("__CRISP_TARGET__", str(crisp.TARGET_PX)).replace("__CRISP_MAX__", str(crisp.MAX_PX))
-            .replace("__STACK_REM__", str(STACK_REM)).replace("__LEGEND_BELOW_UNDER__", str(LEGEND_BELOW_UNDER)))
+            .replace("__STACK_REM__", str(STACK_REM)).replace("__STACK_FRACTION__", str(STACK_FRACTION)).replace("__LEGEND_BELOW_UNDER__", str(LEGEND_BELOW_UNDER)))
 
 
 @functools.cache
@@ -574,8 +622,8 @@ def chart(figure, *, key: str, config: dict, title: str = "", caption: str = "",
     title and caption (plain text, shown as text: never HTML or markdown) are drawn above and below
     the chart in the look of st.subheader and st.caption, by the same element (CSS). Charts side by
     side (in st.columns) share a `row` name: their titles take the tallest one's height, so the charts
-    start level, and the columns stack where either would be narrower than 28rem or than half the design
-    width (slide charts, 1280 px, stack below 640 px columns)."""
+    start level, and the columns stack where either would be narrower than 28rem or than STACK_FRACTION of
+    the design width (slide charts, 1280 px, stack below 896 px columns)."""
     payload = ('{"figure":' + payload_json(figure) + ',"config":' + json.dumps(config)
                + ',"title":' + json.dumps(title) + ',"caption":' + json.dumps(caption)
                + ',"row":' + json.dumps(row) + ',"design":' + str(design_width(theme))

@@ -40,7 +40,7 @@ UI_LIMITS = {"d_model": (2, 512), "n_heads": (1, 64), "n_layers": (1, 6), "d_ff"
 
 
 def _model_label(name: str) -> str:
-    return {"random": "random (untrained; any size)", "zh-en": "zh-en (trained Chinese → English translator)"}[name]
+    return {"random": "random (untrained; any size)", "zh-en": "zh-en (trained, zh → en)"}[name]
 
 
 def model_section(trained_problem: str | None, notes: list[str]) -> None:

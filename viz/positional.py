@@ -321,6 +321,27 @@ def embedding_pe_figure(
 ROTATION_POINTS = 24  # positions drawn on each circle: beyond, the hands wrap around too often to follow
 
 
+ROTATION_HEIGHT = 420
+ROTATION_SPAN = 2.8  # units across a panel's narrower side (x: -1.4 … 1.4)
+LABEL_RADIUS = 1.15  # units from the centre to a number (outside the unit circle)
+LABEL_EMS = 1.5  # a number of two digits, with room around it, in ems of the type
+
+
+def spaced(angles: np.ndarray, unit_px: float, font_px: float) -> list[bool]:
+    """Which of the numbers at these angles (radians round the circle, in position order) to write: each one
+    whose arc to every number written before it is at least a number's width (LABEL_EMS), drawn LABEL_RADIUS
+    units from the centre at unit_px px a unit (see pe_rotation). The first is always written."""
+    gap = LABEL_EMS * font_px / (LABEL_RADIUS * unit_px)  # radians
+    kept: list[float] = []
+    out = []
+    for a in np.asarray(angles, dtype=np.float64):
+        ok = all(abs((a - b + math.pi) % (2 * math.pi) - math.pi) >= gap for b in kept)
+        if ok:
+            kept.append(float(a))
+        out.append(ok)
+    return out
+
+
 def _outward(sin: np.ndarray, cos: np.ndarray) -> list[str]:
     """Where each point's number goes: away from the circle's centre (above a point near the top, to the
     right of one on the right, ...), so that no number sits on the circle, the hand, or the title above."""
@@ -359,6 +380,18 @@ def pe_rotation(
     n = min(p.shape[0], ROTATION_POINTS)
     text = _position_text(p.shape[0], labels)[:n]
     t = theme_spec(theme)
+    # a number is written where it keeps clear of the numbers before it (spaced): the axes span ROTATION_SPAN
+    # units in a square panel of the theme's size, unit_px px a unit
+    notes = ["position 0 is the larger dot, at the top (sin 0 = 0, cos 0 = 1)"]
+    if error is not None:
+        angle = "ωᵢ" if offset == 1 else f"ωᵢ·{offset}"
+        notes.append(f"PE(pos + {offset}) = R_{offset}·PE(pos), one 2×2 rotation by {angle} per pair: "
+                     f"max |difference| {num(error, '.1e')}")
+    if p.shape[0] > n:
+        notes.append(f"the first {n} of {p.shape[0]} positions")
+    pw, ph = panel_px(theme, cols=len(pairs), height=ROTATION_HEIGHT)
+    ph -= 1.3 * t["font_size"] * (len(notes) + 1)  # the note lines and the panels' titles above them
+    unit_px = min(pw, ph) / ROTATION_SPAN
     circle = np.linspace(0.0, 2 * math.pi, 181)
     fig = subplots(
         rows=1,
@@ -374,9 +407,10 @@ def pe_rotation(
         fig.add_trace(vf.scatter(
             x=p[:n, 2 * i].astype(np.float32), y=p[:n, 2 * i + 1].astype(np.float32),
             mode="lines+markers+text" if n <= 12 else "lines+markers",
-            # position numbers, every k-th where the hand turns less than 12° a step (they would overlap)
-            text=[s.split(":", 1)[0] if j % max(1, math.ceil(12 / math.degrees(omegas[c - 1]))) == 0 else ""
-                  for j, s in enumerate(text)],
+            # position numbers, each only where it keeps clear of those before it on its circle (see unit_px)
+            text=[s.split(":", 1)[0] if keep else ""
+                  for s, keep in zip(text, spaced(omegas[c - 1] * np.arange(n), unit_px, t["font_size"]),
+                                     strict=True)],
             textposition=_outward(p[:n, 2 * i], p[:n, 2 * i + 1]), cliponaxis=False,
             customdata=text, showlegend=False,
             line=dict(color=QUALITATIVE[c % len(QUALITATIVE)], width=t["line_width"] * 0.6),
@@ -386,20 +420,14 @@ def pe_rotation(
                           f"<br>PE(pos, {2 * i + 1}) = cos = %{{y:.4f}}<extra></extra>",
             meta={"role": "positions", "pair": int(i)},
         ), row=1, col=c)
-        # ±1.4: room for the numbers outside the unit circle, below the panel's title; both axes keep
-        # their range and give up domain instead, so a wide panel draws a round circle, not ±2 of x
+        # ±1.4 (1.6 above): room for the numbers outside the unit circle, below the panel's title; both axes
+        # keep their range and give up domain instead, so a wide panel draws a round circle, not ±2 of x.
+        # Ticks at ±1 only: a "0" tick beside the circle read as part of the number next to it ("011").
         fig.update_xaxes(range=[-1.4, 1.4], zeroline=True, showgrid=False, title_text=f"sin (dim {2 * i})",
-                         constrain="domain", row=1, col=c)
-        fig.update_yaxes(range=[-1.4, 1.4], zeroline=True, showgrid=False, scaleanchor=f"x{'' if c == 1 else c}",
+                         constrain="domain", tickvals=[-1, 1], row=1, col=c)
+        fig.update_yaxes(range=[-1.4, 1.6], zeroline=True, showgrid=False, scaleanchor=f"x{'' if c == 1 else c}",
                          scaleratio=1, constrain="domain", constraintoward="top",  # under its title
-                         title_text=f"cos (dim {2 * i + 1})" if c == 1 else "",
+                         title_text=f"cos (dim {2 * i + 1})" if c == 1 else "", tickvals=[-1, 1],
                          row=1, col=c)
-    notes = ["position 0 is the larger dot, at the top (sin 0 = 0, cos 0 = 1)"]
-    if error is not None:
-        angle = "ωᵢ" if offset == 1 else f"ωᵢ·{offset}"
-        notes.append(f"PE(pos + {offset}) = R_{offset}·PE(pos), one 2×2 rotation by {angle} per pair: "
-                     f"max |difference| {num(error, '.1e')}")
-    if p.shape[0] > n:
-        notes.append(f"the first {n} of {p.shape[0]} positions")
-    fig.update_layout(title=title_layout(title, notes), height=420)
+    fig.update_layout(title=title_layout(title, notes), height=ROTATION_HEIGHT)
     return apply_theme(fig, theme)

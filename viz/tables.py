@@ -112,9 +112,9 @@ def shown_table(
     if differs is None and not gaps:
         return frame
     shown = frame.copy()
-    for c in gaps:  # a number column becomes text there: its numbers as 6 significant digits, not float noise
-        number = pd.api.types.is_float_dtype(shown[c])
-        shown[c] = [GAP if pd.isna(v) else (f"{v:.6g}" if number else v) for v in shown[c]]
+    for c in gaps:  # a number column becomes text there (floats as 6 significant digits, not float noise): one
+        number = pd.api.types.is_float_dtype(shown[c])  # type per column, as Arrow (st.dataframe) needs
+        shown[c] = [GAP if pd.isna(v) else (f"{v:.6g}" if number else str(v)) for v in shown[c]]
     return shown if differs is None else highlight_differences(shown, differs=differs, dark=dark)
 
 
