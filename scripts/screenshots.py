@@ -95,7 +95,8 @@ def wait_idle(page, timeout_ms: int = 90_000) -> None:
     page.wait_for_selector(RUNNING, state="detached", timeout=timeout_ms)
     page.wait_for_timeout(500)  # plotly.js loads and the charts' script runs after the script has finished
     settled = (f"() => !document.querySelector('{WAITING}, {RUNNING}') && [...document.querySelectorAll('.lab-chart')]"
-               ".every(gd => gd._fullLayout)")  # every chart drawn (one below the screen: when the page is idle)
+               ".every(gd => gd._fullLayout || gd.parentElement.querySelector('.lab-chart-message').textContent)")
+    # every chart drawn (one below the screen: when the page is idle), or saying why it cannot be
     for _ in range(20):  # settled twice, 300 ms apart: a run that reruns the app (a view that switches the model)
         page.wait_for_function(settled, timeout=timeout_ms)  # puts its charts on the page after a pause
         page.wait_for_timeout(300)
