@@ -434,3 +434,15 @@ def test_numbers_in_titles_notes_and_captions_are_written_with_a_true_minus(mode
     assert not [t for t in texts if hyphen.search(t)]
     if view in ("positional", "order"):  # they print float-rounding differences (e−07, e−15)
         assert any(re.search(r"\de−\d", t) for t in texts), texts
+
+
+@pytest.mark.parametrize("theme", ["default", "paper"])
+def test_the_five_step_matrices_label_their_keys_alike(models, theme):
+    # they share one plot width (attention_steps gives them the weights' margins): the softmax chart labelled
+    # every 2nd key of 25 while the four above it labelled every key, its budget cut by its row sums' width
+    text = "春风拂面桃花盛开景色宜人，景色宜人桃花盛开春风拂面"
+    p, _ = panels("attention", FigureSpec(sentence_a=text, sentence_b=text[::-1], theme=theme), models)
+    counts = {key: len(p[key].figure.layout.xaxis.ticktext or [])
+              for key in ("attention-scores", "attention-scaled", "attention-mask", "attention-masked",
+                          "attention-weights")}
+    assert len(set(counts.values())) == 1 and min(counts.values()) >= 8, counts

@@ -721,16 +721,19 @@ def heatmap_figure(
     t = theme_spec(theme)
     grid = prepare_grid(matrix, row_text=row_text, col_text=col_text, mask=mask)
     n_notes = len(grid.notes) + len(extra_notes) + int(grid.masked.any()) + int(grid.bad.any())
+    sums_px = text_width("Σ = 1.000", t["font_size"]) + 8 if row_sums else 0.0
     pw, ph = plot_px(
         theme,
         row_text=grid.row_text,
         col_text=grid.col_text,
-        right_px=text_width("Σ = 1.000", t["font_size"]) + 8 if row_sums else 0.0,
+        right_px=sums_px,
         note_lines=n_notes + int(row_sums and max(grid.z.shape) > MAX_TICKS),
     )
     fig = Fig()
     ph = taller_for_rows(fig, theme, len(grid.row_text), ph)
-    x_budget, y_budget = tick_budget(pw, t["font_size"]), tick_budget(ph, t["font_size"])
+    # the keys' labels are budgeted as if the row sums took no width: the attention view's five step matrices
+    # share the weights' margins (viz.attention.attention_steps), so all five label their keys alike
+    x_budget, y_budget = tick_budget(pw + sums_px, t["font_size"]), tick_budget(ph, t["font_size"])
     lo, hi, scale = color_range(kind, [grid.z], zmin, zmax)
     add_heatmap(
         fig,
