@@ -94,14 +94,21 @@ def wait_idle(page, timeout_ms: int = 90_000) -> None:
         page.wait_for_selector(RUNNING, timeout=1000)
     page.wait_for_selector(RUNNING, state="detached", timeout=timeout_ms)
     page.wait_for_timeout(500)  # plotly.js loads and the charts' script runs after the script has finished
-    settled = (f"() => !document.querySelector('{WAITING}, {RUNNING}') && [...document.querySelectorAll('.lab-chart')]"
-               ".every(gd => gd._fullLayout || gd.parentElement.querySelector('.lab-chart-message').textContent)")
-    # every chart drawn (one below the screen: when the page is idle), or saying why it cannot be
-    for _ in range(20):  # settled twice, 300 ms apart: a run that reruns the app (a view that switches the model)
-        page.wait_for_function(settled, timeout=timeout_ms)  # puts its charts on the page after a pause
-        page.wait_for_timeout(300)
-        if page.evaluate(settled):
+    # settled: Streamlit has run and every chart element holds a chart drawn with its figure (one below the
+    # screen is drawn when the page is idle: ui/chart.py) or saying why it cannot be; its value: how many
+    settled = (f"() => {{ if (document.querySelector('{WAITING}, {RUNNING}')) return -1;"
+               " const els = [...document.querySelectorAll('[data-testid=\"stMain\"] [class*=\"st-key-chart-\"]')];"
+               " const ok = els.every(el => { const gd = el.querySelector('.lab-chart'); return gd && (gd._fullLayout"
+               " || gd.parentElement.querySelector('.lab-chart-message').textContent); });"
+               " return ok ? els.length : -1; }")
+    last = None
+    for _ in range(40):  # settled twice alike, 300 ms apart: a run that reruns the app (a view that switches the
+        page.wait_for_function(f"() => ({settled})() >= 0", timeout=timeout_ms)  # model, a page turning dark)
+        now = page.evaluate(settled)  # puts its charts on the page after a pause
+        if now >= 0 and now == last:
             return
+        last = now
+        page.wait_for_timeout(300)
 
 
 def full_screenshot(page, path: str, width: int = 1500) -> None:
