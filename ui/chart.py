@@ -298,20 +298,26 @@ function tokenHover(figure) {
   return figure;
 }
 
+function shrinkFactor(gd, room) {
+  // < 1 where the room is narrower than the width the figure is laid out for (its own, or its theme's design)
+  const {figure, design} = gd.__lab.spec;
+  const laidOut = figure.layout.width || design || 0;
+  return room && laidOut > room ? room / laidOut : 1;
+}
+
 function draw(Plotly, gd) {
   // The figure's own size, its width the container's unless it sets one; the whole screen in full screen.
   // Where that is narrower than the figure's design width (spec.design, design_width in Python: 1280 px
   // for slides), it is drawn at that width and shown shrunk to fit, as its export looks, rather than
   // with its title cut and its labels crowded.
-  const {figure, config, row, design, wrapped} = gd.__lab.spec;
+  const {figure, config, row, wrapped} = gd.__lab.spec;
   const box = gd.parentElement;
   waiting.delete(gd);  // drawn now (also as a twin of the chart drawn, or in full screen): it waits no more
   delete box.dataset.waiting;
   gd.__lab.size = sizeKey(gd);
   const fullscreen = document.fullscreenElement === box;
   const room = roomWidth(gd);
-  const laidOut = figure.layout.width || design || 0;
-  const k = room && laidOut > room ? room / laidOut : 1;
+  const k = shrinkFactor(gd, room);
   gd.__lab.scale = k;
   const sized = Object.assign({}, figure.layout);
   if (fullscreen) {
@@ -461,11 +467,7 @@ function paint(gd) {
 function placeholder(gd) {
   // The height a chart not yet drawn will take (its figure's, shrunk as draw() shrinks it): what is on the
   // screen is known before it draws, and the page does not jump when it does.
-  const {figure, design} = gd.__lab.spec;
-  const room = roomWidth(gd);
-  const laidOut = figure.layout.width || design || 0;
-  const k = room && laidOut > room ? room / laidOut : 1;
-  return Math.ceil((figure.layout.height || __APP_HEIGHT__) * k);
+  return Math.ceil((gd.__lab.spec.figure.layout.height || __APP_HEIGHT__) * shrinkFactor(gd, roomWidth(gd)));
 }
 
 function mount(parentElement) {
