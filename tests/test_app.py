@@ -591,3 +591,16 @@ def test_train_panel_trains_a_fresh_model_and_leaves_the_shipped_one_alone(make_
     assert all(o.strip() for o in outputs)  # an empty translation ([EOS] at once, early on) is said: NOTHING_YET
     after = shipped.state_dict()
     assert all(np.array_equal(before[k].numpy(), after[k].numpy()) for k in before)
+
+
+def test_ids_shown_as_text_beside_a_gap_stay_right_aligned(make_app):
+    # B shorter than A: B's ids are text (numbers and "—" in one column, as Arrow needs), right-aligned as
+    # A's numbers are, not left-aligned as words
+    import json
+
+    at = make_app(view="tokens", sentence_a="你喜欢她", sentence_b="她好")
+    clean(at)
+    side = at.dataframe[2]
+    assert list(side.value["B id"])[2:] == ["—", "—"]
+    config = json.loads(side.proto.columns)
+    assert config["B id"]["alignment"] == "right" and "A id" not in config  # A's ids are numbers: right already

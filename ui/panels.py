@@ -73,8 +73,14 @@ def _table(panel: Panel, key: str, *, numbers: bool) -> None:
         st.caption(f"{table.shape[0]:,} × {table.shape[1]:,} numbers: too many to show here; "
                    "download them as CSV.")
     else:
-        st.dataframe(viz.shown_table(table, differs=panel.highlight, dark=page_is_dark()),
-                     key=f"table-{key}", hide_index=_plain_index(table))
+        shown = viz.shown_table(table, differs=panel.highlight, dark=page_is_dark())
+        frame = getattr(shown, "data", shown)  # a Styler's frame
+        # numbers shown as text where a gap ("—") is among them stay right-aligned, as their column's numbers
+        # are where there is no gap (B's ids where B is the shorter sentence, next to A's)
+        gaps = {c: st.column_config.TextColumn(alignment="right") for c in table.columns
+                if isinstance(c, str) and pd.api.types.is_numeric_dtype(table[c])
+                and not pd.api.types.is_numeric_dtype(frame[c])}
+        st.dataframe(shown, key=f"table-{key}", hide_index=_plain_index(table), column_config=gaps or None)
 
 
 def render_panel(panel: Panel, view: str, spec: FigureSpec, row: str = "") -> None:
