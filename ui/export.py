@@ -26,8 +26,9 @@ _LABELS = {"svg": "SVG", "pdf": "PDF", "png": "PNG"}
 _HELP = {
     "svg": "Vector, editable (Inkscape, Illustrator); text stays text. Fonts are not embedded: "
            "the viewer needs Noto CJK for Chinese.",
-    "pdf": "Vector, for LaTeX (\\includegraphics); fonts embedded, Chinese included (as Chromium writes them: "
-           "Type 3 glyphs, which some publishers' checkers refuse).",
+    "pdf": "Vector, for LaTeX (\\includegraphics); fonts embedded, Chinese included, as TrueType (Liberation, "
+           "AR PL UMing or WenQuanYi Zen Hei): no Type 3 fonts, which publishers' checkers refuse, where the server "
+           "has those fonts (README, 'Figures for papers').",
     "png": "Bitmap at {dpi:.0f} dpi ({w}×{h} px): spec.scale × 96 dpi.",
 }
 

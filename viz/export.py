@@ -30,6 +30,7 @@ from pathlib import Path
 import plotly.graph_objects as go
 
 from viz.crisp import crisp_pdf, crisp_svg
+from viz.theme import PDF_FONTS
 
 FORMATS = ("svg", "pdf", "png")
 MIME = {"svg": "image/svg+xml", "pdf": "application/pdf", "png": "image/png",
@@ -207,6 +208,19 @@ def figure_dict(fig: go.Figure | dict) -> dict:
     return data
 
 
+def pdf_fonts(node):
+    """The figure dict with each theme font list (viz.theme.FONT_SANS, FONT_SERIF) swapped for its PDF
+    list (viz.theme.PDF_FONTS: TrueType fonts, so that the PDF carries no Type 3 font), in place."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            node[key] = PDF_FONTS[value] if isinstance(value, str) and value in PDF_FONTS else pdf_fonts(value)
+    elif isinstance(node, list) and node and isinstance(node[0], (dict, list)):  # not a row of numbers
+        for i, value in enumerate(node):
+            if isinstance(value, (dict, list)):
+                node[i] = pdf_fonts(value)
+    return node
+
+
 def figure_json(fig: go.Figure | dict) -> str:
     """Canonical JSON of a figure: the same figure gives the same text (cache key, tests)."""
     from plotly.utils import PlotlyJSONEncoder  # numpy arrays as plotly.js reads them
@@ -241,7 +255,8 @@ def render(fig: go.Figure | dict, fmt: str, *, width: int, height: int, scale: f
     """
     check_size(fmt, width, height, scale)
     opts = {"format": fmt, "width": width, "height": height, "scale": scale if fmt == "png" else 1}
-    raw = _SERVER.render(figure_dict(fig), opts)
+    data = figure_dict(fig)
+    raw = _SERVER.render(pdf_fonts(data) if fmt == "pdf" else data, opts)
     if fmt == "svg":
         return _stable_svg(crisp_svg(raw))  # heatmaps crisp in any viewer (viz/crisp.py)
     if fmt == "pdf":

@@ -19,6 +19,18 @@ from viz.fig import Fig, Node, Patch, as_fig, node
 FONT_SANS = '"Noto Sans CJK SC", "Noto Sans", "DejaVu Sans", Arial, sans-serif'
 FONT_SERIF = '"Noto Serif CJK SC", "Noto Serif", "DejaVu Serif", "Times New Roman", serif'
 
+# The same lists for PDF export (viz.export.render): TrueType fonts only, where installed. Chromium (Skia)
+# embeds a TrueType font as a CID font (/FontFile2) but the CFF-based Noto CJK fonts as Type 3 fonts, which
+# publishers' checkers refuse (IEEE PDF eXpress, ACM, ICML). Latin in Liberation (Times / Arial metrics,
+# narrower than Noto: a label laid out for Noto still fits), Chinese in AR PL UMing (serif, a Ming face) or
+# WenQuanYi Zen Hei (sans), symbols (−, √, ᵀ) in DejaVu; the Noto fonts stay last for a machine without
+# those (Debian: fonts-liberation fonts-arphic-uming fonts-wqy-zenhei fonts-dejavu-core). A PDF is not read
+# by an SVG viewer that takes only the first family, so its list need not start with a Chinese font.
+PDF_FONTS = {
+    FONT_SANS: '"Liberation Sans", "WenQuanYi Zen Hei", "DejaVu Sans", ' + FONT_SANS,
+    FONT_SERIF: '"Liberation Serif", "AR PL UMing CN", "DejaVu Serif", ' + FONT_SERIF,
+}
+
 # Colour scales (all colour-blind safe).
 WEIGHTS_COLORSCALE = "Viridis"  # sequential, fixed [0, 1]; has no grey, and grey means "masked"
 SCORES_COLORSCALE = "RdBu_r"  # diverging (ColorBrewer RdBu), blue < 0 < red, symmetric about 0
