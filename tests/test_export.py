@@ -188,6 +188,27 @@ def test_no_panel_of_any_view_puts_a_type3_font_in_its_pdf(server, models):
     assert drawn >= 25
 
 
+@needs_browser
+def test_a_pdf_reads_back_as_text_with_the_models_weights_and_its_tokens(server, models):
+    """An exported PDF's text is text (a /ToUnicode map for its glyphs, in whichever fonts): PDFium reads back
+    the row and column tokens and every weight, each the model's own softmax weight to the 2 decimals shown."""
+    import pypdfium2
+
+    from model.analysis import record
+
+    spec = FigureSpec(sentence_a="你喜欢她", sentence_b="她喜欢你", theme="paper", **SMALL)
+    fig = {p.key: p for p in build_view("attention", spec, models).panels}["attention-weights"].figure
+    pdf = pypdfium2.PdfDocument(vx.render(fig, "pdf", width=600, height=480))
+    text = pdf[0].get_textpage().get_text_range()
+    weights = record(models.run(spec).trace, "encoder self", 0).weights[0, 0].double().numpy()  # (T, T) A, head 0
+    lines = [line.strip() for line in text.splitlines()]
+    shown = [[float(v) for v in line.split()] for line in lines if re.fullmatch(r"(\d\.\d\d ?){4}", line)]
+    np.testing.assert_allclose(shown, weights, atol=0.005 + 1e-9)  # printed with 2 decimals
+    assert "0:你 1:喜 2:欢 3:她" in lines  # the keys, left to right
+    assert [line for line in lines if re.fullmatch(r"\d:\S", line)] == ["0:你", "1:喜", "2:欢", "3:她"]  # queries
+    assert lines.count("Σ = 1.000") == 4
+
+
 def test_pdf_fonts_swaps_every_theme_font_list_and_nothing_else(models):
     """A PDF's figure names the TrueType lists; SVG and PNG keep the theme's (the figure is not changed)."""
     from plotly.utils import PlotlyJSONEncoder
