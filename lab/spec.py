@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import typing
+import unicodedata
 from dataclasses import dataclass, fields
 
 MODELS = ("random", "zh-en")  # zh-en: the trained demo; positional picks zh-en or zh-en-nope
@@ -131,7 +132,12 @@ class FigureSpec:
         return d
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), ensure_ascii=False, indent=2)
+        """Indented JSON, Chinese as itself; control and format characters (category C: U+0000-001F, a
+        right-to-left override U+202E, zero-width joiners) as \\uXXXX escapes, which read back the same and
+        keep the text shown in one direction and on one line."""
+        text = json.dumps(self.to_dict(), ensure_ascii=False, indent=2)
+        return "".join(json.dumps(ch)[1:-1] if ch > "~" and unicodedata.category(ch)[0] == "C" else ch
+                       for ch in text)  # json.dumps(ch): "\\u202e", a surrogate pair above U+FFFF
 
     @classmethod
     def from_dict(cls, data: dict) -> FigureSpec:

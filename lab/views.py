@@ -37,7 +37,7 @@ from model.positional import (
     sinusoidal_encoding,
 )
 from viz.fig import kept_bytes
-from viz.labels import num
+from viz.labels import num, visible_controls
 
 
 class Panel:
@@ -690,7 +690,8 @@ def translate_view(spec: FigureSpec, models: Models) -> ViewResult:
                            "which the other views use): greedy decoding runs the model as it was trained, and each "
                            "step reads only the tokens before it.")
     read = s.text if s.cut_from is None else f"{s.encoding.text}…"  # a long paste: what the model read
-    out.panels.append(Panel("translation", "Greedy translation", caption=f"{read} → {s.translation}"))
+    # controls shown as ⟨U+XXXX⟩: a right-to-left override (U+202E) would turn "→ translation" around
+    out.panels.append(Panel("translation", "Greedy translation", caption=f"{visible_controls(read)} → {s.translation}"))
     self_rec = trace.decoder.layers[layer].self_attn
     cross_rec = trace.decoder.layers[layer].cross_attn
     head = _clamp(spec.head, cross_rec.n_heads)

@@ -336,6 +336,23 @@ def test_a_query_token_the_new_sentence_lacks_says_so_as_layer_and_head_do(make_
     assert alerts(at.warning) == ["query = 6 is not available here; using 0."]
 
 
+def test_a_links_heads_the_model_lacks_are_dropped_with_a_note_as_layer_and_head_are(make_app):
+    at = make_app(link={"views": "heads", "heads": "1,99", **{k: str(v) for k, v in SMALL.items()}})
+    clean(at)
+    n_heads = SMALL["n_heads"]
+    assert at.multiselect(key="heads").value == [1]
+    assert alerts(at.warning) == [f"heads = [99] are not available here ({n_heads} heads: 0 to {n_heads - 1}); "
+                                  "using [1]."]
+    at = make_app(link={"views": "heads", "heads": "99", **{k: str(v) for k, v in SMALL.items()}})
+    clean(at)
+    assert at.multiselect(key="heads").value == []
+    assert alerts(at.warning) == [f"heads = [99] are not available here ({n_heads} heads: 0 to {n_heads - 1}); "
+                                  "using all heads."]
+    at.selectbox(key="layer").select(1).run()  # the next change: the note has said it
+    clean(at)
+    assert not at.warning
+
+
 @pytest.mark.parametrize("name", ["attention", "heads", "query", "translate"])
 def test_a_charts_identity_does_not_depend_on_the_layer_or_head(make_app, name):
     """ui/chart.py keeps a chart (and its full screen, on a projector) while its key stays: → and

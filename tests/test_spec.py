@@ -1,6 +1,7 @@
 """The figure spec: strict validation naming the field, lossless JSON and share-link round trips."""
 
 import json
+import unicodedata
 
 import pytest
 
@@ -43,6 +44,18 @@ def test_json_round_trip_keeps_every_field():
     back = FigureSpec.from_json(s.to_json())
     assert back == s
     assert json.loads(s.to_json())["views"] == ["attention", "order"]
+
+
+def test_json_shows_control_and_format_characters_as_escapes_and_reads_them_back():
+    """A right-to-left override (U+202E) shown raw in the app's spec box turns the rest of its line around, a
+    control draws as a box: to_json writes them as \\uXXXX (a surrogate pair above U+FFFF), Chinese, emoji and
+    spaces as themselves, and the JSON reads back to the same spec."""
+    s = FigureSpec(sentence_a="\u202e你喜欢她 \x00\x1b[31m\x7f", sentence_b="a\u200db 😀 🏴\U000e0067\U000e007f")
+    text = s.to_json()
+    assert FigureSpec.from_json(text) == s
+    assert not any(unicodedata.category(ch)[0] == "C" for ch in text if ch != "\n")
+    assert '"\\u202e你喜欢她 \\u0000\\u001b[31m\\u007f"' in text
+    assert '"a\\u200db 😀 🏴\\udb40\\udc67\\udb40\\udc7f"' in text
 
 
 def test_share_link_round_trip_carries_only_changes():

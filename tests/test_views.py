@@ -3,6 +3,7 @@
 import dataclasses
 import functools
 import re
+import unicodedata
 
 import numpy as np
 import pytest
@@ -316,6 +317,16 @@ def test_every_step_figure_says_which_head_it_shows_in_its_own_title(models):
 
     for key in steps:
         assert "— decoder self, layer 1, head 2" in viz.theme.unwrap(p[key].figure.layout.title.text), key
+
+
+@needs_trained
+def test_the_translation_line_shows_controls_as_code_points_so_an_override_cannot_turn_it_around(models):
+    """"\u202e你喜欢她 → he likes her" drawn raw reads "reh sekil eh → 她欢喜你" in the browser."""
+    spec = FigureSpec(model="zh-en", sentence_a="\u202e你喜欢她\x1b", views=("translate",))
+    p, _ = panels("translate", spec, models)
+    caption = p["translation"].caption
+    assert caption.startswith("⟨U+202E⟩你喜欢她⟨U+001B⟩ → ")
+    assert not any(unicodedata.category(ch)[0] == "C" for ch in caption)
 
 
 @needs_trained

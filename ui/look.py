@@ -103,7 +103,12 @@ def look_controls(view: str, base: FigureSpec | None, notes: list[str]) -> None:
             if key in used:
                 stepped_select(key, count, notes)
         if "heads" in used:
-            ss["heads"] = [h for h in ss["heads"] if 0 <= h < n_heads]
+            kept = [h for h in ss["heads"] if 0 <= h < n_heads]
+            if len(kept) < len(ss["heads"]):  # a link's, or the last model's: say so, as stepped_select does
+                gone = [h for h in ss["heads"] if h not in kept]
+                notes.append(f"heads = {gone} are not available here ({n_heads} heads: 0 to {n_heads - 1}); "
+                             f"using {kept if kept else 'all heads'}.")
+            ss["heads"] = kept
             st.multiselect("Heads in the grid", list(range(n_heads)), key="heads", format_func=lambda i: f"head {i}",
                            placeholder="all heads", width=WIDTHS["heads"],
                            help="Pick heads for a figure with fewer panels; empty = all.")

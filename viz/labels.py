@@ -60,6 +60,13 @@ def visible_whitespace(text: str) -> str:
     return "".join(out)
 
 
+def visible_controls(text: str) -> str:
+    """Show control and format characters (category C: U+0000-001F, the right-to-left override U+202E,
+    zero-width joiners...) as ⟨U+XXXX⟩, spaces and everything else as they are: a sentence quoted in running
+    text, where an override would turn the rest of the line around and a control draws as a box."""
+    return "".join(f"⟨U+{ord(ch):04X}⟩" if unicodedata.category(ch)[0] == "C" else ch for ch in str(text))
+
+
 def unique_labels(
     pieces: Sequence[object], *, escape: bool = False, show_whitespace: bool = False
 ) -> list[str]:
