@@ -869,3 +869,29 @@ def test_the_camera_button_saves_an_svg_whose_heatmaps_no_viewer_blurs(page):
         return re.sub(r"[0-9a-f]{6,}", "", re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "", svg))
 
     assert rest(saved) == rest(plain)  # and nothing else changed
+
+
+@pytest.mark.parametrize("view, chart", [("query", "query-bars"), ("attention", "attention-weights")])
+def test_in_full_screen_a_slide_title_keeps_clear_of_the_toolbar(browser, streamlit_url, view, chart):
+    """On a 1280 x 720 projector a slide chart in full screen is as wide as its design: its title, laid out
+    for 1280 px, ran under plotly.js's toolbar (top right, shown while the pointer is on the chart). In full
+    screen the title is wrapped to end left of the toolbar."""
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    page.goto(f"{streamlit_url}/?theme=slide&views={view}&sentence_a=你喜欢她&sentence_b=她喜欢你")
+    wait_idle(page)
+    gd = f".st-key-chart-{view}-{chart} .lab-chart"
+    page.locator(gd).scroll_into_view_if_needed()
+    page.hover(gd)
+    page.locator(f".st-key-chart-{view}-{chart} .modebar-btn[data-title^='Full screen']").click()
+    page.wait_for_function("() => document.fullscreenElement && document.fullscreenElement.className === 'lab-chart-box'")
+    page.wait_for_timeout(300)
+    page.hover(gd)  # the toolbar shows
+    title, bar = page.eval_on_selector(gd, "gd => [gd.querySelector('.gtitle').getBoundingClientRect().toJSON(), "
+                                           "gd.querySelector('.modebar').getBoundingClientRect().toJSON()]")
+    page.screenshot(path=str(SCREENSHOTS / f"browser-full-screen-title-{view}.png"))
+    context.close()
+    assert bar["width"] > 100 and title["width"] > 300
+    assert title["right"] <= bar["left"] or title["top"] >= bar["bottom"], (title, bar)
+    assert title["left"] >= 0 and title["top"] >= -2  # on the screen (its glyph box starts at its line top)

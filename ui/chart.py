@@ -199,10 +199,11 @@ function rewrap(text, room, size, family) {
   return [out.join("<br>"), added];
 }
 
-function fitTitle(layout, width, wrapped) {
+function fitTitle(layout, width, wrapped, reserve = 0) {
   // The layout (a copy where changed) with its title, notes and top subplot titles wrapped for `width`
   // px, and its height and top margin grown by the lines that adds; as it is at the width laid out for.
-  if (!wrapped || !width || width >= wrapped - 1) return layout;
+  // reserve: px at the right end of the title's lines kept free (plotly.js's toolbar, in full screen).
+  if (!wrapped || !width || (width >= wrapped - 1 && !reserve)) return layout;
   const font = layout.font || {};
   const family = font.family || "sans-serif";
   const margin = layout.margin || {};
@@ -212,7 +213,8 @@ function fitTitle(layout, width, wrapped) {
   const title = layout.title || {};
   if (title.text) {
     const size = (title.font || {}).size || font.size || 12;
-    const [text, added] = rewrap(title.text, room, size, (title.font || {}).family || family);
+    const [text, added] = rewrap(title.text, Math.min(room, width - reserve - (margin.l || 0)), size,
+                                 (title.font || {}).family || family);
     if (text !== title.text) {
       out.title = Object.assign({}, title, {text});
       if (!/<br/.test(title.text) && /<br/.test(text)) {  // now two lines or more: plotly.js lifts the title
@@ -327,7 +329,10 @@ function draw(Plotly, gd) {
     sized.width = sized.width || (room ? room / k : undefined);
     sized.height = sized.height || __APP_HEIGHT__ / k;  // a figure of no height of its own keeps the app's
   }
-  const layout = legendBelow(fitTitle(sized, sized.width, figure.layout.width || wrapped), sized.width);
+  // in full screen the title keeps clear of plotly.js's toolbar (top right, shown while the pointer is on the
+  // chart): a projector's slide title laid out for 1280 px ran under it
+  const toolbar = fullscreen ? ((gd.querySelector(".modebar") || {}).offsetWidth || 300) / k + 8 : 0;
+  const layout = legendBelow(fitTitle(sized, sized.width, figure.layout.width || wrapped, toolbar), sized.width);
   if (fullscreen) layout.height = window.innerHeight / k;  // the screen's, whatever the title takes
   gd.__lab.ownTop = (layout.margin || {}).t || 0;
   gd.__lab.top = row && !fullscreen ? rowTop(row) : 0;
