@@ -54,17 +54,22 @@ def visible_whitespace(text: str) -> str:
         if ch in _VISIBLE:
             out.append(_VISIBLE[ch])
         elif unicodedata.category(ch)[0] in "CZ":  # controls, zero-width, other separators
-            out.append(f"⟨U+{ord(ch):04X}⟩")
+            out.append(code_point(ch))
         else:
             out.append(ch)
     return "".join(out)
+
+
+def code_point(ch: str) -> str:
+    """"⟨U+202E⟩": a character named by its code point."""
+    return f"⟨U+{ord(ch):04X}⟩"
 
 
 def visible_controls(text: str) -> str:
     """Show control and format characters (category C: U+0000-001F, the right-to-left override U+202E,
     zero-width joiners...) as ⟨U+XXXX⟩, spaces and everything else as they are: a sentence quoted in running
     text, where an override would turn the rest of the line around and a control draws as a box."""
-    return "".join(f"⟨U+{ord(ch):04X}⟩" if unicodedata.category(ch)[0] == "C" else ch for ch in str(text))
+    return "".join(code_point(ch) if unicodedata.category(ch)[0] == "C" else ch for ch in str(text))
 
 
 def unique_labels(
