@@ -202,6 +202,23 @@ def test_a_block_axis_tick_sits_at_the_position_it_names(n, piece):
         assert grid.y_edges[cell] < value < grid.y_edges[cell + 1]
 
 
+@pytest.mark.parametrize(("n", "budget"), [(35, 30), (49, 48), (100, 40), (17, 12)])
+def test_a_thinned_axis_labels_as_many_cells_as_its_budget_allows(n, budget):
+    """A thinned axis is labelled at the smallest nice step (1, 2, 5, 10, ...) that fits the labels in the
+    budget (tick_budget: what fits along the axis), not at a fixed cap of 16 labels whatever the room."""
+    from viz.heatmap import _nice_step, axis_ticks
+
+    text = [f"t{i}" for i in range(n)]
+    ticks = axis_ticks(np.arange(n, dtype=float), text, max_ticks=budget)
+    shown = len(ticks["ticktext"])
+    assert shown <= budget
+    step = int(ticks["tickvals"][1] - ticks["tickvals"][0])
+    assert ticks["ticktext"] == text[::step]
+    finer = [s for s in (1, 2, 5, 10, 20) if s < step]
+    assert finer and _nice_step(n / budget) == step  # the next finer nice step would overflow the budget:
+    assert len(text[:: finer[-1]]) > budget
+
+
 def test_axes_of_bare_positions_carry_no_hover_labels():
     """Where both axes are just positions, plotly.js's own %{y} is the label: nothing extra travels."""
     grid = prepare_grid(RNG.normal(size=(60, 60)), row_text=labels(60), col_text=labels(60))

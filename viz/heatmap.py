@@ -205,7 +205,7 @@ def axis_ticks(
     if len(text) <= max_ticks:
         idx = range(len(text))
     else:
-        idx = range(0, len(text), _nice_step(len(text) / min(16, max_ticks)))
+        idx = range(0, len(text), _nice_step(len(text) / max_ticks))
     if not numbers:
         return dict(tickmode="array", tickvals=[float(centres[i]) for i in idx], ticktext=[text[i] for i in idx])
     # a block's label is "0–2" (positions 0..2, _blocks); a one-position block keeps its token's label
@@ -237,7 +237,7 @@ def taller_for_rows(fig: Fig, theme: str, n_rows: int, ph: float) -> float:
     row however tall), or for a theme of fixed size (paper, slide: an export's size)."""
     t = theme_spec(theme)
     need = (n_rows + 1) * 1.3 * t["font_size"]
-    if t["height"] or ph >= need or n_rows > TALL_ROWS:  # past it, axis_ticks shows ≤ 16 labels anyway
+    if t["height"] or ph >= need or n_rows > TALL_ROWS:  # past it, axis_ticks labels every k-th row
         return ph
     fig.update_layout(height=round(design_size(theme)[1] + need - ph))
     return need
