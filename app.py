@@ -22,9 +22,11 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-st.set_page_config(page_title="Attention Lab", page_icon="🔍", layout="wide")
+from ui.state import sidebar_on_load  # reads the link; draws nothing
 
-from lab.compute import model_fields  # noqa: E402  (set_page_config must come first)
+st.set_page_config(page_title="Attention Lab", page_icon="🔍", layout="wide", initial_sidebar_state=sidebar_on_load())
+
+from lab.compute import model_fields  # noqa: E402  (set_page_config comes before anything drawn)
 from lab.heap import freeze_startup_heap  # noqa: E402
 from lab.spec import VIEWS, FigureSpec, SpecError  # noqa: E402
 from lab.threads import app_torch_threads  # noqa: E402
@@ -259,9 +261,11 @@ def _main_area(trained_ok: bool) -> None:
 def main() -> None:
     app_torch_threads()  # one torch thread unless OMP_NUM_THREADS is set (lab/threads.py says why)
     init_state()
-    page_style()
+    slide = st.session_state.get("theme") == "slide"
+    page_style(slide=slide)
     st.title("Attention Lab")
-    st.markdown(INTRO)
+    if not slide:  # a projector's page keeps its height for the figures (the teacher says what this is)
+        st.markdown(INTRO)
     problem = cache.trained_problem()
     for note in sidebar(problem):
         st.warning(md(note))

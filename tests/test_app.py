@@ -621,3 +621,21 @@ def test_ids_shown_as_text_beside_a_gap_stay_right_aligned(make_app):
     assert list(side.value["B id"])[2:] == ["—", "—"]
     config = json.loads(side.proto.columns)
     assert config["B id"]["alignment"] == "right" and "A id" not in config  # A's ids are numbers: right already
+
+
+def test_a_slide_link_folds_the_sidebar_and_drops_the_intro_line_and_a_later_choice_folds_nothing(make_app):
+    """A projector's link (theme=slide, as the lesson's steps carry it) opens with the sidebar collapsed
+    (set_page_config's initial_sidebar_state) and without the intro line; a session that starts otherwise keeps
+    "auto" (Streamlit's own: open on a wide screen) even when slide is chosen later, and the intro goes then."""
+    def intro_shown(at) -> bool:  # app.py's INTRO (importing app.py would run it)
+        return any(m.value.startswith("Type two sentences and follow them") for m in at.markdown)
+
+    slide = make_app(link={"theme": "slide", "views": "attention"})
+    assert not slide.exception
+    assert slide.session_state["_sidebar"] == "collapsed" and not intro_shown(slide)
+    plain = make_app(link={"views": "attention"})
+    assert plain.session_state["_sidebar"] == "auto" and intro_shown(plain)
+    plain.selectbox(key="theme").set_value("slide").run()
+    assert plain.session_state["_sidebar"] == "auto" and not intro_shown(plain)
+    plain.selectbox(key="theme").set_value("paper").run()
+    assert intro_shown(plain)

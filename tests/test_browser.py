@@ -670,6 +670,7 @@ def test_a_theme_chosen_live_draws_what_a_fresh_page_of_that_theme_draws(page, b
         fresh = fresh_context.new_page()
         fresh.goto(f"{streamlit_url}/?views=attention&theme=slide")
         wait_idle(fresh)
+        open_sidebar(fresh)  # a slide link opens with it folded: the same column as the live page's
         drawn_charts(fresh)
         assert live == fresh.eval_on_selector_all(charts, look)
     finally:
@@ -869,6 +870,55 @@ def test_the_camera_button_saves_an_svg_whose_heatmaps_no_viewer_blurs(page):
         return re.sub(r"[0-9a-f]{6,}", "", re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "", svg))
 
     assert rest(saved) == rest(plain)  # and nothing else changed
+
+
+SIDEBAR_RIGHT = "() => document.querySelector('[data-testid=\"stSidebar\"]').getBoundingClientRect().right"
+
+
+def open_sidebar(page) -> None:
+    """Open a folded sidebar as a person would (the » button top left), and wait for the charts to settle."""
+    page.locator('[data-testid="stExpandSidebarButton"]').click()
+    page.wait_for_function(f"() => ({SIDEBAR_RIGHT})() > 200")
+    wait_idle(page)
+
+
+def test_a_slide_link_opens_folded_for_a_projector_with_the_first_chart_on_a_720p_screen(browser, streamlit_url):
+    """The lesson's step links carry the teacher's slide theme, each into a new tab (a new session). Such a link
+    opens with the sidebar folded (the slide figures get the page's width) and the page starting near its top
+    (no intro line, less space above the title): on a 1280 x 720 projector the first chart of step 3 is on the
+    screen without scrolling (before, it began below the screen's edge). The sidebar opened by hand stays open
+    through reruns; a link without the slide theme opens with it, and choosing slide there does not fold it."""
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    try:
+        page = context.new_page()
+        page.set_default_timeout(60_000)
+        page.goto(f"{streamlit_url}/?views=attention&sentence_a=你喜欢她&sentence_b=她喜欢你&block=decoder+self"
+                  "&theme=slide")
+        wait_idle(page)
+        assert page.evaluate(SIDEBAR_RIGHT) <= 0  # folded away
+        page.screenshot(path=str(SCREENSHOTS / "browser-slide-link-720p.png"))
+        first = page.locator('[data-testid="stMain"] [class*="st-key-chart-"] .lab-chart').first
+        top = first.bounding_box()["y"]
+        assert top < 720 - 150, top  # the chart's top part (its title and first rows) is on the screen
+        open_sidebar(page)
+        page.locator('[data-testid="stMain"] h3').first.click()  # the focus on the page, not on a control
+        page.keyboard.press("ArrowRight")  # the next head: a fragment rerun
+        wait_for_setting(page, "head", "1")
+        assert page.evaluate(SIDEBAR_RIGHT) > 200  # opened by hand: it stays open
+
+        page = context.new_page()
+        page.set_default_timeout(60_000)
+        page.goto(f"{streamlit_url}/?views=attention")
+        wait_idle(page)
+        assert page.evaluate(SIDEBAR_RIGHT) > 200
+        page.locator(".st-key-theme [role='combobox']").click()
+        if not page.get_by_role("option", name="slide", exact=True).count():
+            page.keyboard.press("ArrowDown")  # in the sidebar the click may only focus the box
+        page.get_by_role("option", name="slide", exact=True).click()
+        wait_for_setting(page, "theme", "slide")
+        assert page.evaluate(SIDEBAR_RIGHT) > 200  # chosen in the sidebar: it stays under the pointer
+    finally:
+        context.close()
 
 
 @pytest.mark.parametrize("view, chart", [("query", "query-bars"), ("attention", "attention-weights")])

@@ -90,7 +90,8 @@ def display_section() -> None:
     if st.session_state.get("theme") == "slide":  # its large type shrinks with its layout in a narrow column
         st.caption(f"Slide figures are laid out {design_size('slide')[0]} px wide, as exported, and shrink to fit a "
                    "narrower column. On a projector, collapse this sidebar («) or use a chart's full-screen "
-                   "button for larger type.")
+                   "button for larger type. A link in the slide theme (the lesson's steps) opens with this "
+                   "sidebar collapsed.")
     with st.expander("Export size", expanded=False, key="export-size"):
         for key, label in (("width", "width (CSS px)"), ("height", "height (CSS px)")):
             keep_in_range(key, *UI_LIMITS[key])

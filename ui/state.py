@@ -43,6 +43,18 @@ PRESETS: dict[str, tuple[str, str]] = {
 }
 
 
+def sidebar_on_load() -> str:
+    """st.set_page_config's initial_sidebar_state. A link that opens in the slide theme (a projector: the
+    lesson's step links carry the teacher's theme, each in a new tab) starts with the sidebar collapsed, so
+    the slide figures get the page's width; any other start leaves it to Streamlit ("auto": open on a wide
+    screen). Decided on a session's first run and kept: a theme chosen later in the sidebar does not fold
+    the sidebar away under the pointer, and one opened by hand stays open."""
+    ss = st.session_state
+    if "_sidebar" not in ss:
+        ss["_sidebar"] = "collapsed" if st.query_params.get("theme") == "slide" else "auto"
+    return ss["_sidebar"]
+
+
 def init_state() -> None:
     """Fill missing keys (defaults, or a share link on a session's first run) and keep widget values;
     the figure theme takes the page's light or dark until one is chosen (FOLLOWS_PAGE).

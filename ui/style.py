@@ -9,6 +9,8 @@ reruns keep it.
 - Text panels side by side (ui/panels.py render_result: a container keyed "twins-<row>", e.g. the
   two verdicts of view 6) are one height, so the pair reads as a pair whatever each one says; and
   like the twin charts (ui/chart.py), the pair stacks where either would be narrower than 28rem.
+- The slide theme (a projector, often 1280×720) starts the page closer to the top (Streamlit leaves
+  6rem above the title; the toolbar needs 3.75rem), so that more of the first figure is on the screen.
 """
 
 from __future__ import annotations
@@ -27,5 +29,10 @@ CSS = """
 """
 
 
-def page_style() -> None:
-    st.html(f"<style>{CSS}</style>")
+SLIDE_CSS = """
+[data-testid="stMainBlockContainer"] { padding-top: 3.75rem; }
+"""
+
+
+def page_style(slide: bool = False) -> None:
+    st.html(f"<style>{CSS}{SLIDE_CSS if slide else ''}</style>")
