@@ -886,8 +886,9 @@ def test_a_slide_link_opens_folded_for_a_projector_with_the_first_chart_on_a_720
     """The lesson's step links carry the teacher's slide theme, each into a new tab (a new session). Such a link
     opens with the sidebar folded (the slide figures get the page's width) and the page starting near its top
     (no intro line, less space above the title): on a 1280 x 720 projector the first chart of step 3 is on the
-    screen without scrolling (before, it began below the screen's edge). The sidebar opened by hand stays open
-    through reruns; a link without the slide theme opens with it, and choosing slide there does not fold it."""
+    screen without scrolling (before, it began below the screen's edge), with no "Deploy" button on it. The
+    sidebar opened by hand stays open through reruns; a link without the slide theme opens with it, and choosing
+    slide there does not fold it."""
     context = browser.new_context(viewport={"width": 1280, "height": 720})
     try:
         page = context.new_page()
@@ -896,6 +897,9 @@ def test_a_slide_link_opens_folded_for_a_projector_with_the_first_chart_on_a_720
                   "&theme=slide")
         wait_idle(page)
         assert page.evaluate(SIDEBAR_RIGHT) <= 0  # folded away
+        # no "Deploy" button on the projector (.streamlit/config.toml: client.toolbarMode = "viewer"); the menu stays
+        assert page.locator('[data-testid="stAppDeployButton"]').count() == 0
+        assert page.locator('[data-testid="stMainMenu"]').count() == 1
         page.screenshot(path=str(SCREENSHOTS / "browser-slide-link-720p.png"))
         first = page.locator('[data-testid="stMain"] [class*="st-key-chart-"] .lab-chart').first
         top = first.bounding_box()["y"]
