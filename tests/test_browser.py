@@ -925,6 +925,48 @@ def test_a_slide_link_opens_folded_for_a_projector_with_the_first_chart_on_a_720
         context.close()
 
 
+def test_slide_tables_are_html_in_projector_type_with_words_for_booleans_and_markup_as_text(browser, streamlit_url):
+    """In the slide theme a table that is the panel (the tokens; view 6's numbers and translations) is drawn as
+    st.table: HTML, in the page's projector-sized type (ui/style.py; st.dataframe's canvas keeps 14 px whatever
+    the page's CSS) and with True/False in words (the canvas's ticked boxes were hard to tell from empty ones
+    across a room). Text in it stays text: an <img> in a sentence is shown, never loaded."""
+    from urllib.parse import quote
+
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    dialogs: list[str] = []
+    try:
+        page = context.new_page()
+        page.set_default_timeout(60_000)
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        page.goto(f"{streamlit_url}/?views=tokens&sentence_a=你喜欢她&sentence_b=她喜欢你&theme=slide")
+        wait_idle(page)
+        main = page.locator('[data-testid="stMain"]')
+        assert main.locator('[data-testid="stTable"]').count() == 3  # A, B, and side by side
+        assert main.locator('[data-testid="stDataFrame"]').count() == 0
+        sizes = main.locator('[data-testid="stTable"] td').evaluate_all(
+            "tds => tds.map(td => parseFloat(getComputedStyle(td).fontSize))")
+        assert min(sizes) >= 18, sizes
+        side = main.locator('[data-testid="stTable"]').last.inner_text()
+        assert "True" in side and "False" in side  # positions 0 and 3 differ, 1 and 2 do not
+        page.screenshot(path=str(SCREENSHOTS / "browser-slide-table.png"))
+        if trained_available():
+            page.goto(f"{streamlit_url}/?views=order&model=zh-en&theme=slide&sentence_a={quote(HTML_A + '你喜欢她')}"
+                      f"&sentence_b={quote('她喜欢你' + HTML_A)}")
+            wait_idle(page)
+            tables = main.locator('[data-testid="stTable"]')
+            assert tables.count() == 2  # the numbers, the translations
+            assert f"{HTML_A}你喜欢她" in tables.last.inner_text()
+            assert main.locator('[data-testid="stTable"] *').evaluate_all(
+                "els => els.filter(e => e.tagName === 'IMG').length") == 0
+        page.goto(f"{streamlit_url}/?views=tokens&sentence_a=你喜欢她&sentence_b=她喜欢你")  # not slide: as before
+        wait_idle(page)
+        assert main.locator('[data-testid="stDataFrame"]').count() == 3
+        assert main.locator('[data-testid="stTable"]').count() == 0
+    finally:
+        context.close()
+    assert dialogs == []
+
+
 @pytest.mark.parametrize("view, chart", [("query", "query-bars"), ("attention", "attention-weights")])
 def test_in_full_screen_a_slide_title_keeps_clear_of_the_toolbar(browser, streamlit_url, view, chart):
     """On a 1280 x 720 projector a slide chart in full screen is as wide as its design: its title, laid out

@@ -22,6 +22,10 @@ from ui.text import md
 
 SHOW_TABLE_CELLS = 200_000  # a table that IS the panel (tokens, numbers) is shown up to this size
 SHOW_NUMBERS_CELLS = 20_000  # the numbers behind a figure are shown up to this size; larger: CSV only
+# The slide theme (a projector) draws a table that is the panel, up to this many rows, as st.table: HTML, which
+# the page's CSS sets in projector-sized type (ui/style.py), and True/False in words, where st.dataframe's canvas
+# keeps 14 px and its faint ticked boxes. A longer table stays a scrolling st.dataframe.
+SLIDE_TABLE_ROWS = 40
 
 
 def csv_bytes(table: pd.DataFrame) -> bytes:
@@ -65,7 +69,7 @@ def _visible_tokens(table: pd.DataFrame) -> pd.DataFrame:
     return shown
 
 
-def _table(panel: Panel, key: str, *, numbers: bool) -> None:
+def _table(panel: Panel, key: str, *, numbers: bool, slide: bool = False) -> None:
     table = _visible_tokens(panel.table)
     cells = table.shape[0] * max(1, table.shape[1])
     limit = SHOW_NUMBERS_CELLS if numbers else SHOW_TABLE_CELLS
@@ -80,6 +84,9 @@ def _table(panel: Panel, key: str, *, numbers: bool) -> None:
         gaps = {c: st.column_config.TextColumn(alignment="right") for c in table.columns
                 if isinstance(c, str) and pd.api.types.is_numeric_dtype(table[c])
                 and not pd.api.types.is_numeric_dtype(frame[c])}
+        if slide and not numbers and table.shape[0] <= SLIDE_TABLE_ROWS:
+            st.table(shown)
+            return
         st.dataframe(shown, key=f"table-{key}", hide_index=_plain_index(table), column_config=gaps or None)
 
 
@@ -101,7 +108,7 @@ def render_panel(panel: Panel, view: str, spec: FigureSpec, row: str = "") -> No
             else:  # an explicit icon: with none, Streamlit takes a leading emoji of the text for one
                 st.info(md(panel.caption), icon=":material/info:")
         if panel.has_table:
-            _table(panel, key, numbers=False)
+            _table(panel, key, numbers=False, slide=spec.theme == "slide")
             csv_button(panel, key)
         return
     # One lazy expander per figure (one element per rerun while closed): open, it draws the downloads and the

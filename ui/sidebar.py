@@ -33,8 +33,8 @@ POSITIONAL_HELP = {
     "none": "no position information at all: self-attention then cannot tell word order.",
 }
 THEME_HELP = ("default: for the screen. paper / paper-sans: white, print sizes, values written in small matrices "
-              "(serif or sans-serif type). slide: large type for a projector. dark: dark background. Until you "
-              "choose one, the figures follow the page: dark in dark mode, default otherwise.")
+              "(serif or sans-serif type). slide: large type for a projector (charts, notes and tables). dark: dark "
+              "background. Until you choose one, the figures follow the page: dark in dark mode, default otherwise.")
 UI_LIMITS = {"d_model": (2, 512), "n_heads": (1, 64), "n_layers": (1, 6), "d_ff": (1, 2048), "seed": (0, 2**31 - 1),
              "width": (0, 8000), "height": (0, 8000), "scale": (0.1, 10.0)}
 

@@ -10,7 +10,10 @@ reruns keep it.
   two verdicts of view 6) are one height, so the pair reads as a pair whatever each one says; and
   like the twin charts (ui/chart.py), the pair stacks where either would be narrower than 28rem.
 - The slide theme (a projector, often 1280×720) starts the page closer to the top (Streamlit leaves
-  6rem above the title; the toolbar needs 3.75rem), so that more of the first figure is on the screen.
+  6rem above the title; the toolbar needs 3.75rem), so that more of the first figure is on the screen,
+  and sets the main area's own text (captions, notes, the charts' captions, st.table's cells: ui/panels.py
+  draws a panel's table so in that theme) at 18 px, about the slide charts' type as shown (22 px × ~0.87),
+  where Streamlit's captions are 14 px; the charts' captions darker too. Widgets keep their size.
 """
 
 from __future__ import annotations
@@ -31,6 +34,13 @@ CSS = """
 
 SLIDE_CSS = """
 [data-testid="stMainBlockContainer"] { padding-top: 3.75rem; }
+[data-testid="stMain"] [data-testid="stCaptionContainer"], [data-testid="stMain"] .lab-chart-caption {
+  font-size: 1.125rem; }
+[data-testid="stMain"] .lab-chart-caption { opacity: 0.8; }
+[data-testid="stMain"] [data-testid="stAlertContainer"] p,
+[data-testid="stMain"] .stMarkdown:not([data-testid="stWidgetLabel"] *) p { font-size: 1.125rem; }
+[data-testid="stMain"] [data-testid="stTable"] th, [data-testid="stMain"] [data-testid="stTable"] td {
+  font-size: 1.125rem; }
 """
 
 
