@@ -543,6 +543,9 @@ def test_translate_view_reveals_decoding_one_step_at_a_time(make_app):
     clean(at)
     assert any(t.endswith("→ you like her") for t in alerts(at.info))
     assert at.slider(key="translate_step").max == 4  # [BOS] you like her
+    # it opens on the first step (the whole translation is the view's own charts): [BOS] read, "you" predicted
+    assert at.slider(key="translate_step").value == 1 and any("predicts “you”" in t for t in alerts(at.info))
+    assert values_z(figure_titled(at, "Cross-attention, layer")).shape == (1, 4)
     at.slider(key="translate_step").set_value(2).run()
     clean(at)
     assert values_z(figure_titled(at, "Decoder self-attention, layer")).shape == (2, 2)
@@ -551,9 +554,10 @@ def test_translate_view_reveals_decoding_one_step_at_a_time(make_app):
     # the whole decoder self-attention (lab.views.translate_view) is causal
     z = values_z(figure_titled(at, "Decoder self-attention (causal"))
     assert np.isnan(z[np.triu_indices(4, k=1)]).all()
-    at.text_input(key="sentence_a").input("她喜欢你").run()  # a new sentence opens on its whole translation
+    at.text_input(key="sentence_a").input("她喜欢你").run()  # a new sentence opens on its first step again
     clean(at)
-    assert at.slider(key="translate_step").value == at.slider(key="translate_step").max == 4
+    assert at.slider(key="translate_step").value == 1 and at.slider(key="translate_step").max == 4
+    assert any("predicts “she”" in t for t in alerts(at.info))
 
 
 @needs_trained

@@ -34,9 +34,11 @@ def decoding_steps(run: Run, loaded: Loaded, spec: FigureSpec) -> None:
     st.subheader("Watch it decode, one step at a time", anchor=False)
     if n_dec > 1:
         ss = st.session_state
-        if ss.get("_translate_step_of") != sentence.text:  # a new sentence opens on its whole translation
-            ss["_translate_step_of"], ss["translate_step"] = sentence.text, n_dec
-        ss["translate_step"] = min(max(ss.get("translate_step", n_dec), 1), n_dec)
+        # a new sentence opens on its first step ([BOS] read, the first word predicted): its whole translation is
+        # the view's own charts above, which the last step would only repeat
+        if ss.get("_translate_step_of") != sentence.text:
+            ss["_translate_step_of"], ss["translate_step"] = sentence.text, 1
+        ss["translate_step"] = min(max(ss.get("translate_step", 1), 1), n_dec)
         step = st.slider("Decoding step", 1, n_dec, key="translate_step",
                          help="Step t: the decoder has read t tokens ([BOS] and its own earlier outputs).")
     else:
