@@ -457,3 +457,23 @@ def test_the_five_step_matrices_label_their_keys_alike(models, theme):
               for key in ("attention-scores", "attention-scaled", "attention-mask", "attention-masked",
                           "attention-weights")}
     assert len(set(counts.values())) == 1 and min(counts.values()) >= 8, counts
+
+
+@pytest.mark.parametrize("view", ["positional", "attention", "heads", "query", "order"])
+def test_a_product_in_a_figure_is_written_with_the_dot_operator(models, view):
+    """The figures' first font, Noto Sans CJK, draws U+00B7 (·) full-width ("q・k", "PE(i)・PE(j)"): a product
+    in a figure's text (title, note, axis and panel titles, trace names) is U+22C5 (⋅), which DejaVu draws as
+    narrow as a product's dot. A "·" between spaces (a list separator) is left as it is."""
+    from viz.theme import DOT
+
+    spec = dataclasses.replace(SPEC, sentence_a="你喜欢她", sentence_b="她喜欢你")
+    found, products = [], 0
+    for panel in panels(view, spec, models)[0].values():
+        if panel.figure is None:
+            continue
+        text = panel.figure.to_json()
+        found += re.findall(r"\S\u00b7\S", text)
+        products += text.count(DOT)
+    assert found == []
+    if view in ("positional", "query"):  # PE(i)⋅PE(j), R_k⋅PE(pos); q⋅kⱼ, wⱼ⋅vⱼ
+        assert products > 0

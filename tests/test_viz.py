@@ -479,7 +479,7 @@ def test_line_and_bar_charts_keep_their_axis_titles_after_the_theme(theme):
     assert titles(pooled_outputs_figure(RNG.normal(size=8), RNG.normal(size=8), theme=theme)) == (
         "dimension", "pooled output")
     k = np.arange(-5, 6)
-    assert titles(pe_dot_curve(k, np.cos(k / 3.0), theme=theme)) == ("offset k = j − i", "PE(i)·PE(i+k)")
+    assert titles(pe_dot_curve(k, np.cos(k / 3.0), theme=theme)) == ("offset k = j − i", f"PE(i){viz.theme.DOT}PE(i+k)")
     pos = np.arange(6)
     assert titles(pe_curves(pos, RNG.normal(size=(6, 8)), dims=[0, 1], theme=theme))[0] == "position"
     assert titles(viz.loss_curve([3.0, 2.0, 1.0], theme=theme))[0] == "training step"

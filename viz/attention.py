@@ -43,6 +43,7 @@ from viz.heatmap import (
 )
 from viz.labels import display_labels, escape_text, num
 from viz.theme import (
+    DOT,
     MASK_ALLOWED_COLOR,
     QUALITATIVE,
     THEMES,
@@ -552,8 +553,8 @@ def query_bars(
         # room for the next panel's title (one line) between panels
         vertical_spacing=min(0.2, (1.3 * t["font_size"] + 12) / (3 * ph)),
         subplot_titles=(
-            "score q·kⱼ",
-            "scaled score q·kⱼ / √d_k (same axis)",
+            f"score q{DOT}kⱼ",
+            f"scaled score q{DOT}kⱼ / √d_k (same axis)",
             "weight = softmax(scaled)ⱼ" + ("; outlined: without ÷√d_k" if u is not None else ""),
         ),
     )
@@ -747,7 +748,7 @@ def context_vector_figure(
             dtick=1 if V.shape[1] <= 16 else None,
             range=[-0.5, V.shape[1] - 0.5],
         ),
-        yaxis=dict(title_text="contribution wⱼ·vⱼ", zeroline=True),
+        yaxis=dict(title_text=f"contribution wⱼ{DOT}vⱼ", zeroline=True),
         legend=dict(title_text="key (weight)"),
     )
     return apply_theme(fig, theme)

@@ -27,7 +27,7 @@ from viz.heatmap import (
     unique_notes,
 )
 from viz.labels import display_labels, num
-from viz.theme import QUALITATIVE, apply_theme, theme_spec
+from viz.theme import DOT, QUALITATIVE, apply_theme, theme_spec
 
 
 def _position_text(n: int, labels: Sequence[str] | None) -> list[str]:
@@ -179,7 +179,7 @@ def pe_dot_matrix(
     gram: np.ndarray,
     *,
     labels: Sequence[str] | None = None,
-    title: str | None = "PE(i)·PE(j): the same along every diagonal (depends only on j − i)",
+    title: str | None = f"PE(i){DOT}PE(j): the same along every diagonal (depends only on j − i)",
     theme: str = "default",
 ) -> go.Figure:
     """The Gram matrix PE·PEᵀ (positions × positions): diverging about 0 where it has both signs, else
@@ -201,7 +201,7 @@ def pe_dot_matrix(
         title=title,
         x_title="position j",
         y_title="position i",
-        value_name="PE(i)·PE(j)",
+        value_name=f"PE(i){DOT}PE(j)",
         x_name="j",
         y_name="i",
         value_format=".1f",
@@ -223,7 +223,7 @@ def pe_dot_curve(
     offsets: np.ndarray,
     values: np.ndarray,
     *,
-    title: str | None = "PE(i)·PE(i+k) over the offset k: symmetric, decays overall",
+    title: str | None = f"PE(i){DOT}PE(i+k) over the offset k: symmetric, decays overall",
     theme: str = "default",
 ) -> go.Figure:
     """PE(i)·PE(i+k) = Σⱼ cos(ωⱼ k) as a curve over k; its local peaks (k > 0) are marked.
@@ -242,7 +242,7 @@ def pe_dot_curve(
             x=k,
             y=v.astype(np.float32),
             mode="lines+markers" if k.size <= 80 else "lines",
-            name="PE(i)·PE(i+k)",
+            name=f"PE(i){DOT}PE(i+k)",
             line=dict(color=QUALITATIVE[0]),
             marker=dict(size=4),
             hovertemplate="k = %{x}<br>dot %{y:.4g}<extra></extra>",
@@ -274,7 +274,7 @@ def pe_dot_curve(
     fig.update_layout(
         title=title_layout(title, notes),
         xaxis_title="offset k = j − i",
-        yaxis_title="PE(i)·PE(i+k)",
+        yaxis_title=f"PE(i){DOT}PE(i+k)",
     )
     return apply_theme(fig, theme)
 
@@ -384,8 +384,8 @@ def pe_rotation(
     # units in a square panel of the theme's size, unit_px px a unit
     notes = ["position 0 is the larger dot, at the top (sin 0 = 0, cos 0 = 1)"]
     if error is not None:
-        angle = "ωᵢ" if offset == 1 else f"ωᵢ·{offset}"
-        notes.append(f"PE(pos + {offset}) = R_{offset}·PE(pos), one 2×2 rotation by {angle} per pair: "
+        angle = "ωᵢ" if offset == 1 else f"ωᵢ{DOT}{offset}"
+        notes.append(f"PE(pos + {offset}) = R_{offset}{DOT}PE(pos), one 2×2 rotation by {angle} per pair: "
                      f"max |difference| {num(error, '.1e')}")
     if p.shape[0] > n:
         notes.append(f"the first {n} of {p.shape[0]} positions")
