@@ -63,7 +63,7 @@ def act(at, rng: random.Random) -> str:
 def assert_sound(at, what: str) -> None:
     assert not at.exception, (what, [e.value for e in at.exception])
     assert not at.error, (what, [e.value for e in at.error])
-    shown = figures(at) or len(at.dataframe) or len(at.info)  # an info: "Type a sentence…", "Choose the trained…"
+    shown = figures(at) or len(at.dataframe) or len(at.table) or len(at.info)  # st.table: slide; an info: "Type…"
     assert shown, (what, "the page shows no figure, no table and no hint")
 
 
