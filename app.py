@@ -107,7 +107,7 @@ def model_line(spec: FigureSpec) -> None:
         who = f"trained {loaded.name}" + (f" (held-out exact match {score:.0%})" if isinstance(score, float) else "")
     else:
         who = f"random, seed {spec.seed}, {spec.tokenizer} tokenizer"
-    st.caption(md(
+    st.container(key="model-line").caption(md(  # small in a slide page too (ui/style.py)
         f"Model: {who} · d_model {c.d_model} · {c.n_heads} heads (d_k {c.d_k}) · {c.n_layers} encoder + "
         f"{c.decoder_layers} decoder layers · positional encoding: {c.positional} · {norm} · masked scores are "
         "−∞ before the softmax, so masked weights are exactly 0; a row whose every key is masked gets all-zero "
@@ -244,7 +244,7 @@ def _main_area(trained_ok: bool) -> None:
     except SpecError as exc:
         spec_error(exc)
         return
-    st.caption(md(VIEW_INTROS[view]))
+    st.container(key="view-intro").caption(md(VIEW_INTROS[view]))  # small in a slide page too (ui/style.py)
     if ss.pop("_switched_model", False):
         st.info("Switched to the trained zh-en model (with and without positional encoding): this view is about "
                 "what training learns. Choose 'random' under Model to go back.", icon=":material/swap_horiz:")

@@ -904,6 +904,11 @@ def test_a_slide_link_opens_folded_for_a_projector_with_the_first_chart_on_a_720
         first = page.locator('[data-testid="stMain"] [class*="st-key-chart-"] .lab-chart').first
         top = first.bounding_box()["y"]
         assert top < 720 - 150, top  # the chart's top part (its title and first rows) is on the screen
+        size = "el => parseFloat(getComputedStyle(el).fontSize)"
+        # the page's notes in projector type (18 px, ui/style.py), but the two lines above the figures stay small
+        assert page.locator(".lab-chart-caption").first.evaluate(size) >= 18
+        assert page.locator(".st-key-model-line p").evaluate(size) <= 14.5
+        assert page.locator(".st-key-view-intro p").evaluate(size) <= 14.5
         open_sidebar(page)
         page.locator('[data-testid="stMain"] h3').first.click()  # the focus on the page, not on a control
         page.keyboard.press("ArrowRight")  # the next head: a fragment rerun

@@ -13,7 +13,9 @@ reruns keep it.
   6rem above the title; the toolbar needs 3.75rem), so that more of the first figure is on the screen,
   and sets the main area's own text (captions, notes, the charts' captions, st.table's cells: ui/panels.py
   draws a panel's table so in that theme) at 18 px, about the slide charts' type as shown (22 px × ~0.87),
-  where Streamlit's captions are 14 px; the charts' captions darker too. Widgets keep their size.
+  where Streamlit's captions are 14 px; the charts' captions darker too. Widgets keep their size, and so
+  do the two lines above the figures (the view's intro and the model line, app.py), which would otherwise
+  push the first chart off a 720-px screen.
 """
 
 from __future__ import annotations
@@ -34,11 +36,10 @@ CSS = """
 
 SLIDE_CSS = """
 [data-testid="stMainBlockContainer"] { padding-top: 3.75rem; }
-[data-testid="stMain"] [data-testid="stCaptionContainer"], [data-testid="stMain"] .lab-chart-caption {
-  font-size: 1.125rem; }
+[data-testid="stMain"] :is([data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] p, .stMarkdown p,
+  [data-testid="stAlertContainer"] p):not([data-testid="stWidgetLabel"] *, .st-key-view-intro *, .st-key-model-line *),
+[data-testid="stMain"] .lab-chart-caption { font-size: 1.125rem; }
 [data-testid="stMain"] .lab-chart-caption { opacity: 0.8; }
-[data-testid="stMain"] [data-testid="stAlertContainer"] p,
-[data-testid="stMain"] .stMarkdown:not([data-testid="stWidgetLabel"] *) p { font-size: 1.125rem; }
 [data-testid="stMain"] [data-testid="stTable"] th, [data-testid="stMain"] [data-testid="stTable"] td {
   font-size: 1.125rem; }
 """
