@@ -432,6 +432,33 @@ def test_on_a_phone_a_chart_not_yet_drawn_holds_the_height_it_will_take(browser,
         assert abs(height - drawn[key]) <= 0.12 * drawn[key], (key, height, drawn[key])
 
 
+def test_on_a_touch_screen_the_toolbar_keeps_three_buttons_and_every_title_keeps_clear_of_it(browser, streamlit_url):
+    """No pointer hovers on a phone, so plotly.js shows its toolbar all the time, and it ran over every chart's
+    title ("Positional encoding P[toolbar]"). On a touch screen the toolbar keeps reset, camera and full screen,
+    and each title is wrapped to end left of it. With a mouse (the other tests) nothing changes."""
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    try:
+        tab = context.new_page()
+        tab.set_default_timeout(60_000)
+        assert tab.evaluate("() => matchMedia('(hover: none)').matches")  # what the chart's script asks
+        tab.goto(f"{streamlit_url}/?views=positional&sentence_a=你喜欢她&sentence_b=她喜欢你")
+        wait_idle(tab)
+        boxes = tab.evaluate("""() => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')]
+            .filter(gd => gd.querySelector('.modebar') && gd.querySelector('.gtitle'))
+            .map(gd => { const bar = gd.querySelector('.modebar');
+                return {title: gd.querySelector('.gtitle').getBoundingClientRect().toJSON(),
+                        bar: bar.getBoundingClientRect().toJSON(), opacity: getComputedStyle(bar.firstChild).opacity,
+                        buttons: bar.querySelectorAll('.modebar-btn').length}; })""")
+        tab.screenshot(path=str(SCREENSHOTS / "browser-touch-toolbar.png"))
+    finally:
+        context.close()
+    assert len(boxes) >= 4, boxes
+    for box in boxes:
+        title, bar = box["title"], box["bar"]
+        assert box["buttons"] == 3 and float(box["opacity"]) > 0.5, box  # shown without hovering, three buttons
+        assert title["right"] <= bar["left"] or title["top"] >= bar["bottom"], box
+
+
 def test_a_chart_goes_full_screen_and_back_and_follows_the_page_width(page):
     open_view(page, "3 · Attention step by step")
     drawn_charts(page)

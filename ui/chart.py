@@ -199,6 +199,11 @@ function rewrap(text, room, size, family) {
   return [out.join("<br>"), added];
 }
 
+// A touch screen: no pointer hovers (a phone, a tablet). plotly.js then shows its toolbar all the time, over the
+// title's end; there it keeps the camera, full screen and reset (two fingers zoom, one drags).
+const TOUCH_SCREEN = () => Boolean(window.matchMedia && window.matchMedia("(hover: none)").matches);
+const TOUCH_REMOVED = ["zoom2d", "pan2d", "select2d", "lasso2d", "zoomIn2d", "zoomOut2d", "autoScale2d"];
+
 function fitTitle(layout, width, wrapped, reserve = 0) {
   // The layout (a copy where changed) with its title, notes and top subplot titles wrapped for `width`
   // px, and its height and top margin grown by the lines that adds; as it is at the width laid out for.
@@ -330,8 +335,12 @@ function draw(Plotly, gd) {
     sized.height = sized.height || __APP_HEIGHT__ / k;  // a figure of no height of its own keeps the app's
   }
   // in full screen the title keeps clear of plotly.js's toolbar (top right, shown while the pointer is on the
-  // chart): a projector's slide title laid out for 1280 px ran under it
-  const toolbar = fullscreen ? ((gd.querySelector(".modebar") || {}).offsetWidth || 300) / k + 8 : 0;
+  // chart): a projector's slide title laid out for 1280 px ran under it. So it does on a touch screen (a phone,
+  // a tablet), where no pointer hovers and plotly.js shows the toolbar all the time: there the toolbar keeps
+  // only the buttons a finger uses (TOUCH_BUTTONS), so that the title keeps most of a phone's width.
+  const touch = TOUCH_SCREEN();
+  const toolbar = fullscreen || touch
+    ? ((gd.querySelector(".modebar") || {}).offsetWidth || (touch ? 100 : 300)) / k + 8 : 0;
   const layout = legendBelow(fitTitle(sized, sized.width, figure.layout.width || wrapped, toolbar), sized.width);
   if (fullscreen) layout.height = window.innerHeight / k;  // the screen's, whatever the title takes
   gd.__lab.ownTop = (layout.margin || {}).t || 0;
@@ -343,7 +352,8 @@ function draw(Plotly, gd) {
   box.style.background = fullscreen ? (layout.paper_bgcolor || "white") : "";  // not the browser's black
   shrink(gd, k, layout.height, fullscreen);
   const full = Object.assign({}, config, {
-    modeBarButtonsToRemove: ["toImage"],  // plotly.js's own: its SVG leaves heatmaps to the viewer's smoothing
+    // plotly.js's own toImage: its SVG leaves heatmaps to the viewer's smoothing
+    modeBarButtonsToRemove: ["toImage"].concat(touch ? TOUCH_REMOVED : []),
     modeBarButtonsToAdd: [
       {name: "crisp-svg", title: "Download plot", icon: window.Plotly.Icons.camera, click: saveSvg},
       {name: "fullscreen", title: "Full screen (Esc leaves)", icon: FULLSCREEN_ICON, click: toggleFullscreen},
