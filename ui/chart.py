@@ -337,7 +337,7 @@ function draw(Plotly, gd) {
   // in full screen the title keeps clear of plotly.js's toolbar (top right, shown while the pointer is on the
   // chart): a projector's slide title laid out for 1280 px ran under it. So it does on a touch screen (a phone,
   // a tablet), where no pointer hovers and plotly.js shows the toolbar all the time: there the toolbar keeps
-  // only the buttons a finger uses (TOUCH_BUTTONS), so that the title keeps most of a phone's width.
+  // only the buttons a finger uses (TOUCH_REMOVED goes), so that the title keeps most of a phone's width.
   const touch = TOUCH_SCREEN();
   const toolbar = fullscreen || touch
     ? ((gd.querySelector(".modebar") || {}).offsetWidth || (touch ? 100 : 300)) / k + 8 : 0;
