@@ -473,7 +473,9 @@ def query_view(spec: FigureSpec, models: Models) -> ViewResult:
     unscaled = unscaled_weights(rec, row, head)[q]  # (Tk,) softmax(q·k) without ÷√d_k: what the scaling prevents
 
     def table():
-        return pd.DataFrame({"key": cols, "score": a["scores"][q], "scaled": a["scaled"][q],
+        # the chart's key labels ("3:␣"): the position tells repeated pieces apart, and a space is seen
+        return pd.DataFrame({"key": viz.unique_labels(cols, show_whitespace=True), "score": a["scores"][q],
+                             "scaled": a["scaled"][q],
                              "may attend": allowed, "weight": a["weights"][q],
                              "weight without ÷√d_k": unscaled})
     d_k = a["q"].shape[-1]

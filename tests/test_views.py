@@ -477,3 +477,13 @@ def test_a_product_in_a_figure_is_written_with_the_dot_operator(models, view):
     assert found == []
     if view in ("positional", "query"):  # PE(i)⋅PE(j), R_k⋅PE(pos); q⋅kⱼ, wⱼ⋅vⱼ
         assert products > 0
+
+
+def test_the_query_views_numbers_name_each_key_as_its_chart_does(models):
+    """The numbers behind the query bars name each key "i:piece" as the chart's axis does: two "t"s of "the cat
+    sat" are told apart, and the space is "␣", not an empty cell."""
+    spec = dataclasses.replace(SPEC, sentence_a="the cat sat", views=("query",))
+    table = panels("query", spec, models)[0]["query-bars"].table
+    keys = list(table["key"])
+    assert keys == [f"{i}:{c}" for i, c in enumerate("the␣cat␣sat")]
+    assert len(set(keys)) == len(keys)
