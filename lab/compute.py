@@ -9,6 +9,7 @@ import torch
 from lab.spec import FigureSpec
 from model import Transformer, TransformerConfig, load_tokenizer, pick_device
 from model.analysis import traced_forward, with_positional
+from model.data import corpus_characters
 from model.tokenizer import BOS_ID, PAD, PAD_ID, UNK_ID, Encoding, TextTokenizer
 from model.transformer import Trace
 
@@ -78,6 +79,8 @@ def load_model(key: tuple) -> Loaded:
     name = "zh-en" if positional == "sinusoidal" else "zh-en-nope"
     target = _device(device)
     demo = load_demo(name, device=target) if target.type != "cpu" else load_demo(name)
+    # the training sentences' characters (untrained_notice), drawn once with the model (~2 s), not on a sentence
+    corpus_characters(demo.metadata.get("training", {}).get("corpus_seed", 0))
     return Loaded(name, demo.model, demo.src_tokenizer, demo.tgt_tokenizer, demo)
 
 
@@ -150,10 +153,39 @@ def read_source(loaded: Loaded, key: str, text: str, notices: list[str]) -> tupl
     """
     source, enc, cut_from = _read_source(loaded, key, text, notices)
     owner = "the trained models'" if loaded.trained else f"the {loaded.src_tokenizer.name} tokenizer's"  # zh-en's = -nope's
-    unknown = unknown_notice(key, source, enc, owner)
-    if unknown is not None and unknown not in notices:
-        notices.append(unknown)
+    said = [unknown_notice(key, source, enc, owner)]
+    if loaded.trained:
+        seed = loaded.demo.metadata.get("training", {}).get("corpus_seed", 0)
+        said += [spaces_notice(key, text[:MAX_INPUT_CHARS]),  # one notice for zh-en and zh-en-nope (view 6 runs both)
+                 untrained_notice(key, source, enc, corpus_characters(seed))]
+    notices += [note for note in said if note is not None and note not in notices]
     return source, enc, cut_from
+
+
+def spaces_notice(key: str, text: str) -> str | None:
+    """A trained translator reads its sentence without whitespace (model.demo.DemoModel.normalize): say so
+    where the sentence has some, or its token count differs from the random model's with no word why."""
+    removed = sum(c.isspace() for c in text)
+    if not removed or not text.strip():
+        return None
+    return (f"Sentence {key.upper()}: the trained models read Chinese, which is written without spaces, so its "
+            f"{removed:,} whitespace character{'s are' if removed > 1 else ' is'} removed before tokenising.")
+
+
+def untrained_notice(key: str, source: str, enc: Encoding, seen: frozenset[str]) -> str | None:
+    """Characters the translators have a token for but never met in their training sentences (English letters,
+    digits: the vocabulary has them, the training data did not): what they make of them cannot be trusted, the
+    translation included, however well they score on the sentences they learned from."""
+    known = (source[s:e] for (s, e), i in zip(enc.offsets, enc.ids, strict=True) if i != UNK_ID)
+    new = [c for c in dict.fromkeys(known) if c not in seen]
+    if not new:
+        return None
+    named = ", ".join(_shown(c) for c in new[:8]) + (f" and {len(new) - 8} more" if len(new) > 8 else "")
+    it = "it" if len(new) == 1 else "them"
+    return (f"Sentence {key.upper()}: {named} never occur{'s' if len(new) == 1 else ''} in the sentences the "
+            f"trained models learned from (short Chinese sentences such as 你喜欢她): they have a token for {it} but "
+            f"learned nothing about {it}, so what they make of this sentence, the translation included, cannot be "
+            "trusted.")
 
 
 def _read_source(loaded: Loaded, key: str, text: str, notices: list[str]) -> tuple[str, Encoding, int | None]:

@@ -29,6 +29,7 @@ from hash() or set iteration, so every process (any PYTHONHASHSEED) builds the s
 
 from __future__ import annotations
 
+import functools
 import random
 from collections import Counter
 from dataclasses import dataclass, field
@@ -286,6 +287,14 @@ def generate_corpus(seed: int = 0) -> list[Pair]:
             made += 1
     rng.shuffle(pairs)
     return pairs
+
+
+@functools.cache
+def corpus_characters(seed: int = 0) -> frozenset[str]:
+    """Every character of the Chinese sentences generate_corpus(seed) makes: what a translator trained on
+    them has seen (a held-out sentence is made of atoms seen in training, so the training split has them
+    all). About 2 s the first time (the corpus is drawn), cached after."""
+    return frozenset("".join(pair.zh for pair in generate_corpus(seed)))
 
 
 def _atoms(pair: Pair) -> tuple[tuple[str, str], ...]:

@@ -487,3 +487,28 @@ def test_the_query_views_numbers_name_each_key_as_its_chart_does(models):
     keys = list(table["key"])
     assert keys == [f"{i}:{c}" for i, c in enumerate("the␣cat␣sat")]
     assert len(set(keys)) == len(keys)
+
+
+@needs_trained
+def test_the_trained_model_says_which_characters_it_never_learned_and_that_spaces_go():
+    """zh-en's vocabulary holds English letters, but its training sentences are Chinese: "the cat sat on the
+    mat" came out as "the dog trusts the student" under a model line saying held-out exact match 100%, and its 22
+    characters became 17 tokens with no word why. Every view of a trained model now says both, per sentence;
+    a sentence made of what it learned gets neither."""
+    from model.data import corpus_characters, generate_corpus
+
+    models = Models(functools.lru_cache(maxsize=None)(load_model))
+    spec = FigureSpec(model="zh-en", sentence_a="the cat sat on the mat", sentence_b="你 喜欢 她")
+    for view in ("tokens", "order", "translate"):
+        notices = build_view(view, spec, models).notices
+        untrained = [n for n in notices if "never occur" in n]
+        assert len(untrained) == 1 and untrained[0].startswith("Sentence A: “t”, “h”, “e”, “c”, “a”, “s”, “o”, “n”")
+        assert "and 1 more" in untrained[0] and "cannot be trusted" in untrained[0]  # 9 letters: t h e c a s o n m
+        spaces = {n.split(":")[0]: n for n in notices if "without spaces" in n}
+        assert "its 5 whitespace characters are removed" in spaces["Sentence A"]
+        assert "its 2 whitespace characters are removed" in spaces["Sentence B"]
+    plain = FigureSpec(model="zh-en", sentence_a="你喜欢她", sentence_b="她喜欢你")
+    assert build_view("translate", plain, models).notices == []
+    seen = corpus_characters(0)
+    assert seen == set("".join(p.zh for p in generate_corpus(0))) and {"你", "喜", "欢", "她"} <= seen
+    assert not seen & set("thecatsonm")
