@@ -643,3 +643,16 @@ def test_a_slide_link_folds_the_sidebar_and_drops_the_intro_line_and_a_later_cho
     assert plain.session_state["_sidebar"] == "auto" and not intro_shown(plain)
     plain.selectbox(key="theme").set_value("paper").run()
     assert intro_shown(plain)
+
+
+@needs_trained
+def test_with_the_trained_model_the_sidebar_says_whose_tokenizer_the_greyed_radio_is(make_app):
+    """The Tokenizer radio, greyed for zh-en, keeps the random model's choice: with bpe there, a student saw
+    "bpe" beside charts of one token per character. A line under it says whose it is; the random model has none."""
+    at = make_app(link={"views": "tokens", "tokenizer": "bpe", "model": "zh-en"})
+    assert not at.exception
+    assert at.radio(key="tokenizer").value == "bpe" and at.radio(key="tokenizer").disabled
+    assert any("zh-en reads one token per character" in c.value for c in at.sidebar.caption)
+    assert at.selectbox(key="positional").format_func("none") == "none (zh-en-nope)"  # whole in the sidebar
+    at.selectbox(key="model").set_value("random").run()
+    assert not any("zh-en reads one token per character" in c.value for c in at.sidebar.caption)

@@ -55,12 +55,16 @@ def model_section(trained_problem: str | None, notes: list[str]) -> None:
     st.radio("Tokenizer", ["char", "bpe"], key="tokenizer", horizontal=True, disabled=trained,
              help="char: one token per character. bpe: byte-pair merges learned on the bundled corpus "
                   "(e.g. 喜欢 or ' like' become one token). The trained model has its own per-character tokenizer.")
+    if trained:  # the radio, greyed, keeps the random model's choice (bpe, say): the charts show characters
+        st.caption("zh-en reads one token per character, with its own tokenizer; char / bpe is the random "
+                   "model's.")
     positionals = ["sinusoidal", "none"] if trained else ["sinusoidal", "learned", "none"]
     keep_choice("positional", positionals, notes)
     st.selectbox("Positional encoding", positionals, key="positional",
-                 format_func=(lambda p: {"sinusoidal": "sinusoidal (zh-en)", "none": "none (zh-en-nope, trained without)"}[p])
+                 format_func=(lambda p: {"sinusoidal": "sinusoidal (zh-en)", "none": "none (zh-en-nope)"}[p])
                  if trained else str,
-                 help=" ".join(f"{k}: {v}" for k, v in POSITIONAL_HELP.items() if k in positionals))
+                 help=" ".join(f"{k}: {v}" for k, v in POSITIONAL_HELP.items() if k in positionals)
+                 + (" zh-en-nope is zh-en trained the same way without it." if trained else ""))
     st.selectbox("Mask", list(MASKS), key="mask",
                  help=" ".join(f"**{k}**: {v}" for k, v in MASK_HELP.items()))
     with st.expander("Model size (random model)", expanded=False, key="model-size"):
