@@ -79,9 +79,13 @@ def load_model(key: tuple) -> Loaded:
     name = "zh-en" if positional == "sinusoidal" else "zh-en-nope"
     target = _device(device)
     demo = load_demo(name, device=target) if target.type != "cpu" else load_demo(name)
-    # the training sentences' characters (untrained_notice), drawn once with the model (~2 s), not on a sentence
-    corpus_characters(demo.metadata.get("training", {}).get("corpus_seed", 0))
+    trained_characters(demo)  # drawn once with the model (~2 s), not when a sentence comes
     return Loaded(name, demo.model, demo.src_tokenizer, demo.tgt_tokenizer, demo)
+
+
+def trained_characters(demo) -> frozenset[str]:
+    """The characters of the sentences a shipped translator learned from (untrained_notice)."""
+    return corpus_characters(demo.metadata.get("training", {}).get("corpus_seed", 0))
 
 
 @dataclass(eq=False)
@@ -154,10 +158,9 @@ def read_source(loaded: Loaded, key: str, text: str, notices: list[str]) -> tupl
     source, enc, cut_from = _read_source(loaded, key, text, notices)
     owner = "the trained models'" if loaded.trained else f"the {loaded.src_tokenizer.name} tokenizer's"  # zh-en's = -nope's
     said = [unknown_notice(key, source, enc, owner)]
-    if loaded.trained:
-        seed = loaded.demo.metadata.get("training", {}).get("corpus_seed", 0)
-        said += [spaces_notice(key, text[:MAX_INPUT_CHARS]),  # one notice for zh-en and zh-en-nope (view 6 runs both)
-                 untrained_notice(key, source, enc, corpus_characters(seed))]
+    if loaded.trained:  # one notice each for zh-en and zh-en-nope (view 6 runs both)
+        said += [spaces_notice(key, text[:MAX_INPUT_CHARS]),
+                 untrained_notice(key, source, enc, trained_characters(loaded.demo))]
     notices += [note for note in said if note is not None and note not in notices]
     return source, enc, cut_from
 
