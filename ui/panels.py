@@ -70,6 +70,8 @@ def _visible_tokens(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def _table(panel: Panel, key: str, *, numbers: bool, slide: bool = False) -> None:
+    """numbers: the numbers behind a figure (a smaller size limit). slide: a panel's own table on a projector
+    (SLIDE_TABLE_ROWS)."""
     table = _visible_tokens(panel.table)
     cells = table.shape[0] * max(1, table.shape[1])
     limit = SHOW_NUMBERS_CELLS if numbers else SHOW_TABLE_CELLS
@@ -78,15 +80,15 @@ def _table(panel: Panel, key: str, *, numbers: bool, slide: bool = False) -> Non
                    "download them as CSV.")
     else:
         shown = viz.shown_table(table, differs=panel.highlight, dark=page_is_dark())
+        if slide and table.shape[0] <= SLIDE_TABLE_ROWS:
+            st.table(shown)
+            return
         frame = getattr(shown, "data", shown)  # a Styler's frame
         # numbers shown as text where a gap ("—") is among them stay right-aligned, as their column's numbers
         # are where there is no gap (B's ids where B is the shorter sentence, next to A's)
         gaps = {c: st.column_config.TextColumn(alignment="right") for c in table.columns
                 if isinstance(c, str) and pd.api.types.is_numeric_dtype(table[c])
                 and not pd.api.types.is_numeric_dtype(frame[c])}
-        if slide and not numbers and table.shape[0] <= SLIDE_TABLE_ROWS:
-            st.table(shown)
-            return
         st.dataframe(shown, key=f"table-{key}", hide_index=_plain_index(table), column_config=gaps or None)
 
 
