@@ -445,7 +445,8 @@ def _journey_panels(spec: FigureSpec) -> list[Panel]:
     table = pd.DataFrame({"key": words, "score ω": a["scores"][q], "scaled ω/√d_k": a["scaled"][q],
                           "weight α": a["weights"][q]})
     return [
-        Panel("journey-bars", f"Seed 002's own numbers: query '{words[q]}' (3-d inputs, W from torch.manual_seed(123))",
+        Panel("journey-bars", f"The textbook's own numbers (Raschka, Build a Large Language Model from Scratch, §3.4): query '{words[q]}' "
+              "(3-d inputs, W from torch.manual_seed(123))",
               viz.query_bars(a["scores"][q], a["scaled"][q], a["weights"][q], key_labels=words,
                              query_label=words[q], theme=spec.theme), table),
         Panel("journey-context", f"Context vector z for '{words[q]}' = Σⱼ αⱼ vⱼ",

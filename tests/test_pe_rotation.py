@@ -116,3 +116,22 @@ def test_the_numbers_on_each_circle_keep_clear_of_one_another(theme):
             for x2, y2, b in shown[i + 1:]:
                 apart = radius * math.hypot(x1 - x2, y1 - y2)
                 assert apart >= 0.35 * font * (len(a) + len(b)), (theme, t.meta, a, b, apart)  # half of each, and room
+
+
+@pytest.mark.parametrize("theme", ["default", "slide", "paper"])
+def test_every_clock_names_both_of_its_dimensions_with_room_for_them_between_panels(theme):
+    # the second and third clocks had no y title: which cos dimension they draw was left to guess
+    from viz.theme import NARROW_WIDTH, theme_spec
+
+    ref = pe_reference(12, 64)
+    fig = viz.pe_rotation(ref.table[:12], pairs=ref.pairs, omegas=ref.omegas, theme=theme)
+    for c, i in enumerate(ref.pairs, start=1):
+        suffix = "" if c == 1 else str(c)
+        assert fig.layout[f"xaxis{suffix}"].title.text == f"sin (dim {2 * i})"
+        assert fig.layout[f"yaxis{suffix}"].title.text == f"cos (dim {2 * i + 1})"
+    # the gap before each later panel holds its y title and tick labels (~4 font sizes) at the narrowest width
+    # the figure is drawn at (a phone's page draws the default theme at NARROW_WIDTH, then shrinks it)
+    font, width = theme_spec(theme)["font_size"], theme_spec(theme)["width"] or NARROW_WIDTH
+    for c in range(2, len(ref.pairs) + 1):
+        gap = fig.layout[f"xaxis{c}"].domain[0] - fig.layout[f"xaxis{c - 1}"].domain[1]
+        assert gap * width >= 4 * font, (theme, c, gap * width)

@@ -27,7 +27,7 @@ from viz.heatmap import (
     unique_notes,
 )
 from viz.labels import display_labels, num
-from viz.theme import DOT, QUALITATIVE, apply_theme, theme_spec
+from viz.theme import DOT, NARROW_WIDTH, QUALITATIVE, apply_theme, theme_spec
 
 
 def _position_text(n: int, labels: Sequence[str] | None) -> list[str]:
@@ -393,10 +393,12 @@ def pe_rotation(
     ph -= 1.3 * t["font_size"] * (len(notes) + 1)  # the note lines and the panels' titles above them
     unit_px = min(pw, ph) / ROTATION_SPAN
     circle = np.linspace(0.0, 2 * math.pi, 181)
+    # between panels: a number beside the circle before, then the y title and tick labels (~5.5 font sizes), as a fraction of the narrowest
+    # width the figure is drawn at (its theme's own size; the page's themes NARROW_WIDTH, a phone: shrunk below)
     fig = subplots(
         rows=1,
         cols=len(pairs),
-        horizontal_spacing=0.06,
+        horizontal_spacing=5.5 * t["font_size"] / (t["width"] or NARROW_WIDTH),
         subplot_titles=[f"ω = {math.degrees(w):.3g}°" for w in omegas],  # the axis titles name the dims
     )
     for c, i in enumerate(pairs, start=1):
@@ -427,7 +429,7 @@ def pe_rotation(
                          constrain="domain", tickvals=[-1, 1], row=1, col=c)
         fig.update_yaxes(range=[-1.4, 1.6], zeroline=True, showgrid=False, scaleanchor=f"x{'' if c == 1 else c}",
                          scaleratio=1, constrain="domain", constraintoward="top",  # under its title
-                         title_text=f"cos (dim {2 * i + 1})" if c == 1 else "", tickvals=[-1, 1],
+                         title_text=f"cos (dim {2 * i + 1})", tickvals=[-1, 1],
                          row=1, col=c)
     fig.update_layout(title=title_layout(title, notes), height=ROTATION_HEIGHT)
     return apply_theme(fig, theme)
