@@ -24,6 +24,7 @@ from lab.spec import FigureSpec
 from lab.tracefile import load_trace, save_trace, trace_arrays
 from lab.views import build_view
 from viz import export as vx
+from viz.theme import cell_text
 
 ROOT = Path(__file__).resolve().parents[1]
 HAS_BROWSER = vx.find_browser() is not None
@@ -705,3 +706,19 @@ def test_the_translate_views_trace_is_the_run_its_figures_show(models, tmp_path,
     shown = {p.key: p for p in build_view("translate", spec, models).panels}["decoder-self"].table.to_numpy()
     n = shown.shape[0]
     np.testing.assert_allclose(arrays["decoder.0.self_attn.weights"][0, 0, :n, :n], shown, atol=1e-6)
+
+
+@needs_browser
+def test_cell_values_are_drawn_in_black_or_white_whichever_reads_better_on_their_cell(server, figures):
+    # plotly.js's own choice, #444 or white by brightness, put #444 (2.7:1) on Viridis's and Cividis's mid
+    # tones; here the exported SVG is read back: each value's text has the colour picked for its cell
+    fig = figures["attention"]  # the paper theme writes the weights into their cells
+    heat = next(t for t in fig.data if (t.meta or {}).get("role") == "values")
+    svg = server.render(fig, "svg", width=600, height=480).decode()
+    drawn = {text: color for color, text in re.findall(
+        r'<tspan style="[^"]*fill: ?(#[0-9a-f]{6}|rgb\([^)]*\))[^"]*">([^<]+)</tspan>', svg)}
+    wanted = {cell_text(t)[0]: cell_text(t)[1] for row in heat.text for t in row if t}
+    assert wanted and set(wanted.values()) <= {"#000000", "#ffffff"}
+    rgb = {"#000000": "rgb(0, 0, 0)", "#ffffff": "rgb(255, 255, 255)"}
+    for text, color in wanted.items():
+        assert drawn.get(text) in (color, rgb[color]), (text, color, drawn.get(text))

@@ -18,6 +18,7 @@ import viz
 import viz.theme
 from viz.export import find_browser
 from viz.labels import cell_texts
+from viz.theme import cell_text
 
 I_LIKE_HER = list("I like her")  # repeated "I"/" "/"e": Plotly would merge repeated categories
 XSS = "<img src=x onerror=alert(1)>"
@@ -457,7 +458,7 @@ def test_cell_values_are_written_with_a_true_minus_sign_and_leave_gaps_empty():
     fig = viz.scores_heatmap(z, row_labels=["a", "b", "c"], mask=mask, show_values=True)
     heat = values_traces(fig)[0]
     assert heat.texttemplate == "%{text}"
-    text = [list(row) for row in heat.text]
+    text = [[cell_text(cell)[0] for cell in row] for row in heat.text]
     assert text[0][:2] == ["\u22120.25", "1.50"] and text[1][1] == "\u22123.00"
     assert text[0][2] == ""  # masked: the overlay writes "−∞" there
     assert not any("-" in cell for row in text for cell in row)
@@ -465,6 +466,42 @@ def test_cell_values_are_written_with_a_true_minus_sign_and_leave_gaps_empty():
     kept = [[v for v, ok in zip(row, keep, strict=True) if ok] for row, keep in zip(z, mask, strict=True)]
     assert np.allclose(sum(shown, []), sum(kept, []), atol=0.005)
     assert cell_texts([[3.6e-7, -1.25e-8, np.nan]], ".1e") == [["3.6e\u221207", "\u22121.2e\u221208", ""]]
+
+
+def _wcag_contrast(a: str, b: str) -> float:
+    def lum(color: str) -> float:
+        r, g, b_ = (c / 255 for c in plotly.colors.unlabel_rgb(plotly.colors.convert_colors_to_same_type(color)[0][0]))
+        lin = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in (r, g, b_)]
+        return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+    hi, lo = sorted((lum(a), lum(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+@pytest.mark.parametrize("theme", ["paper", "slide", "dark"])
+def test_cell_values_read_at_least_4_5_to_1_against_their_cells_in_every_colour_scale(theme):
+    # plotly.js's own choice (#444 or white by brightness) gave 2.7:1 on Cividis's olive: seen on a projector
+    z = np.linspace(-1, 1, 25).reshape(5, 5)
+    figs = {
+        "scores (RdBu)": viz.scores_heatmap(z * 9, row_labels=list("abcde"), show_values=True, theme=theme),
+        "weights (Viridis)": viz.weights_heatmap((z + 1) / 2, row_labels=list("abcde"), show_values=True,
+                                                 theme=theme),
+        "entropy (Cividis)": viz.entropy_overview((z + 1), n_keys=4, theme=theme),
+    }
+    colours = set()
+    for name, fig in figs.items():
+        heat = values_traces(fig)[0]
+        lo, hi = heat.zmin, heat.zmax
+        scale = [[stop, plotly.colors.convert_colors_to_same_type(c, "rgb")[0][0]] for stop, c in heat.colorscale]
+        for zrow, trow in zip(heat.z, heat.text, strict=True):
+            for value, text in zip(zrow, trow, strict=True):
+                shown, colour = cell_text(text)
+                assert float(shown.replace("\u2212", "-")) == pytest.approx(value, abs=0.006), (name, text)
+                cell = plotly.colors.sample_colorscale(scale, [(value - lo) / (hi - lo)])[0]
+                assert _wcag_contrast(colour, cell) >= 4.5, (name, value, colour, cell)
+                colours.add(colour)
+        viz.apply_theme(fig, theme)  # restyled again: each text keeps one colour
+        assert all(t.count("<span") == 1 for row in values_traces(fig)[0].text for t in row)
+    assert colours == {"#000000", "#ffffff"}  # both are needed: dark and light cells
 
 
 @pytest.mark.parametrize("theme", ["default", "paper", "slide", "dark"])

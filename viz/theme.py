@@ -7,9 +7,12 @@ they never change the data a figure shows.
 
 from __future__ import annotations
 
+import base64
 import re
 from functools import cache, lru_cache
 
+import numpy as np
+import plotly.colors as pc
 import plotly.graph_objects as go
 from plotly.graph_objects import Figure as GoFigure  # noqa: I001 - bound once (go.X is a lazy lookup)
 
@@ -260,6 +263,65 @@ def unwrap(text: str | None) -> str:
     return (text or "").replace(SOFT_BREAK, "")
 
 
+def relative_luminance(rgb) -> np.ndarray:
+    """WCAG 2's relative luminance of sRGB colours (..., 3), channels 0-255."""
+    c = np.asarray(rgb, dtype=float) / 255.0
+    c = np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+    return c @ np.array([0.2126, 0.7152, 0.0722])
+
+
+def cell_text_colors(z, zmin: float, zmax: float, colorscale) -> np.ndarray:
+    """Per cell, "#000000" or "#ffffff": whichever contrasts more (WCAG 2) with the colour the cell is
+    painted (its colour scale interpolated in RGB, as plotly.js does). plotly.js's own choice, #444 or
+    white by the colour's brightness, put #444 on mid-tone cells (Cividis's olive: 2.7:1); the better of
+    black and white gives every cell at least 4.5:1 (WCAG AA)."""
+    z = _numbers(z)
+    at = np.clip((np.nan_to_num(z, nan=zmin) - zmin) / ((zmax - zmin) or 1.0), 0.0, 1.0)
+    scale = pc.get_colorscale(colorscale) if isinstance(colorscale, str) else colorscale
+    stops = np.array([float(stop) for stop, _ in scale])
+    rgb = np.array([pc.unlabel_rgb(pc.convert_colors_to_same_type([c], "rgb")[0][0]) for _, c in scale])
+    cells = np.stack([np.interp(at, stops, rgb[:, i]) for i in range(3)], axis=-1)  # (..., 3)
+    lum = relative_luminance(np.round(cells))
+    return np.where((lum + 0.05) / 0.05 >= 1.05 / (lum + 0.05), "#000000", "#ffffff")
+
+
+def _numbers(value) -> np.ndarray:
+    """A trace's array as floats: nested lists, a numpy array, or a plotly.js typed array ({"dtype",
+    "bdata", "shape"}, as a finished go.Figure holds float32 data)."""
+    if isinstance(value, dict) and "bdata" in value:
+        flat = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
+        shape = value.get("shape")
+        return (flat.reshape([int(n) for n in str(shape).split(",")]) if shape else flat).astype(float)
+    return np.asarray(value, dtype=float)
+
+
+_COLORED = re.compile(r'^<span style="color:(#[0-9a-f]{6})">(.*)</span>$')
+
+
+def cell_text(text: str) -> tuple[str, str | None]:
+    """A value cell's text as (the text, its colour): ("0.25", "#000000"), or (text, None) where it is
+    not coloured."""
+    m = _COLORED.match(str(text))
+    return (m.group(2), m.group(1)) if m else (str(text), None)
+
+
+def _contrast_cell_texts(trace, layout) -> None:
+    """Write each value cell's text in cell_text_colors' colour (plotly.js's <span> markup, which the
+    browser and the static exports draw alike), from the trace's own colour range or its coloraxis's.
+    Again on a figure restyled: the colours do not depend on the theme, and a text is coloured once."""
+    key = trace.get("coloraxis")
+    axis = (layout.get(key) or {}) if key else {}
+    lo, hi = (axis.get("cmin"), axis.get("cmax")) if axis else (trace.get("zmin"), trace.get("zmax"))
+    scale = axis.get("colorscale") if axis else trace.get("colorscale")
+    texts, z = trace.get("text"), trace.get("z")
+    if lo is None or hi is None or scale is None or texts is None or z is None:
+        return
+    plain = [[cell_text(text)[0] for text in row] for row in texts]
+    colors = cell_text_colors(z, float(lo), float(hi), scale).tolist()
+    trace.text = [[f'<span style="color:{c}">{text}</span>' if text else ""
+                   for text, c in zip(row, crow, strict=True)] for row, crow in zip(plain, colors, strict=True)]
+
+
 def _role(trace) -> str | None:
     meta = trace.get("meta")
     return meta.get("role") if isinstance(meta, dict) else None
@@ -361,6 +423,8 @@ def apply_theme(fig: Fig | go.Figure, name: str = "default") -> go.Figure:
                                            size=max(9, t["font_size"] - 3))
         if trace.get("type") == "heatmap" and trace.get("texttemplate"):
             trace.child("textfont").update(size=max(9, t["font_size"] - 3), family=t["font_family"])
+            if role == "values":
+                _contrast_cell_texts(trace, fig.layout)
     _set_margins(fig, t, width, left, xs, ys)
     if finished is not None:  # a finished go.Figure is restyled in place, as plotly's update_* would
         out = fig.to_dict()
