@@ -681,6 +681,17 @@ def test_pe_curves_draw_chosen_dims_and_mark_sentence_positions():
         viz.pe_curves(pos, pe, dims=[8])
 
 
+def test_pe_curves_tell_sin_from_cos_without_colour():
+    # the legend's colours alone told dim 2 sin (#009E73) from dim 3 cos (#CC79A7), grey alike to a deuteranope
+    pos = np.arange(0, 20, 0.5)
+    pe = np.array([_pe(1, 8)[0] * 0 + np.sin(p) for p in pos])
+    fig = viz.pe_curves(pos, pe, dims=[0, 1, 2, 3], marked_positions=[0, 1, 2], marked_labels=list("你喜她"))
+    dashes = {t.legendgroup: t.line.dash for t in role_traces(fig, "line")}
+    symbols = {t.legendgroup: t.marker.symbol for t in role_traces(fig, "marks")}
+    assert dashes == {"0": "solid", "1": "dash", "2": "solid", "3": "dash"}
+    assert symbols == {"0": "circle", "1": "diamond", "2": "circle", "3": "diamond"}
+
+
 def test_embedding_pe_sum_panels_share_one_scale_and_sum_correctly():
     e, p = RNG.normal(size=(2, 3, 6))
     fig = viz.embedding_pe_figure(e, p, labels=list("abc"))

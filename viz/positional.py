@@ -119,13 +119,16 @@ def pe_curves(
         length = f"{period:.3g}" if period < 100 else f"{period:.0f}"
         name = f"dim {j} {'sin' if j % 2 == 0 else 'cos'}, period {length}"
         color = QUALITATIVE[n % len(QUALITATIVE)]
+        # sin solid with round marks, cos dashed with diamonds: told apart without the colours (which a
+        # colour-blind student may not: #009E73 and #CC79A7, dims 2 and 3, grey alike under deuteranopia)
+        sine = j % 2 == 0
         fig.add_trace(
             vf.scatter(
                 x=pos.astype(np.float32),
                 y=table[:, column[j]].astype(np.float32),
                 mode="lines",
                 name=name,
-                line=dict(color=color),
+                line=dict(color=color, dash="solid" if sine else "dash"),
                 legendgroup=str(j),
                 hovertemplate=f"dim {j}<br>position %{{x:.3g}}<br>PE %{{y:.4f}}<extra></extra>",
                 meta={"role": "line"},
@@ -137,7 +140,7 @@ def pe_curves(
                     x=marks,
                     y=np.interp(marks, pos, table[:, column[j]]),
                     mode="markers",
-                    marker=dict(color=color, size=4 if dense else 9,
+                    marker=dict(color=color, size=4 if dense else 9, symbol="circle" if sine else "diamond",
                                 line=dict(width=0 if dense else 1, color="#000")),
                     customdata=mark_text,
                     showlegend=False,
