@@ -496,14 +496,15 @@ def query_view(spec: FigureSpec, models: Models) -> ViewResult:
                 f"to 1. The outlined bars show the weights softmax would give the raw scores.{spread}",
     ))
     out.panels.append(Panel(
-        "query-lines", f"Every query's weights as lines, {qlabel} in colour ({spec.block}, layer {layer}, head {head})",
+        "query-lines", f"Every query's weights as lines, {qlabel} highlighted ({spec.block}, layer {layer}, head {head})",
         viz.attention_lines(a["weights"], query_labels=rows, key_labels=cols, query=q, mask=a["allowed"],
                             theme=spec.theme, title=f"Attention as lines: query → key, more opaque = larger weight "
                                                     f"— {where}"),
         lambda: viz.matrix_frame(a["weights"], rows, cols),
         caption="The same softmax weights as the heatmap of view 3, drawn as lines: queries on the left, keys on "
                 "the right, each line as opaque as its weight; a masked key (weight exactly 0) gets no line. "
-                "Hover over a key's dot for the coloured query's weight.",
+                "The chosen query's lines are in colour and on top; hover over (or tap) a key's dot for its weight, or "
+                "open the numbers below for every weight.",
     ))
     out.panels.append(Panel(
         "query-context", f"Context vector of {qlabel} = Σⱼ weightⱼ · vⱼ ({spec.block}, layer {layer}, head {head})",

@@ -353,13 +353,41 @@ function draw(Plotly, gd) {
   shrink(gd, k, layout.height, fullscreen);
   const full = Object.assign({}, config, {
     // plotly.js's own toImage: its SVG leaves heatmaps to the viewer's smoothing
-    modeBarButtonsToRemove: ["toImage"].concat(touch ? TOUCH_REMOVED : []),
+    // box and lasso select: nothing in the app reads a selection, and each was one more Tab stop per chart
+    modeBarButtonsToRemove: ["toImage", "select2d", "lasso2d"].concat(touch ? TOUCH_REMOVED : []),
     modeBarButtonsToAdd: [
       {name: "crisp-svg", title: "Download plot", icon: window.Plotly.Icons.camera, click: saveSvg},
       {name: "fullscreen", title: "Full screen (Esc leaves)", icon: FULLSCREEN_ICON, click: toggleFullscreen},
     ],
   });
-  return Plotly.react(gd, figure.data || [], layout, full);
+  return Plotly.react(gd, figure.data || [], layout, full).then(() => describe(gd));
+}
+
+function plainText(markup) {
+  // A figure's title or note as a screen reader should say it: its <br> a space, its tags gone, its entities
+  // read (an inert document: DOMParser runs no script and loads nothing, whatever the user's words hold).
+  const html = String(markup || "").replace(/<br\s*\/?>/gi, " ");
+  return (new DOMParser().parseFromString(html, "text/html").body.textContent || "").replace(/\s+/g, " ").trim();
+}
+
+let captions = 0;  // ids for the captions a chart is described by
+
+function describe(gd) {
+  // For a screen reader: the chart is one figure, named by its figure's title and notes (what the plot
+  // says in words) and described by the caption below it. plotly.js's SVGs are hidden from it: their tick
+  // labels were read as an image's name ("−10 −5 0 5 10 … 0:你 1:喜") and the title twice. The toolbar,
+  // outside them, stays reachable.
+  const {figure, title} = gd.__lab.spec;
+  const notes = ((figure.layout || {}).annotations || []).filter((a) => a.name === "notes").map((a) => a.text);
+  const said = [((figure.layout || {}).title || {}).text].concat(notes).map(plainText).filter(Boolean).join(". ");
+  const box = gd.parentElement;
+  box.setAttribute("role", "figure");
+  box.setAttribute("aria-label", said || title || "chart");
+  if (!gd.__lab.caption.id) gd.__lab.caption.id = `lab-caption-${++captions}`;
+  if (gd.__lab.caption.hidden) box.removeAttribute("aria-describedby");
+  else box.setAttribute("aria-describedby", gd.__lab.caption.id);
+  gd.querySelectorAll("svg.main-svg").forEach((svg) => svg.setAttribute("aria-hidden", "true"));
+  return gd;
 }
 
 function drawRow(Plotly, gd) {
@@ -583,7 +611,7 @@ CSS = """
 }
 .lab-chart-caption {
   font-family: var(--st-font); font-size: 0.875rem; line-height: 1.6; color: var(--st-text-color);
-  opacity: 0.6; margin: 1rem 0 0 0; overflow-wrap: break-word;
+  opacity: 0.75; margin: 1rem 0 0 0; overflow-wrap: break-word;
 }
 .lab-chart-title[hidden], .lab-chart-caption[hidden] { display: none; }
 .lab-chart-box[data-waiting] { opacity: 0.33; transition: opacity 1s ease-in 0.5s; }

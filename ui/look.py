@@ -68,7 +68,9 @@ def steppers(key: str, count: int) -> None:
     the keyboard (SHORTCUTS)."""
     for delta, shortcut, icon, word in ((-1, SHORTCUTS[key][0], ":material/chevron_left:", "Previous"),
                                         (1, SHORTCUTS[key][1], ":material/chevron_right:", "Next")):
-        st.button("", icon=icon, key=f"{key}-{'prev' if delta < 0 else 'next'}", on_click=step_choice,
+        # the label names the button for a screen reader ("◂" alone was read as "chevron_left icon"); the
+        # page hides it from the eye (ui/style.py), where the arrow and the select box beside it say it
+        st.button(f"{word} {key}", icon=icon, key=f"{key}-{'prev' if delta < 0 else 'next'}", on_click=step_choice,
                   args=(key, count, delta), shortcut=shortcut, disabled=count < 2,
                   help=f"{word} {key} (key {KEY_NAMES[shortcut]})")
 

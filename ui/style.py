@@ -6,6 +6,11 @@ reruns keep it.
   each), so that every control of the widest view (5 · One query, ui/look.py) fits one row on a
   1500-px screen. Streamlit has no option for the hint's text; the <kbd> keeps the full name for
   screen readers (its aria-label), and the button's tooltip says it in words.
+- The ◂ ▸ buttons' labels ("Previous head", ui/look.py) are there for screen readers only: hidden from
+  the eye, where the arrows beside the select box say it.
+- Captions (Streamlit's, and the charts' own in ui/chart.py) at 0.75 of the text colour, not Streamlit's 0.6:
+  on a white page that was #828180, 3.9:1, under the 4.5:1 of WCAG AA for text of that size; now ~6:1 (and
+  ~7.5:1 on the dark page). They carry the views' explanations (why ÷√d_k, what the model is).
 - Text panels side by side (ui/panels.py render_result: a container keyed "twins-<row>", e.g. the
   two verdicts of view 6) are one height, so the pair reads as a pair whatever each one says; and
   like the twin charts (ui/chart.py), the pair stacks where either would be narrower than 28rem.
@@ -27,6 +32,9 @@ CSS = """
 .st-key-layer-prev kbd::after, .st-key-layer-next kbd::after { font-size: 0.75rem; }
 .st-key-layer-prev kbd::after { content: "⇧←"; }
 .st-key-layer-next kbd::after { content: "⇧→"; }
+[data-testid="stCaptionContainer"] { opacity: 0.75; }
+:is(.st-key-layer-prev, .st-key-layer-next, .st-key-head-prev, .st-key-head-next) button [data-testid="stMarkdownContainer"] {
+  position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
 [class*="st-key-twins-"] [data-testid="stColumn"] { min-width: min(100%, 28rem); }
 [class*="st-key-twins-"] [data-testid="stElementContainer"]:has(> [data-testid="stAlert"]) { flex-grow: 1; }
 [class*="st-key-twins-"] [data-testid="stAlert"],

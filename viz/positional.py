@@ -372,7 +372,8 @@ def pe_rotation(
     joined in position order, so the hand's turn of ωᵢ radians per position is seen.
 
     pe: (positions, d_model) sinusoidal encodings; pairs: the pair indices i to draw; omegas: their
-    ωᵢ; error: max |PE(pos + offset) − R_offset·PE(pos)| as the model measured it (the note says it).
+    ωᵢ; error: max |PE(pos + offset) − R_offset·PE(pos)| as the model's functions measure it in float64
+    (the note says it, and says float64: the table the model adds is float32, off by ~1e−7).
     Positions beyond ROTATION_POINTS are not drawn (the note says so).
     """
     p = np.asarray(pe, dtype=np.float64)
@@ -389,7 +390,7 @@ def pe_rotation(
     if error is not None:
         angle = "ωᵢ" if offset == 1 else f"ωᵢ{DOT}{offset}"
         notes.append(f"PE(pos + {offset}) = R_{offset}{DOT}PE(pos), one 2×2 rotation by {angle} per pair: "
-                     f"max |difference| {num(error, '.1e')}")
+                     f"max |difference| {num(error, '.1e')} in float64")
     if p.shape[0] > n:
         notes.append(f"the first {n} of {p.shape[0]} positions")
     pw, ph = panel_px(theme, cols=len(pairs), height=ROTATION_HEIGHT)
