@@ -31,7 +31,7 @@ from lab.heap import freeze_startup_heap  # noqa: E402
 from lab.spec import VIEWS, FigureSpec, SpecError  # noqa: E402
 from lab.threads import app_torch_threads  # noqa: E402
 from lab.views import decoding_spec, traced_spec  # noqa: E402
-from ui import cache, look  # noqa: E402
+from ui import cache, focus, look  # noqa: E402
 from ui.panels import render_result, ui_export  # noqa: E402
 from ui.sentences import sentences_row  # noqa: E402
 from ui.sidebar import sidebar  # noqa: E402
@@ -145,7 +145,8 @@ def head_buttons(spec: FigureSpec, models) -> None:
     with st.container(horizontal=True, gap="small", vertical_alignment="center", key="open-heads"):
         st.markdown(f"Open a head of layer {layer} step by step:")
         for h in range(n_heads):
-            st.button(f"head {h}", key=f"open-head-{h}", on_click=open_head, args=(layer, h, spec.block),
+            st.button(f"head {h}", key=f"open-head-{h}", on_click=open_head,
+                      args=(layer, h, spec.block, VIEW_LABELS["attention"]),
                       icon=":material/open_in_new:",
                       help=f"Layer {layer}, head {h} in '3 · Attention step by step'")
 
@@ -256,6 +257,7 @@ def _main_area(trained_ok: bool) -> None:
         st.error(md(f"This view could not be drawn ({type(exc).__name__}: {str(exc)[:300]}). The spec below "
                     "reproduces it; the server log has the details."), icon=":material/error:")
     share(spec)
+    focus.restore()  # where a click that redrew the page asked the keyboard's focus to go (ui/focus.py)
 
 
 def main() -> None:

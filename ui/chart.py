@@ -387,6 +387,8 @@ function describe(gd) {
   if (gd.__lab.caption.hidden) box.removeAttribute("aria-describedby");
   else box.setAttribute("aria-describedby", gd.__lab.caption.id);
   gd.querySelectorAll("svg.main-svg").forEach((svg) => svg.setAttribute("aria-hidden", "true"));
+  // box zoom and pan work by dragging the mouse: no Tab stop (zoom in/out, reset, download and full screen keep one)
+  gd.querySelectorAll('.modebar-btn[data-attr="dragmode"]').forEach((b) => b.setAttribute("tabindex", "-1"));
   return gd;
 }
 

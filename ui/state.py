@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import streamlit as st
 
 from lab.spec import MAX_CHARS, VIEWS, FigureSpec, SpecError
+from ui import focus
 
 
 def _defaults() -> dict[str, object]:
@@ -152,6 +153,7 @@ def apply_preset() -> None:
     label = st.session_state.get("preset")
     if label in PRESETS:
         st.session_state["sentence_a"], st.session_state["sentence_b"] = PRESETS[label]
+        focus.ask(*focus.EXAMPLES)  # the menu closed under the keyboard's focus
 
 
 def swap_sentences() -> None:
@@ -159,9 +161,11 @@ def swap_sentences() -> None:
     ss["sentence_a"], ss["sentence_b"] = ss["sentence_b"], ss["sentence_a"]
 
 
-def open_head(layer: int, head: int, block: str) -> None:
-    """From the heads overview to one head, step by step."""
+def open_head(layer: int, head: int, block: str, label: str = "") -> None:
+    """From the heads overview to one head, step by step; the keyboard's focus (the button went with view
+    4) to the view bar's option `label`, the view now shown."""
     st.session_state.update(layer=layer, head=head, block=block, view="attention")
+    focus.ask(*focus.VIEW_BAR, label)
 
 
 # -- keeping values inside what the widgets offer ------------------------------------------------
