@@ -245,6 +245,9 @@ def _main_area(trained_ok: bool) -> None:
     except SpecError as exc:
         spec_error(exc)
         return
+    # the view's name as the heading between the page's title (h1) and the panels' (h3), for a screen reader's
+    # list of headings; hidden from the eye, where the view bar above shows it (ui/style.py)
+    st.container(key="view-heading").header(VIEW_LABELS[view], anchor=False)
     st.container(key="view-intro").caption(md(VIEW_INTROS[view]))  # small in a slide page too (ui/style.py)
     if ss.pop("_switched_model", False):
         st.info("Switched to the trained zh-en model (with and without positional encoding): this view is about "

@@ -1057,6 +1057,13 @@ def test_a_screen_reader_hears_named_charts_and_buttons_and_captions_read_at_aa_
         assert c["svgs"] >= 2 and c["hidden"] == c["svgs"], c  # plotly.js's drawing is not read out
         assert c["select"] == 0, c  # no box or lasso select: nothing reads a selection
     assert any(c["caption"] for c in charts)
+    heading = page.get_by_role("heading", level=2, name="2 · Positional encoding")  # h1 > h2 (the view) > h3
+    assert heading.count() == 1
+    box = page.locator(".st-key-view-heading").bounding_box()  # its box: 1 px, clipped
+    assert box is None or (box["width"] <= 1 and box["height"] <= 1)  # hidden from the eye
+    apart = page.evaluate("""() => { const w = document.querySelector('.st-key-view-heading').parentElement;
+        return w.nextElementSibling.getBoundingClientRect().top - w.previousElementSibling.getBoundingClientRect().bottom; }""")
+    assert apart <= 17, apart  # one gap between its neighbours, as with no heading: it takes no room
     open_view(page, "3 · Attention step by step")
     for key, word in (("head-prev", "Previous head"), ("head-next", "Next head"), ("layer-prev", "Previous layer")):
         button = page.locator(f".st-key-{key} button")

@@ -6,8 +6,9 @@ reruns keep it.
   each), so that every control of the widest view (5 · One query, ui/look.py) fits one row on a
   1500-px screen. Streamlit has no option for the hint's text; the <kbd> keeps the full name for
   screen readers (its aria-label), and the button's tooltip says it in words.
-- The ◂ ▸ buttons' labels ("Previous head", ui/look.py) are there for screen readers only: hidden from
-  the eye, where the arrows beside the select box say it.
+- The ◂ ▸ buttons' labels ("Previous head", ui/look.py) and the view's heading (an h2 between the page's
+  title and the panels' h3, app.py) are there for screen readers only: hidden from the eye, where the
+  arrows beside the select box and the view bar say it.
 - A control reached with the keyboard (Tab) shows a 2 px ring in the text's colour: Streamlit's own, a
   half-transparent shadow in the primary colour, was ~2.2:1 against the page.
 - Captions (Streamlit's, and the charts' own in ui/chart.py) at 0.75 of the text colour, not Streamlit's 0.6:
@@ -38,6 +39,8 @@ CSS = """
 :is(button, a, summary, [role="radio"], [role="tab"]):focus-visible { outline: 2px solid currentColor; outline-offset: 2px; }
 :is(.st-key-layer-prev, .st-key-layer-next, .st-key-head-prev, .st-key-head-next) button [data-testid="stMarkdownContainer"] {
   position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
+[data-testid="stLayoutWrapper"]:has(> .st-key-view-heading), .st-key-view-heading { position: absolute !important; width: 1px !important; height: 1px !important; min-width: 0 !important;
+  overflow: hidden !important; clip-path: inset(50%); white-space: nowrap; margin: 0 !important; padding: 0 !important; }
 [class*="st-key-twins-"] [data-testid="stColumn"] { min-width: min(100%, 28rem); }
 [class*="st-key-twins-"] [data-testid="stElementContainer"]:has(> [data-testid="stAlert"]) { flex-grow: 1; }
 [class*="st-key-twins-"] [data-testid="stAlert"],
