@@ -3,8 +3,9 @@
 A button that changes the view (view 4's "head 2" opens view 3) or an Examples item is gone, or closed,
 when the rerun redraws the main area: the browser then puts the focus on the page's <body>, and the next
 Tab started part way down the new page, past the controls. The callback asks for a place (ask), and the
-end of the main area's run puts a small component there (restore) whose script moves the focus to it,
-only where nothing else has the focus (a person who clicked elsewhere meanwhile keeps it).
+end of the main area's run puts a small hidden component there (restore) whose script moves the focus to
+it, only where the focus was lost or sits elsewhere in the same group (the browser may give it back to the
+view bar's old option): a person who moved it elsewhere meanwhile keeps it.
 """
 
 from __future__ import annotations
