@@ -470,6 +470,12 @@ def test_a_chart_goes_full_screen_and_back_and_follows_the_page_width(page):
     assert page.evaluate("() => getComputedStyle(document.fullscreenElement).backgroundColor") == "rgb(255, 255, 255)"
     assert page.eval_on_selector(WEIGHTS_CHART, SIZE) == page.evaluate("() => [window.innerWidth, window.innerHeight]")
     page.screenshot(path=str(SCREENSHOTS / "browser-chart-full-screen.png"))
+    inside = []
+    for key in ["Tab"] * 9 + ["Shift+Tab"] * 3:  # Tab goes round the chart's own controls, not the page behind it
+        page.keyboard.press(key)
+        inside.append(page.evaluate("() => document.fullscreenElement.contains(document.activeElement)"
+                                    " && document.activeElement !== document.fullscreenElement"))
+    assert all(inside), inside
     page.set_viewport_size({"width": 1200, "height": 800})  # the window changes while in full screen
     page.wait_for_function(f"() => document.querySelector('{WEIGHTS_CHART}')._fullLayout.height === 800")
     assert page.eval_on_selector(WEIGHTS_CHART, SIZE) == [1200, 800]

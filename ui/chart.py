@@ -461,6 +461,19 @@ document.addEventListener("fullscreenchange", () => {  // back from full screen:
   for (const gd of [...waiting]) if (gd.isConnected && distance(gd) <= AHEAD_PX) paint(gd);
 });
 
+document.addEventListener("keydown", (event) => {
+  // In full screen only the chart is on the screen: Tab and Shift+Tab go round its own controls (the toolbar),
+  // not on to the page hidden behind it.
+  const box = document.fullscreenElement;
+  if (event.key !== "Tab" || !box || !box.classList.contains("lab-chart-box")) return;
+  const stops = [...box.querySelectorAll("a, button, input, [tabindex]")].filter((el) => el.tabIndex >= 0);
+  event.preventDefault();
+  if (!stops.length) return;
+  const at = stops.indexOf(document.activeElement);
+  const next = event.shiftKey ? (at <= 0 ? stops.length - 1 : at - 1) : (at + 1) % stops.length;
+  stops[next].focus();
+});
+
 function later(fn) {
   return window.requestIdleCallback ? window.requestIdleCallback(fn, {timeout: IDLE_WAIT_MS}) : setTimeout(fn, 50);
 }
