@@ -69,23 +69,10 @@ def _visible_tokens(table: pd.DataFrame) -> pd.DataFrame:
     return shown
 
 
-def _in_words(table: pd.DataFrame) -> pd.DataFrame:
-    """True and False written as words: st.dataframe draws a bool column as ticked and empty boxes, the ticked
-    ones light grey on white (1.9:1), which a student told apart from empty ones only up close (view 6's
-    "equivariant", "pooled equal"). The CSV keeps the bools."""
-    bools = [c for c in table.columns if pd.api.types.is_bool_dtype(table[c])]
-    if not bools:
-        return table
-    table = table.copy()
-    for c in bools:
-        table[c] = table[c].map({True: "True", False: "False"})
-    return table
-
-
 def _table(panel: Panel, key: str, *, numbers: bool, slide: bool = False) -> None:
     """numbers: the numbers behind a figure (a smaller size limit). slide: a panel's own table on a projector
     (SLIDE_TABLE_ROWS)."""
-    table = _in_words(_visible_tokens(panel.table))
+    table = _visible_tokens(panel.table)
     cells = table.shape[0] * max(1, table.shape[1])
     limit = SHOW_NUMBERS_CELLS if numbers else SHOW_TABLE_CELLS
     if cells > limit:
@@ -101,7 +88,7 @@ def _table(panel: Panel, key: str, *, numbers: bool, slide: bool = False) -> Non
         # are where there is no gap (B's ids where B is the shorter sentence, next to A's)
         gaps = {c: st.column_config.TextColumn(alignment="right") for c in table.columns
                 if isinstance(c, str) and pd.api.types.is_numeric_dtype(table[c])
-                and not pd.api.types.is_numeric_dtype(frame[c])}
+                and not pd.api.types.is_bool_dtype(table[c]) and not pd.api.types.is_numeric_dtype(frame[c])}
         st.dataframe(shown, key=f"table-{key}", hide_index=_plain_index(table), column_config=gaps or None)
 
 

@@ -37,9 +37,10 @@ CSS = """
 .st-key-layer-next kbd::after { content: "⇧→"; }
 [data-testid="stCaptionContainer"] { opacity: 0.75; }
 :is(button, a, summary, [role="radio"], [role="tab"]):focus-visible { outline: 2px solid currentColor; outline-offset: 2px; }
-:is(.st-key-layer-prev, .st-key-layer-next, .st-key-head-prev, .st-key-head-next) button [data-testid="stMarkdownContainer"] {
-  position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
-[data-testid="stLayoutWrapper"]:has(> .st-key-view-heading), .st-key-view-heading { position: absolute !important; width: 1px !important; height: 1px !important; min-width: 0 !important;
+/* for screen readers only (the ◂ ▸ labels, the view's heading and its layout wrapper): one visually hidden rule */
+:is(.st-key-layer-prev, .st-key-layer-next, .st-key-head-prev, .st-key-head-next) button [data-testid="stMarkdownContainer"],
+[data-testid="stLayoutWrapper"]:has(> .st-key-view-heading), .st-key-view-heading {
+  position: absolute !important; width: 1px !important; height: 1px !important; min-width: 0 !important;
   overflow: hidden !important; clip-path: inset(50%); white-space: nowrap; margin: 0 !important; padding: 0 !important; }
 [class*="st-key-twins-"] [data-testid="stColumn"] { min-width: min(100%, 28rem); }
 [class*="st-key-twins-"] [data-testid="stElementContainer"]:has(> [data-testid="stAlert"]) { flex-grow: 1; }

@@ -105,13 +105,18 @@ def shown_table(
     frame: pd.DataFrame, *, differs: Sequence[bool] | None = None, dark: bool = False
 ) -> pd.DataFrame | pd.io.formats.style.Styler:
     """`frame` as a page shows it: rows where `differs` is True highlighted (highlight_differences),
-    and a missing value (None, NaN) shown as "—" rather than the word "None". st.dataframe draws a
-    null cell as "None" whatever a Styler's display value says, so the shown copy holds "—" itself;
-    `frame`, and so its CSV, keeps the empty cell. A frame with neither is returned as it is."""
+    a missing value (None, NaN) shown as "—" rather than the word "None", and True/False as words.
+    st.dataframe draws a null cell as "None" whatever a Styler's display value says, so the shown copy
+    holds "—" itself; it draws a bool column as ticked and empty boxes, the ticked ones light grey on
+    white (1.9:1), told apart only up close (view 6's "equivariant"). `frame`, and so its CSV, keeps
+    the empty cells and the bools. A frame with none of these is returned as it is."""
     gaps = [c for c in frame.columns if frame[c].isna().any()]
-    if differs is None and not gaps:
+    bools = [c for c in frame.columns if pd.api.types.is_bool_dtype(frame[c])]
+    if differs is None and not gaps and not bools:
         return frame
     shown = frame.copy()
+    for c in bools:
+        shown[c] = shown[c].map({True: "True", False: "False"})
     for c in gaps:  # a number column becomes text there (floats as 6 significant digits, not float noise): one
         number = pd.api.types.is_float_dtype(shown[c])  # type per column, as Arrow (st.dataframe) needs
         shown[c] = [GAP if pd.isna(v) else (f"{v:.6g}" if number else str(v)) for v in shown[c]]
