@@ -94,6 +94,30 @@ def test_small_matrix_keeps_every_cell_and_its_holes():
     np.testing.assert_array_equal(grid.z, expect)
 
 
+@pytest.mark.parametrize("shape", [(300, 300), (511, 511), (257, 513), (400, 130)])
+def test_block_labels_centres_and_edges_name_the_positions_each_block_holds(shape):
+    """Each block is labelled "a–b" by the first and last positions it holds, a last block of one
+    position by that position's token; its centre is their midpoint and its edges half a cell outside.
+    Asked twice (the block arithmetic is kept per size), a grid still names the tokens it was given."""
+    R, C = shape
+    rows, cols = [f"r{i}" for i in range(R)], [f"c{j}" for j in range(C)]
+    z = RNG.normal(size=shape).astype(np.float32)
+    for _ in range(2):
+        grid = prepare_grid(z, row_text=rows, col_text=cols)
+        for n, text, centres, edges, shown, blocks in (
+            (R, rows, grid.y, grid.y_edges, grid.row_text, grid.z.shape[0]),
+            (C, cols, grid.x, grid.x_edges, grid.col_text, grid.z.shape[1]),
+        ):
+            factor = -(-n // blocks)
+            spans = [(a, min(a + factor, n) - 1) for a in range(0, n, factor)]
+            assert shown == [text[a] if a == b else f"{a}–{b}" for a, b in spans]
+            np.testing.assert_array_equal(centres, [(a + b) / 2 for a, b in spans])
+            np.testing.assert_array_equal(edges, [a - 0.5 for a, _ in spans] + [n - 0.5])
+        rows, cols = [f"s{i}" for i in range(R)], [f"d{j}" for j in range(C)]
+    if R == 511:  # in blocks of 2, the last holds one position: named by the second call's token
+        assert grid.row_text[-1] == "s510"
+
+
 def test_grid_does_not_share_memory_with_the_input():
     z = RNG.normal(size=(8, 8)).astype(np.float32)
     grid = prepare_grid(z, row_text=labels(8), col_text=labels(8))

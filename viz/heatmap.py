@@ -71,12 +71,23 @@ def _blocks(n: int, factor: int, text: list[str]):
     if factor == 1 and n:  # one cell per position (most figures): no block arithmetic
         centres = np.arange(n, dtype=np.float64)
         return centres, np.arange(-0.5, n, 1.0), text
+    centres, edges, ranges = _block_ranges(n, factor)
+    labels = list(ranges)
+    if n and n % factor == 1:  # a last block of one position is named by its token
+        labels[-1] = text[n - 1]
+    return centres, edges, labels
+
+
+@lru_cache(maxsize=256)
+def _block_ranges(n: int, factor: int) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
+    """_blocks' arithmetic for factor > 1, once per (n, factor): centres, edges and "a–b" labels (a
+    grid of heads at 128 tokens asks for the same ones a dozen times)."""
     starts = np.arange(0, n, factor)
     ends = np.minimum(starts + factor, n) - 1
     centres = (starts + ends) / 2.0
     edges = np.append(starts - 0.5, ends[-1] + 0.5) if n else np.array([-0.5, 0.5])
-    labels = [text[a] if a == b else f"{a}–{b}" for a, b in zip(starts, ends, strict=True)]
-    return centres, edges, labels
+    centres.flags.writeable = edges.flags.writeable = False  # shared by every later call
+    return centres, edges, tuple(f"{a}–{b}" for a, b in zip(starts.tolist(), ends.tolist(), strict=True))
 
 
 def _block_sums(a: np.ndarray, fr: int, fc: int) -> np.ndarray:

@@ -277,12 +277,23 @@ def cell_text_colors(z, zmin: float, zmax: float, colorscale) -> np.ndarray:
     black and white gives every cell at least 4.5:1 (WCAG AA)."""
     z = _numbers(z)
     at = np.clip((np.nan_to_num(z, nan=zmin) - zmin) / ((zmax - zmin) or 1.0), 0.0, 1.0)
-    scale = pc.get_colorscale(colorscale) if isinstance(colorscale, str) else colorscale
-    stops = np.array([float(stop) for stop, _ in scale])
-    rgb = np.array([pc.unlabel_rgb(pc.convert_colors_to_same_type([c], "rgb")[0][0]) for _, c in scale])
+    key = colorscale if isinstance(colorscale, str) else tuple((float(s), str(c)) for s, c in colorscale)
+    stops, rgb = _scale_rgb(key)
     cells = np.stack([np.interp(at, stops, rgb[:, i]) for i in range(3)], axis=-1)  # (..., 3)
     lum = relative_luminance(np.round(cells))
     return np.where((lum + 0.05) / 0.05 >= 1.05 / (lum + 0.05), "#000000", "#ffffff")
+
+
+@lru_cache(maxsize=64)
+def _scale_rgb(colorscale: str | tuple[tuple[float, str], ...]) -> tuple[np.ndarray, np.ndarray]:
+    """A colour scale's stops (n,) and their sRGB colours (n, 3), read once per scale: plotly's lookup of
+    a scale by name walks its whole catalogue of named scales (~2 ms, more than the rest of a small
+    heads view's cell colours)."""
+    scale = pc.get_colorscale(colorscale) if isinstance(colorscale, str) else colorscale
+    stops = np.array([float(stop) for stop, _ in scale])
+    rgb = np.array([pc.unlabel_rgb(pc.convert_colors_to_same_type([c], "rgb")[0][0]) for _, c in scale])
+    stops.flags.writeable = rgb.flags.writeable = False  # shared by every later call
+    return stops, rgb
 
 
 def _numbers(value) -> np.ndarray:
