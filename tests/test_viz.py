@@ -812,6 +812,24 @@ def test_the_query_bars_panel_titles_fit_one_line_the_room_left_between_panels(t
     assert len(titles) == 3 and not [t for t in titles if "<br" in t], titles  # apply_theme wraps with <br class=…>
 
 
+@pytest.mark.parametrize("theme", list(viz.THEMES))
+def test_the_query_bars_fit_a_slide_and_leave_every_panel_room_for_its_ticks(theme):
+    """The slide theme's three panels fit its 16:9 slide (they were laid out 974 px tall: on a 720 px
+    projector the weights were below the fold); in every theme each panel's plot is at least five lines
+    of the theme's type tall (three y ticks with room between them) and the panels fill the plot area."""
+    n = 12
+    s = RNG.normal(size=n) * 4
+    fig = viz.query_bars(s, s / 4, softmax_rows(s[None] / 4)[0], key_labels=ZH[:n],
+                         unscaled_weights=softmax_rows(s[None])[0], theme=theme)
+    t = viz.theme.theme_spec(theme)
+    if theme == "slide":
+        assert fig.layout.height == t["height"] == 720
+    plot = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
+    heights = [plot * (axis.domain[1] - axis.domain[0]) for axis in (fig.layout.yaxis, fig.layout.yaxis2,
+                                                                     fig.layout.yaxis3)]
+    assert min(heights) >= 5 * t["font_size"], (theme, heights)
+
+
 def test_loss_curve_draws_train_and_validation():
     fig = viz.loss_curve([3, 2, 1.5], steps=[0, 10, 20], val_loss=[3.1, 2.4], val_steps=[0, 20])
     assert [t.name for t in fig.data] == ["train", "validation"]

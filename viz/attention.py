@@ -505,6 +505,12 @@ def entropy_overview(
     )
 
 
+# Lines of type (font sizes) the three panels of query_bars need in all: the title and its note (5), the
+# key labels and axis title (4), three panel titles (1.5 each) and three panels of bars with their ticks (6
+# each). Slide: 32 x 22 px = 704 <= 720; paper: 576 > 480, so its figure is laid out taller than its page.
+QUERY_BARS_LINES = 32
+
+
 def query_bars(
     scores: np.ndarray,
     scaled_scores: np.ndarray,
@@ -542,9 +548,12 @@ def query_bars(
     x = np.arange(n)
     peak = symmetric_range(np.where(masked, np.nan, s), np.where(masked, np.nan, ss)) * 1.1
     # laid out for the app (exports use their own size): three panels of bars with a title each; a theme
-    # with larger type (slide: 22 px) gets that much more height, else each panel's title sits on the
-    # axis above it and the ticks touch
+    # with larger type gets that much more height, else each panel's title sits on the axis above it and
+    # the ticks touch. A theme of fixed height that holds QUERY_BARS_LINES lines of its type keeps its
+    # height: the slide theme's figure fits one 16:9 slide (720 px, not 974), on a projector and in a deck.
     height = round(620 * max(1.0, t["font_size"] / THEMES["default"]["font_size"]))
+    if t["height"] and t["height"] >= QUERY_BARS_LINES * t["font_size"]:
+        height = t["height"]
     pw, ph = panel_px(theme, rows=3, height=min(height, t["height"] or height))
     fig = subplots(
         rows=3,
