@@ -85,9 +85,11 @@ def on_view_change(trained_ok: bool) -> None:
     """Order and translate are about trained models: use them when they exist.
 
     Switching the model changes sidebar widgets, which a fragment rerun would not redraw: then the
-    whole app reruns (st.rerun() in a callback); any other view change reruns only the fragment.
+    whole app reruns (st.rerun() in a callback); any other view change reruns only the fragment. A view
+    clicked with the mouse lets go of the focus (ui/focus.py): the view bar kept the arrow keys for itself.
     """
     ss = st.session_state
+    focus.release(".st-key-view")  # clicked with the mouse: ← → flip heads next, not the view bar's focus
     if trained_ok and ss.get("view") in ("order", "translate") and ss.get("model") == "random":
         ss["model"] = "zh-en"
         if ss.get("positional") == "learned":

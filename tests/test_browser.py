@@ -180,6 +180,35 @@ def test_arrow_keys_step_the_head_shift_arrows_the_layer_but_not_while_typing(pa
     assert "layer 1, head 1" in headings(page)
 
 
+def test_after_a_mouse_click_on_a_control_the_arrow_keys_still_flip_heads(page):
+    """A teacher clicks with the mouse and flips heads with → . The focus stayed in the control clicked: on
+    the view bar → moved its focus ring to the next view, in a select box or the Sentence radio it did nothing
+    or turned A into B. After a mouse click the control lets its focus go (ui/focus.py release); the keyboard's
+    own path (the focus kept on the view bar) is test_the_keyboard_focus_stays_on_the_page_after_a_click…."""
+    head = page.locator(".st-key-head [role='combobox']")
+
+    def right_to(value: str) -> None:
+        page.keyboard.press("ArrowRight")
+        page.wait_for_function("([el, v]) => el.value === v", arg=[head.element_handle(), value])
+        wait_idle(page)
+
+    open_view(page, "3 · Attention step by step")  # a click on the view bar
+    right_to("head 1")
+    page.locator(".st-key-head").click()
+    page.get_by_role("option", name="head 3").click()
+    wait_for_setting(page, "head", "3")
+    right_to("head 0")  # round to the first
+    page.locator(".st-key-sentence").get_by_text("B", exact=True).click()
+    wait_for_setting(page, "sentence", "b")
+    right_to("head 1")
+    assert page.locator(".st-key-sentence input[type=radio]").nth(1).is_checked()  # still B
+    open_view(page, "4 · Heads")
+    page.locator(".st-key-open-head-2 button").first.click()  # opens view 3 at head 2
+    wait_for_setting(page, "views", "attention")
+    assert not page.evaluate("() => !!document.activeElement.closest('.st-key-view')")  # not on the view bar
+    right_to("head 3")
+
+
 def test_every_control_of_the_one_query_view_fits_one_row_on_a_1500_px_screen(page):
     """The widest controls row (block, layer ◂ ▸, head ◂ ▸, sentence, query token) on one line; the
     layer buttons' hints read ⇧← ⇧→ (ui/style.py), the keys they name still step the layer."""
@@ -1110,9 +1139,10 @@ def test_the_keyboard_focus_stays_on_the_page_after_a_click_that_redraws_it(page
         .map(b => b.getAttribute('tabindex'))""")
     assert drag and set(drag) == {"-1"}  # box zoom and pan need a mouse: no Tab stops
     page.locator(".st-key-preset button").first.focus()
-    page.keyboard.press("Enter")  # the menu opens; the item is clicked (Streamlit's menu takes the arrow keys
-    # only some of the time, its focus still on the button: its own behaviour, not tested here)
-    page.get_by_role("menuitem", name=next(k for k in PRESETS if k.startswith("我有一只猫"))).click()
+    page.keyboard.press("Enter")  # the menu opens; the item is focused and Enter pressed (Streamlit's menu takes
+    # the arrow keys only some of the time, its focus still on the button: its own behaviour, not tested here)
+    page.get_by_role("menuitem", name=next(k for k in PRESETS if k.startswith("我有一只猫"))).focus()
+    page.keyboard.press("Enter")
     page.wait_for_function("() => new URLSearchParams(location.search).get('sentence_a') === '我有一只猫'")
     wait_idle(page)
     page.wait_for_function("() => document.activeElement && document.activeElement !== document.body")

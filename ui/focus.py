@@ -1,4 +1,4 @@
-"""Keyboard focus after a click that redraws the page under it.
+"""Keyboard focus after a click that redraws the page under it, and the ← → keys after a mouse click.
 
 A button that changes the view (view 4's "head 2" opens view 3) or an Examples item is gone, or closed,
 when the rerun redraws the main area: the browser then puts the focus on the page's <body>, and the next
@@ -6,6 +6,13 @@ Tab started part way down the new page, past the controls. The callback asks for
 end of the main area's run puts a small hidden component there (restore) whose script moves the focus to
 it, only where the focus was lost or sits elsewhere in the same group (the browser may give it back to the
 view bar's old option): a person who moved it elsewhere meanwhile keeps it.
+
+That is for the keyboard. A teacher at a projector clicks with the mouse and flips heads and layers with
+← → (ui/look.py SHORTCUTS), which Streamlit ignores while the focus is in a control that takes arrow keys
+itself: the view bar's option just clicked (← → moved its focus ring along the views), a select box (its
+text input) or the Sentence radio (← → turned A into B). So where the last press was the mouse's (the
+script watches pointer and key presses on the page from its first run on), a place asked for is not
+focused, and a control changed by the mouse lets its focus go (release): ← → then reach the page.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ import streamlit as st
 
 NAME = "attention_lab_focus"
 PENDING = "_refocus"
+WATCHING = "_focus_watching"  # the script was sent to this session's page
 
 # Where the focus goes: the view bar's chosen view (after a head opened in another view), the Examples
 # button (after an example filled the sentences).
@@ -24,21 +32,53 @@ VIEW_BAR = (".st-key-view", '[role="radio"][aria-checked="true"]')
 EXAMPLES = (".st-key-preset", "button")
 
 JS = """
+// Once per page: whether the last press was a pointer's (mouse, touch, pen) or a key's (a modifier key
+// alone does not count).
+if (!window.__labFocusWatch) {
+  window.__labFocusWatch = {pointer: false};
+  const watch = window.__labFocusWatch;
+  document.addEventListener("pointerdown", () => { watch.pointer = true; }, true);
+  document.addEventListener("keydown", (e) => {
+    if (["Shift", "Control", "Alt", "Meta"].includes(e.key)) return;
+    watch.pointer = false;
+  }, true);
+}
+
 export default function ({data}) {
+  const {mode, selector, text, group} = JSON.parse(data);
+  const watch = window.__labFocusWatch;
+  const within = (el) => el && el !== document.body && el.isConnected && group && el.closest(group);
+  let tries = 0;
+  if (mode === "release") {
+    // a control just changed by the mouse: let its focus go, so that the page's keys (← →) reach the page.
+    // The rerun may still be redrawing it (a select box keeps its input): look for ~1 s.
+    const release = () => {
+      if (!watch.pointer) return;
+      const active = document.activeElement;
+      if (within(active)) active.blur();
+      if (++tries < 20) setTimeout(release, 50);
+    };
+    requestAnimationFrame(release);
+    return;
+  }
+  if (mode !== "place") return;  // "watch": only loads this script, which watches the presses above
   // the place: the first shown element matching `selector` (whose text is `text`, where given). The rerun's
   // elements may still be arriving (the view bar may still show the view before): look for ~2 s. Only where
   // the focus was lost (on the <body>, or on an element now gone) or is elsewhere in the same group (a view
-  // bar's button that the browser gave it back to): a person who moved it meanwhile keeps theirs.
-  const {selector, text, group} = JSON.parse(data);
-  let tries = 0;
+  // bar's button that the browser gave it back to): a person who moved it meanwhile keeps theirs. After a
+  // mouse click, the focus is only taken from the group (where the browser gave it back).
   const place = () => {
     const active = document.activeElement;
-    const lost = !active || active === document.body || !active.isConnected || (group && active.closest(group));
+    const lost = !active || active === document.body || !active.isConnected || within(active);
     if (!lost) return;
-    const target = [...document.querySelectorAll(selector)].find(
-      (el) => el.offsetParent !== null && (!text || el.textContent.trim() === text));
-    if (target === active) return;  // there, and kept since the last look: done
-    if (target) target.focus();
+    if (watch.pointer) {
+      if (within(active)) active.blur();
+    } else {
+      const target = [...document.querySelectorAll(selector)].find(
+        (el) => el.offsetParent !== null && (!text || el.textContent.trim() === text));
+      if (target === active) return;  // there, and kept since the last look: done
+      if (target) target.focus();
+    }
     if (++tries < 40) setTimeout(place, 50);  // look again: the page, still settling, may take it back
   };
   requestAnimationFrame(place);
@@ -52,8 +92,14 @@ CSS = """
 
 def ask(group: str, selector: str, text: str = "") -> None:
     """From a widget's callback: after this rerun, the keyboard focus goes to `selector` (the one whose
-    text is `text`, where given), in the element `group`."""
-    st.session_state[PENDING] = {"group": group, "selector": f"{group} {selector}", "text": text}
+    text is `text`, where given), in the element `group`; after a mouse click, it only leaves the group."""
+    st.session_state[PENDING] = {"mode": "place", "group": group, "selector": f"{group} {selector}", "text": text}
+
+
+def release(group: str) -> None:
+    """From a widget's callback (on_change=focus.release, args=(group,)): after this rerun, where the change
+    was the mouse's, the focus leaves the element `group` (the control), so that ← → flip heads and layers."""
+    st.session_state[PENDING] = {"mode": "release", "group": group}
 
 
 @functools.cache
@@ -62,7 +108,10 @@ def _component():
 
 
 def restore() -> None:
-    """At the end of the main area: the focus asked for, if any (once)."""
+    """At the end of the main area: the focus asked for, if any (once); on a session's first run, the script
+    alone, which from then on watches whether the mouse or the keyboard was pressed last."""
     place = st.session_state.pop(PENDING, None)
-    if place:
-        _component()(key="refocus", data=json.dumps(place), height="content")
+    if place is None and st.session_state.get(WATCHING):
+        return
+    st.session_state[WATCHING] = True
+    _component()(key="refocus", data=json.dumps(place or {"mode": "watch"}), height="content")

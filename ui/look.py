@@ -3,7 +3,8 @@
 These controls live in the main area, inside the same st.fragment as the view picker and the
 figures (app.py main_area), so changing them reruns only that fragment: the sidebar (model, figure
 settings) is not rerun, and the forward pass comes from ui/cache.py.
-Widget keys are FigureSpec's field names, as everywhere (ui/state.py).
+Widget keys are FigureSpec's field names, as everywhere (ui/state.py). A choice made with the mouse lets the
+focus go (ui/focus.py release), so that ← → flip heads and layers next.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import streamlit as st
 
 from lab.compute import Run, model_fields
 from lab.spec import BLOCKS, FigureSpec
-from ui import cache
+from ui import cache, focus
 from ui.state import keep_choice, step_choice
 from viz import visible_whitespace
 
@@ -82,7 +83,7 @@ def stepped_select(key: str, count: int, notes: list[str]) -> None:
     with st.container(horizontal=True, gap="xxsmall", vertical_alignment="bottom", width="content",
                       key=f"{key}-group"):
         st.selectbox(key.capitalize(), list(range(count)), key=key, format_func=lambda i: f"{key} {i}",
-                     width=WIDTHS[key])
+                     width=WIDTHS[key], on_change=focus.release, args=(f".st-key-{key}",))
         steppers(key, count)
 
 
@@ -94,7 +95,8 @@ def look_controls(view: str, base: FigureSpec | None, notes: list[str]) -> None:
     ss = st.session_state
     with st.container(horizontal=True, gap="small", vertical_alignment="bottom", key="look"):
         if "block" in used:
-            st.selectbox("Attention block", list(BLOCKS), key="block", help=BLOCK_HELP, width=WIDTHS["block"])
+            st.selectbox("Attention block", list(BLOCKS), key="block", help=BLOCK_HELP, width=WIDTHS["block"],
+                         on_change=focus.release, args=(".st-key-block",))
             if base is not None:
                 base = dataclasses.replace(base, block=ss["block"])
         if base is not None:
@@ -116,9 +118,11 @@ def look_controls(view: str, base: FigureSpec | None, notes: list[str]) -> None:
                            help="Pick heads for a figure with fewer panels; empty = all.")
         if "sentence" in used:
             st.radio("Sentence", ["a", "b"], key="sentence", horizontal=True, format_func=str.upper,
-                     help="Which sentence the attention figures show.")
+                     help="Which sentence the attention figures show.", on_change=focus.release,
+                     args=(".st-key-sentence",))
         if "query" in used and base is not None:
             labels = query_labels(cache.run_for(base), base)
             keep_choice("query", list(range(len(labels))), notes)
             st.selectbox("Query token", list(range(len(labels))), key="query", format_func=lambda i: labels[i],
-                         width=WIDTHS["query"], help="The token whose attention the bars show.")
+                         width=WIDTHS["query"], help="The token whose attention the bars show.",
+                         on_change=focus.release, args=(".st-key-query",))
