@@ -593,6 +593,12 @@ def order_data(spec: FigureSpec, models: Models) -> OrderData:
     return OrderData(compared, causal if causal.perm is not None else None, notices, translations)
 
 
+def _aligned_top(rep) -> float:
+    """The largest |value| of a token-output map: A's outputs, B's, and |A − B| with B in A's order."""
+    a, b = np.asarray(rep.outputs_a, dtype=np.float64), np.asarray(rep.outputs_b, dtype=np.float64)
+    return viz.symmetric_range(a, b, np.abs(a - b[np.argsort(rep.perm)]))
+
+
 def order_view(spec: FigureSpec, models: Models) -> ViewResult:
     if not spec.sentence_a.strip() or not spec.sentence_b.strip():
         return ViewResult(hint="Type two sentences — e.g. 你喜欢她 and 她喜欢你 — to compare their order.")
@@ -606,6 +612,8 @@ def order_view(spec: FigureSpec, models: Models) -> ViewResult:
     # one colour range for both difference maps, so "with" and "without" compare side by side: the outputs'
     # size (rounding noise stays dark), or the largest difference where that is larger (nothing clipped)
     reference = max(max(float(np.abs(rep.outputs_a).max()), rep.max_abs_diff or 0.0) for _, _, rep, _, _ in compared)
+    # and one for both token-output maps (A, B aligned, |A − B|): the outputs with PE and without on one scale
+    aligned_top = max((_aligned_top(rep) for _, _, rep, _, _ in compared if rep.perm is not None), default=None)
     for name, slug, rep, pieces_a, pieces_b in compared:
         rows.append({"model": name, "B reorders A": rep.perm is not None,
                      "max |f(B) − P f(A)|": rep.max_abs_diff, "max |mean f(A) − mean f(B)|": rep.pooled_max_abs_diff,
@@ -617,7 +625,7 @@ def order_view(spec: FigureSpec, models: Models) -> ViewResult:
             out.panels.append(Panel(
                 f"aligned-{slug}", f"Token outputs {name}: A, B reordered to A's order, |A − B|",
                 viz.aligned_outputs_figure(rep.outputs_a, rep.outputs_b[inv], labels_a=pieces_a, labels_b=pieces_b,
-                                           positions_b=inv.tolist(), theme=spec.theme,
+                                           positions_b=inv.tolist(), zmax=aligned_top, theme=spec.theme,
                                            title=f"Outputs per token {name}, B reordered to A's token order"),
                 lambda rep=rep, inv=inv, pieces_a=pieces_a, pieces_b=pieces_b: pd.concat({  # the figure's 3 panels
                     "A": viz.matrix_frame(rep.outputs_a, pieces_a),

@@ -541,6 +541,17 @@ def test_order_view_with_the_random_model_shows_equivariance_in_numbers(make_app
     assert list(numbers["pooled equal"]) == ["False", "True", "False"]
 
 
+def test_order_view_puts_each_figure_without_pe_next_to_the_one_with_it(make_app):
+    """Side by side where half the page holds it, else right under it: the token outputs without PE came
+    after every pair, three charts away from the outputs with PE."""
+    at = make_app(view="order", **SMALL)
+    clean(at)
+    names = [title(f) for f in figures(at)]
+    for i, name in enumerate(names):
+        if "with sinusoidal PE" in name:
+            assert names[i + 1] == name.replace("with sinusoidal PE", "without PE"), names
+
+
 @needs_trained
 def test_translate_view_reveals_decoding_one_step_at_a_time(make_app):
     at = make_app(view="translate", model="zh-en")

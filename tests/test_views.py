@@ -385,6 +385,20 @@ def test_order_difference_maps_share_one_colour_range(models):
     assert ranges["diff-pe"] == ranges["diff-nope"] and ranges["diff-pe"] > 0
 
 
+def test_order_token_output_maps_share_one_colour_range_that_holds_both(models):
+    """With PE and without, the outputs are drawn on one scale (each had its own: ±2.5 beside ±1.5, so the
+    same colour meant different numbers), wide enough for every value of both figures."""
+    p, _ = panels("order", SPEC, models)
+    axes = {key: p[key].figure.layout.coloraxis for key in ("aligned-pe", "aligned-nope")}
+    assert axes["aligned-pe"].cmax == axes["aligned-nope"].cmax == -axes["aligned-pe"].cmin
+    for key in axes:
+        for trace in p[key].figure.data:
+            z = np.asarray(trace.z, dtype=float)
+            assert np.nanmax(np.abs(z)) <= axes[key].cmax + 1e-6, key
+    tops = [max(np.nanmax(np.abs(np.asarray(t.z, dtype=float))) for t in p[key].figure.data) for key in axes]
+    assert max(tops) == pytest.approx(axes["aligned-pe"].cmax, rel=1e-6)  # no wider than it needs to be
+
+
 def test_a_mask_that_masks_nothing_says_where_to_see_one_and_the_advice_works(models):
     same = dataclasses.replace(SPEC, sentence_a="你喜欢她", sentence_b="她喜欢你", mask="paper", block="encoder self")
     p, _ = panels("attention", same, models)

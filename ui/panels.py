@@ -139,7 +139,8 @@ def render_result(result: ViewResult, view: str, spec: FigureSpec,
                   after: Mapping[str, Callable[[], None]] | None = None, side_by_side: bool = False) -> None:
     """Notices first (a cut input must be seen), then the hint, then every panel; after[key]() runs
     right after the panel with that key (e.g. the heads view's "open this head" buttons). side_by_side puts
-    each "<name>-pe" panel in a column next to its "<name>-nope" twin."""
+    each "<name>-pe" panel in a column next to its "<name>-nope" twin, or right under it where two would not
+    fit side by side (SIDE_BY_SIDE)."""
     for notice in result.notices:
         st.warning(md(notice), icon=":material/content_cut:" if "only the first" in notice else ":material/warning:")
     if result.hint:
@@ -152,6 +153,10 @@ def render_result(result: ViewResult, view: str, spec: FigureSpec,
         twin = _twin(panel.key, panels) if side_by_side else None
         if twin is None:
             render_panel(panel, view, spec)
+        elif panel.key.rpartition("-")[0] not in SIDE_BY_SIDE:  # too wide for half the page: right under it
+            render_panel(panel, view, spec)
+            render_panel(twin, view, spec)
+            done.add(twin.key)
         else:  # "…-pe" next to "…-nope": the same figure with and without positional encoding
             row = f"{view}-{panel.key.rpartition('-')[0]}"  # e.g. "order-diff": both titles one height
             left, right = st.container(key=f"twins-{row}").columns(2, gap="medium")
@@ -168,7 +173,7 @@ SIDE_BY_SIDE = ("verdict", "diff", "pooled")  # narrow enough for half the page 
 
 
 def _twin(key: str, panels: Mapping[str, Panel]) -> Panel | None:
+    """The "<name>-nope" panel of a "<name>-pe" one: beside it (SIDE_BY_SIDE), or right under it (the others:
+    without PE, "aligned" came after every pair, three charts away from its twin)."""
     name, _, kind = key.rpartition("-")
-    if kind == "pe" and name in SIDE_BY_SIDE:
-        return panels.get(f"{name}-nope")
-    return None
+    return panels.get(f"{name}-nope") if kind == "pe" else None

@@ -82,10 +82,12 @@ def aligned_outputs_figure(
     name_a: str = "A",
     name_b: str = "B",
     title: str | None = "Outputs per token, B reordered to A's token order",
+    zmax: float | None = None,
     theme: str = "default",
 ) -> go.Figure:
     """A's outputs, B's outputs aligned to A's tokens, and |A − B| (tokens × d_model), all on
-    one diverging scale.
+    one diverging scale: ±zmax where given and it holds every value (a figure beside it, of another model, uses
+    the same), else the values' own.
 
     outputs_b row i must be the output of the token that matches A's token i; positions_b gives
     each such row's original position in B. labels_b are B's pieces in B's own order, so row i is
@@ -102,7 +104,8 @@ def aligned_outputs_figure(
         rows_b = [own[int(p)] for p in positions_b]  # (T,) in A's order
     else:
         rows_b = display_labels(labels_b, b.shape[0])
-    lo, hi, scale = color_range("values", [a, b], zmax=symmetric_range(a, b, diff))  # |A − B| shares it: room for it
+    top = max(zmax or 0.0, symmetric_range(a, b, diff))  # |A − B| shares the scale: room for it
+    lo, hi, scale = color_range("values", [a, b], zmax=top)
     # B's labels differ from A's (its own positions): they sit between panels 1 and 2. The
     # |A − B| panel's rows are A's, so it repeats no labels.
     fig = subplots(
