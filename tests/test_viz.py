@@ -272,6 +272,15 @@ def test_mask_figure_draws_false_cells_as_hatched_and_says_true_means_may_attend
     rects = rectangles(role_traces(fig, "mask")[0])
     assert [covered(rects, j, i) for i in range(3) for j in range(3)] == list(~mask.ravel())
     assert "True = may attend" in header(fig)
+    assert "plain: True, may attend" in header(fig) and "hatched" in header(fig)  # a key to both kinds of cell
+
+
+def test_a_mask_figure_with_nothing_masked_says_so_rather_than_keying_plain_cells():
+    """Every cell True: "plain: True, may attend" keyed nothing that stands out (it read as gibberish to a
+    class); the note says instead that nothing is masked."""
+    fig = viz.mask_heatmap(np.ones((3, 3), dtype=bool), row_labels=list("abc"))
+    assert "nothing is masked" in header(fig)
+    assert "plain:" not in header(fig) and "hatched" not in header(fig)
 
 
 # ---------------------------------------------------------------- large inputs

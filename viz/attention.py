@@ -202,7 +202,9 @@ def mask_heatmap(
         fig, grid, x_title="key (attended to)", y_title="query (attending)", square=False,
         max_x_ticks=tick_budget(pw, t["font_size"]), max_y_ticks=tick_budget(ph, t["font_size"]),
     )
-    notes = grid.notes + ["plain: True, may attend"] + ([key] if key else [])
+    # the key to the cells: plain True beside hatched False; or, where no cell is hatched, that nothing is masked
+    notes = grid.notes + (["plain: True, may attend", key] if key else ["nothing is masked: every query may attend to "
+                                                                       "every key"])
     fig.update_layout(title=title_layout(title, notes), showlegend=False)
     return apply_theme(fig, theme)
 
