@@ -85,7 +85,8 @@ def on_view_change(trained_ok: bool) -> None:
     """Order and translate are about trained models: use them when they exist.
 
     Switching the model changes sidebar widgets, which a fragment rerun would not redraw: then the
-    whole app reruns (st.rerun() in a callback); any other view change reruns only the fragment. A view
+    whole app reruns (st.rerun() in a callback); any other view change reruns only the fragment. Back
+    in another view with the model so switched, the page says once that it shows the trained model. A view
     clicked with the mouse lets go of the focus (ui/focus.py): the view bar kept the arrow keys for itself.
     """
     ss = st.session_state
@@ -94,8 +95,10 @@ def on_view_change(trained_ok: bool) -> None:
         ss["model"] = "zh-en"
         if ss.get("positional") == "learned":
             ss["positional"] = "sinusoidal"
-        ss["_switched_model"] = True
+        ss["_switched_model"] = ss["_auto_model"] = True
         st.rerun()
+    elif ss.pop("_auto_model", False) and ss.get("view") not in ("order", "translate") and ss.get("model") == "zh-en":
+        ss["_still_trained"] = True  # back in a view the random model began with: say once which model it shows
 
 
 def model_line(spec: FigureSpec) -> None:
@@ -253,7 +256,11 @@ def _main_area(trained_ok: bool) -> None:
     st.container(key="view-intro").caption(md(VIEW_INTROS[view]))  # small in a slide page too (ui/style.py)
     if ss.pop("_switched_model", False):
         st.info("Switched to the trained zh-en model (with and without positional encoding): this view is about "
-                "what training learns. Choose 'random' under Model to go back.", icon=":material/swap_horiz:")
+                "what training learns. Choose 'random' under Model, in the sidebar, to go back.",
+                icon=":material/swap_horiz:")
+    if ss.pop("_still_trained", False):
+        st.info("This view now shows the trained zh-en model too (switched to for views 6 and 7), not the random "
+                "one. Choose 'random' under Model, in the sidebar, to go back.", icon=":material/swap_horiz:")
     try:
         model_line(spec)
         view_body(view, spec)

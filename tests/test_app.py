@@ -530,6 +530,30 @@ def test_order_view_uses_the_trained_models_and_shows_both_translations(make_app
     assert numbers.loc["with sinusoidal PE", "equivariant"] == "False"
 
 
+@needs_trained
+def test_back_from_the_order_view_the_page_says_once_that_it_shows_the_trained_model(make_app):
+    """View 6 switches the random model to the trained zh-en one, which then stays: back in view 3 the class
+    saw other numbers with only the small model line saying why. The page now says it, once, and where the
+    model is chosen (the sidebar, which a projector's page folds away)."""
+    at = make_app(**SMALL)
+    view(at, "order")
+    clean(at)
+    assert any("in the sidebar" in t for t in alerts(at.info))
+    view(at, "attention")
+    clean(at)
+    assert at.session_state["model"] == "zh-en"
+    assert [t for t in alerts(at.info) if "trained zh-en model too" in t and "in the sidebar" in t]
+    at.selectbox(key="head").set_value(1).run()
+    assert not [t for t in alerts(at.info) if "trained zh-en model too" in t]  # once
+    at = make_app(**SMALL)
+    view(at, "order")
+    at.sidebar.selectbox(key="model").set_value("random").run()  # the random model chosen again by hand
+    view(at, "attention")
+    clean(at)
+    assert at.session_state["model"] == "random"
+    assert not [t for t in alerts(at.info) if "trained zh-en model too" in t]
+
+
 def test_order_view_with_the_random_model_shows_equivariance_in_numbers(make_app):
     at = make_app(view="order", **SMALL)
     clean(at)
