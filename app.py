@@ -262,8 +262,12 @@ def _main_area(trained_ok: bool) -> None:
         st.info("This view now shows the trained zh-en model too (switched to for views 6 and 7), not the random "
                 "one. Choose 'random' under Model, in the sidebar, to go back.", icon=":material/swap_horiz:")
     try:
-        model_line(spec)
+        slide = spec.theme == "slide"  # a projector: the figures first, the model's description under them
+        if not slide:
+            model_line(spec)
         view_body(view, spec)
+        if slide:
+            model_line(spec)
     except Exception as exc:  # a bug: say so in one line (the log has the traceback), keep the spec below
         log.exception("Attention Lab could not draw the %s view for %s", view, spec.to_json())
         st.error(md(f"This view could not be drawn ({type(exc).__name__}: {str(exc)[:300]}). The spec below "

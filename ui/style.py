@@ -22,8 +22,10 @@ reruns keep it.
   and sets the main area's own text (captions, notes, the charts' captions, st.table's cells: ui/panels.py
   draws a panel's table so in that theme) at 18 px, about the slide charts' type as shown (22 px × ~0.87),
   where Streamlit's captions are 14 px; the charts' captions darker too. Widgets keep their size, and so
-  do the two lines above the figures (the view's intro and the model line, app.py), which would otherwise
-  push the first chart off a 720-px screen.
+  does the view's intro above the figures, which would otherwise push the first chart off a 720-px screen.
+  For the same room, the page's title is smaller, the model line goes under the figures (app.py), and a
+  chart's heading (ui/chart.py) is for screen readers only: the figure's own title, in the chart, says
+  the same in the projector's type (the heading took ~60 px above each chart).
 """
 
 from __future__ import annotations
@@ -51,6 +53,10 @@ CSS = """
 
 SLIDE_CSS = """
 [data-testid="stMainBlockContainer"] { padding-top: 3.75rem; }
+[data-testid="stMain"] h1 { font-size: 1.75rem; padding: 0 0 0.25rem 0; }
+[data-testid="stMain"] .lab-chart-title {
+  position: absolute !important; width: 1px !important; height: 1px !important; min-height: 0 !important;
+  overflow: hidden !important; clip-path: inset(50%); white-space: nowrap; margin: 0 !important; padding: 0 !important; }
 [data-testid="stMain"] :is([data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] p, .stMarkdown p,
   [data-testid="stAlertContainer"] p):not([data-testid="stWidgetLabel"] *, .st-key-view-intro *, .st-key-model-line *),
 [data-testid="stMain"] .lab-chart-caption { font-size: 1.125rem; }
