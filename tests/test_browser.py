@@ -182,8 +182,8 @@ def test_arrow_keys_step_the_head_shift_arrows_the_layer_but_not_while_typing(pa
 
 def test_after_a_mouse_click_on_a_control_the_arrow_keys_still_flip_heads(page):
     """A teacher clicks with the mouse and flips heads with → . The focus stayed in the control clicked: on
-    the view bar → moved its focus ring to the next view, in a select box or the Sentence radio it did nothing
-    or turned A into B. After a mouse click the control lets its focus go (ui/focus.py release); the keyboard's
+    the view bar → moved its focus ring to the next view, in a select box (the sidebar's too) or the Sentence
+    radio it did nothing or turned A into B. After a mouse click the control lets its focus go (ui/focus.py release); the keyboard's
     own path (the focus kept on the view bar) is test_the_keyboard_focus_stays_on_the_page_after_a_click…."""
     head = page.locator(".st-key-head [role='combobox']")
 
@@ -202,6 +202,12 @@ def test_after_a_mouse_click_on_a_control_the_arrow_keys_still_flip_heads(page):
     wait_for_setting(page, "sentence", "b")
     right_to("head 1")
     assert page.locator(".st-key-sentence input[type=radio]").nth(1).is_checked()  # still B
+    page.locator(".st-key-mask [role='combobox']").click()  # a sidebar box: the whole app reruns
+    if not page.get_by_role("option", name="none", exact=True).count():
+        page.keyboard.press("ArrowDown")  # in the sidebar the click may only focus the box
+    page.get_by_role("option", name="none", exact=True).click()
+    wait_for_setting(page, "mask", "none")
+    right_to("head 2")
     open_view(page, "4 · Heads")
     page.locator(".st-key-open-head-2 button").first.click()  # opens view 3 at head 2
     wait_for_setting(page, "views", "attention")

@@ -107,9 +107,12 @@ def page_turned() -> bool:
     return follows_page() and st.session_state.get("theme") != page_theme()
 
 
-def choose_theme() -> None:
-    """The Theme box's callback: a theme picked by hand stays, whatever the page does."""
+def choose_theme(group: str = "") -> None:
+    """The Theme box's callback: a theme picked by hand stays, whatever the page does; picked with the mouse,
+    the box lets its focus go (ui/focus.py release), so that ← → flip heads next."""
     st.session_state.pop(FOLLOWS_PAGE, None)
+    if group:
+        focus.release(group)
 
 
 def state_from_spec(spec: FigureSpec) -> dict[str, object]:
