@@ -34,13 +34,15 @@ EXAMPLES = (".st-key-preset", "button")
 JS = """
 // Once per page: whether the last press was a pointer's (mouse, touch, pen) or a key's (a modifier key
 // alone does not count).
+// `presses` counts them: a look that began before the latest press stops (the person has moved on).
 if (!window.__labFocusWatch) {
-  window.__labFocusWatch = {pointer: false};
+  window.__labFocusWatch = {pointer: false, presses: 0};
   const watch = window.__labFocusWatch;
-  document.addEventListener("pointerdown", () => { watch.pointer = true; }, true);
+  document.addEventListener("pointerdown", () => { watch.pointer = true; watch.presses++; }, true);
   document.addEventListener("keydown", (e) => {
     if (["Shift", "Control", "Alt", "Meta"].includes(e.key)) return;
     watch.pointer = false;
+    watch.presses++;
   }, true);
 }
 
@@ -48,12 +50,14 @@ export default function ({data}) {
   const {mode, selector, text, group} = JSON.parse(data);
   const watch = window.__labFocusWatch;
   const within = (el) => el && el !== document.body && el.isConnected && group && el.closest(group);
+  const presses = watch.presses;
   let tries = 0;
   if (mode === "release") {
     // a control just changed by the mouse: let its focus go, so that the page's keys (← →) reach the page.
-    // The rerun may still be redrawing it (a select box keeps its input): look for ~1 s.
+    // The rerun may still be redrawing it (a select box keeps its input): look for ~1 s, or until the next
+    // press (the box opened again at once stays open).
     const release = () => {
-      if (!watch.pointer) return;
+      if (!watch.pointer || watch.presses !== presses) return;
       const active = document.activeElement;
       if (within(active)) active.blur();
       if (++tries < 20) setTimeout(release, 50);
@@ -68,6 +72,7 @@ export default function ({data}) {
   // bar's button that the browser gave it back to): a person who moved it meanwhile keeps theirs. After a
   // mouse click, the focus is only taken from the group (where the browser gave it back).
   const place = () => {
+    if (watch.presses !== presses) return;  // a press since: the person has moved on
     const active = document.activeElement;
     const lost = !active || active === document.body || !active.isConnected || within(active);
     if (!lost) return;
