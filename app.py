@@ -113,7 +113,7 @@ def model_line(spec: FigureSpec) -> None:
     else:
         who = f"random, seed {spec.seed}, {spec.tokenizer} tokenizer"
     st.container(key="model-line").caption(md(  # small in a slide page too (ui/style.py)
-        f"Model: {who} · d_model {c.d_model} · {c.n_heads} heads (d_k {c.d_k}) · {c.n_layers} encoder + "
+        f"Model: {who} · d_model {c.d_model} · {c.n_heads} head{'s' if c.n_heads != 1 else ''} (d_k {c.d_k}) · {c.n_layers} encoder + "
         f"{c.decoder_layers} decoder layers · positional encoding: {c.positional} · {norm} · masked scores are "
         "−∞ before the softmax, so masked weights are exactly 0; a row whose every key is masked gets all-zero "
         "weights (never NaN). Dropout is off (eval mode)."

@@ -403,12 +403,15 @@ def heads_view(spec: FigureSpec, models: Models) -> ViewResult:
     mask = None if allowed.all() else allowed
     heads = list(spec.heads) or list(range(weights.shape[1]))
     heads = [h for h in heads if h < weights.shape[1]] or [0]
+    # the heads picked ("Heads in the grid"), or all of them
+    which = "All heads" if len(heads) == weights.shape[1] else ("Head " if len(heads) == 1 else "Heads ") + ", ".join(
+        map(str, heads))
     out = ViewResult(notices=list(run_.notices))
     out.panels.append(Panel(
-        "heads-grid", f"All heads of layer {layer} ({spec.block})",
+        "heads-grid", f"{which} of layer {layer} ({spec.block})",
         viz.heads_grid(weights[layer, heads], row_labels=rows, col_labels=cols, mask=mask,
                        head_names=[f"head {h}" for h in heads], theme=spec.theme,
-                       title=f"All heads of layer {layer} ({spec.block})"),  # full screen and exports show this
+                       title=f"{which} of layer {layer} ({spec.block})"),  # full screen and exports show this
         lambda: pd.concat({f"head {h}": viz.matrix_frame(weights[layer, h], rows, cols) for h in heads}),
     ))
     out.panels.append(Panel(
@@ -542,17 +545,22 @@ def _matched_in_order(pieces: list[str]) -> str:
             "another matching gives another number).")
 
 
-def _verdict(report, pe_name: str, pieces_b: list[str]) -> str:
+def _verdict(report, pe_name: str, pieces_b: list[str], with_pe: bool = True) -> str:
     if report.perm is None:
         return (f"{pe_name}: B is not a reordering of A's tokens, so there is no permutation to compare; "
                 f"the mean-pooled outputs differ by up to {num(report.pooled_max_abs_diff)}.")
     if _same_tokens(report):
         return f"{pe_name}: {SAME_TOKENS}"
-    if report.equivariant:
+    if report.equivariant and not with_pe:
         return (f"{pe_name}: B's token outputs are A's, only reordered (max |f(B) − P f(A)| = "
                 f"{num(report.max_abs_diff)}, float rounding). Self-attention is permutation-EQUIVARIANT, and the "
                 f"mean-pooled output is INVARIANT (max difference {num(report.pooled_max_abs_diff)}): "
                 "the model cannot tell the two sentences apart.")
+    if report.equivariant:  # with PE, yet the same outputs: the positions were lost on the way, not ignored
+        return (f"{pe_name}: B's token outputs are nevertheless A's, reordered (max |f(B) − P f(A)| = "
+                f"{num(report.max_abs_diff)}; pooled {num(report.pooled_max_abs_diff)}): the positions added to "
+                "the embeddings did not survive to the output. A very small model can lose them: e.g. a LayerNorm "
+                "over d_model = 2 dimensions leaves each token only ±1 per dimension.")
     return (f"{pe_name}: the outputs differ (max |f(B) − P f(A)| = {num(report.max_abs_diff)}; pooled "
             f"{num(report.pooled_max_abs_diff)}): the model sees word order.{_matched_in_order(pieces_b)}")
 
@@ -619,7 +627,7 @@ def order_view(spec: FigureSpec, models: Models) -> ViewResult:
                      "max |f(B) − P f(A)|": rep.max_abs_diff, "max |mean f(A) − mean f(B)|": rep.pooled_max_abs_diff,
                      "equivariant": rep.equivariant, "pooled equal": rep.pooled_equal})
         out.panels.append(Panel(f"verdict-{slug}", f"Verdict {name}",
-                                caption=_verdict(rep, name[0].upper() + name[1:], pieces_b)))
+                                caption=_verdict(rep, name[0].upper() + name[1:], pieces_b, with_pe=slug == "pe")))
         if rep.perm is not None:
             inv = np.argsort(rep.perm)  # A's token j sits at position inv[j] in B
             out.panels.append(Panel(
@@ -659,7 +667,8 @@ def order_view(spec: FigureSpec, models: Models) -> ViewResult:
         elif causal.equivariant:
             text = ("With a look-ahead mask and no PE, these two inputs happen to give the same outputs "
                     "(e.g. they differ only where the mask hides it).")
-        out.panels.append(Panel("verdict-causal", "A causal stack without PE still sees order", caption=text))
+        heading = "A causal stack without PE" + ("" if causal.equivariant or _same_tokens(causal) else " still sees order")
+        out.panels.append(Panel("verdict-causal", heading, caption=text))
     out.panels.insert(0, Panel("order-numbers", "The numbers", table=pd.DataFrame(rows)))
     if data.translations is not None:
         out.panels.insert(1, Panel("translations", "Translations with and without positional encoding",

@@ -379,6 +379,31 @@ def test_layer_and_head_out_of_range_are_clamped_not_crashing(models):
     assert "layer 1, head 3" in p["attention-qkv"].title
 
 
+def test_the_heads_grid_title_names_the_heads_picked(models):
+    """"Heads in the grid" picks the panels: the title said "All heads" over heads 1 and 3."""
+    for heads, expect in (((), "All heads of layer 0"), ((1, 3), "Heads 1, 3 of layer 0"), ((2,), "Head 2 of layer 0"),
+                          ((0, 1, 2, 3), "All heads of layer 0")):
+        p, _ = panels("heads", dataclasses.replace(SPEC, heads=heads), models)
+        grid = p["heads-grid"]
+        assert grid.title.startswith(expect) and grid.figure.layout.title.text.startswith(expect), (heads, grid.title)
+        assert len(grid.figure.layout.annotations) >= len(heads or range(4))  # one panel title per head shown
+
+
+def test_a_model_too_small_to_keep_positions_is_not_said_to_be_equivariant_by_self_attention(models):
+    """d_model = 2: a LayerNorm over two dimensions leaves each token ±1 per dimension, so even with PE the
+    outputs come out as A's reordered. The verdict said that self-attention's equivariance made it so, which
+    PE rules out; and the causal panel's heading said "still sees order" over text saying it does not."""
+    tiny = dataclasses.replace(SPEC, d_model=2, n_heads=2, d_ff=1)
+    p, _ = panels("order", tiny, models)
+    with_pe = p["verdict-pe"].caption
+    assert "did not survive" in with_pe and "EQUIVARIANT" not in with_pe and "cannot tell" not in with_pe
+    assert "EQUIVARIANT" in p["verdict-nope"].caption  # without PE the reason is self-attention's symmetry
+    assert "happen to give the same outputs" in p["verdict-causal"].caption
+    assert "still sees order" not in p["verdict-causal"].title
+    p, _ = panels("order", SPEC, models)  # a model that keeps them: as before
+    assert "sees word order" in p["verdict-pe"].caption and "still sees order" in p["verdict-causal"].title
+
+
 def test_order_difference_maps_share_one_colour_range(models):
     p, _ = panels("order", SPEC, models)
     ranges = {key: p[key].figure.data[0].zmax for key in ("diff-pe", "diff-nope")}
