@@ -249,20 +249,8 @@ def pe_reference(span: int, d: int) -> PEReference:
 ROTATION_MIN = 12  # positions the clock-hand figure draws at least: enough for the slow hands to be seen turning
 
 
-def positional_view(spec: FigureSpec, models: Models) -> ViewResult:
-    run_ = models.run(spec)
-    if run_ is None:
-        return ViewResult(hint="Type a sentence to see its positional encodings.")
-    loaded = models.model(spec)
-    d = loaded.model.config.d_model
-    row = _row(run_, spec)
-    sentence = run_.sentences[row]
-    n = len(sentence.encoding)
-    th = spec.theme
-    out = ViewResult(notices=list(run_.notices))
-    if d % 2:
-        out.hint = f"d_model={d} is odd: sinusoidal encoding needs pairs of dimensions."
-        return out
+def _sinusoidal_panels(out: ViewResult, d: int, n: int, sentence, th: str) -> None:
+    """View 2's panels of the sinusoidal table (§3.5) for d_model = d (even), the sentence's n positions marked."""
     span = max(n, 50)
     ref = pe_reference(span, d)  # depends on (span, d) only: computed once for every sentence that short
     table, dims = ref.table, list(ref.dims)
@@ -303,9 +291,27 @@ def positional_view(spec: FigureSpec, models: Models) -> ViewResult:
         viz.pe_dot_curve(offsets, values, theme=th),
         lambda: pd.DataFrame({"offset": offsets.astype(int), "dot": values}),
     ))
+
+
+def positional_view(spec: FigureSpec, models: Models) -> ViewResult:
+    run_ = models.run(spec)
+    if run_ is None:
+        return ViewResult(hint="Type a sentence to see its positional encodings.")
+    loaded = models.model(spec)
+    d = loaded.model.config.d_model
+    row = _row(run_, spec)
+    sentence = run_.sentences[row]
+    n = len(sentence.encoding)
+    th = spec.theme
+    out = ViewResult(notices=list(run_.notices))
+    kind = loaded.model.config.positional
+    if d % 2:  # no sinusoidal table to draw (it needs pairs of dimensions); the model's own encoding still is
+        out.hint = (f"d_model={d} is odd: the sinusoidal encoding's panels need pairs of dimensions (choose an even "
+                    f"d_model to see them). Below: this model's own ({kind}) encoding, added to its token embeddings.")
+    else:
+        _sinusoidal_panels(out, d, n, sentence, th)
     emb = run_.trace.encoder.embeddings
     tokens, pe, summed = _np(emb.tokens[row, :n]), _np(emb.positional[:n]), _np(emb.summed[row, :n])
-    kind = loaded.model.config.positional
     out.panels.append(Panel(
         "embedding-pe", f"Token embedding (×√d_model), the positional encoding added ({kind}) and their sum",
         viz.embedding_pe_figure(tokens, pe, labels=list(sentence.encoding.pieces), summed=summed, theme=th),
@@ -313,14 +319,14 @@ def positional_view(spec: FigureSpec, models: Models) -> ViewResult:
                            (("token embedding", tokens), ("positional encoding", pe), ("sum", summed))}),
     ))
     if kind == "none":
-        out.notices.append("This model adds NO positional encoding (the middle panel is all zeros); "
-                           "the curves above show what sinusoidal encoding would add.")
+        out.notices.append("This model adds NO positional encoding (the middle panel is all zeros)"
+                           + ("." if d % 2 else "; the curves above show what sinusoidal encoding would add."))
     elif kind == "learned":
         out.notices.append("This model's positional encoding is learned: a row of weights per position, not the "
                            f"formula. Untrained, they are small random numbers (largest |value| here "
                            f"{num(np.abs(pe).max(), '.2g')}, the token embeddings' {num(np.abs(tokens).max(), '.2g')}), so they barely "
-                           "show in the last panel, which adds them. The panels above show sinusoidal encoding for "
-                           "comparison.")
+                           "show in the last panel, which adds them."
+                           + ("" if d % 2 else " The panels above show sinusoidal encoding for comparison."))
     return out
 
 

@@ -404,6 +404,22 @@ def test_a_model_too_small_to_keep_positions_is_not_said_to_be_equivariant_by_se
     assert "sees word order" in p["verdict-pe"].caption and "still sees order" in p["verdict-causal"].title
 
 
+@pytest.mark.parametrize("positional", ["learned", "none"])
+def test_view_2_with_an_odd_d_model_still_shows_the_models_own_encoding(models, positional):
+    """d_model 31 (possible with learned or no PE): the sinusoidal panels need pairs of dimensions, but the view
+    showed nothing at all, only a sentence about the encoding the student had not chosen. Now it says why those
+    panels are missing and still shows the model's own encoding added to the token embeddings."""
+    odd = dataclasses.replace(SPEC, d_model=31, n_heads=1, positional=positional)
+    p, result = panels("positional", odd, models)
+    assert list(p) == ["embedding-pe"]
+    assert "odd" in result.hint and positional in result.hint
+    fig = p["embedding-pe"].figure
+    assert positional in p["embedding-pe"].title and fig.layout.title.text
+    table = p["embedding-pe"].table
+    assert table.shape[1] == 31  # the model's 31 dimensions
+    assert "above" not in " ".join(result.notices)  # no panel above to point to
+
+
 def test_order_difference_maps_share_one_colour_range(models):
     p, _ = panels("order", SPEC, models)
     ranges = {key: p[key].figure.data[0].zmax for key in ("diff-pe", "diff-nope")}
