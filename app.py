@@ -37,6 +37,7 @@ from ui.sentences import sentences_row  # noqa: E402
 from ui.sidebar import sidebar  # noqa: E402
 from ui.state import (  # noqa: E402
     DEFAULTS,
+    RANDOM_POSITIONAL,
     follows_page,
     init_state,
     open_head,
@@ -93,8 +94,8 @@ def on_view_change(trained_ok: bool) -> None:
     focus.release(".st-key-view")  # clicked with the mouse: ← → flip heads next, not the view bar's focus
     if trained_ok and ss.get("view") in ("order", "translate") and ss.get("model") == "random":
         ss["model"] = "zh-en"
-        if ss.get("positional") == "learned":
-            ss["positional"] = "sinusoidal"
+        if ss.get("positional") == "learned":  # the trained pair has sinusoidal and none; back on random, learned
+            ss["positional"], ss[RANDOM_POSITIONAL] = "sinusoidal", "learned"  # again (ui/state.py choose_model)
         ss["_switched_model"] = ss["_auto_model"] = True
         st.rerun()
     elif ss.pop("_auto_model", False) and ss.get("view") not in ("order", "translate") and ss.get("model") == "zh-en":

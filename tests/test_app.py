@@ -554,6 +554,22 @@ def test_back_from_the_order_view_the_page_says_once_that_it_shows_the_trained_m
     assert not [t for t in alerts(at.info) if "trained zh-en model too" in t]
 
 
+@needs_trained
+def test_back_on_the_random_model_after_view_6_its_learned_encoding_comes_back(make_app):
+    """View 6 switches to the trained pair, whose encodings are sinusoidal and none, so a random model's learned
+    PE became sinusoidal and stayed so: back on random with an odd d_model, the page could only say that
+    sinusoidal encoding needs an even one. The learned encoding now comes back with the random model."""
+    at = make_app(**(SMALL | dict(d_model=31, n_heads=1, positional="learned")))
+    clean(at)
+    view(at, "order")
+    assert (at.session_state["model"], at.session_state["positional"]) == ("zh-en", "sinusoidal")
+    view(at, "attention")
+    at.sidebar.selectbox(key="model").set_value("random").run()
+    clean(at)
+    assert (at.session_state["model"], at.session_state["positional"]) == ("random", "learned")
+    assert figure_titled(at, "1. Scores")  # drawn, not "These settings cannot be drawn"
+
+
 def test_order_view_with_the_random_model_shows_equivariance_in_numbers(make_app):
     at = make_app(view="order", **SMALL)
     clean(at)

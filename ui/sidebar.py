@@ -17,7 +17,7 @@ import streamlit as st
 from lab.spec import MASKS, MIN_EXPORT_SIDE, THEMES
 from model.device import available_devices
 from ui import focus
-from ui.state import choose_theme, follows_page, keep_choice, keep_in_range
+from ui.state import choose_model, choose_theme, follows_page, keep_choice, keep_in_range
 from viz.theme import design_size, too_narrow
 
 MASK_HELP = {
@@ -54,7 +54,8 @@ def model_section(trained_problem: str | None, notes: list[str]) -> None:
     st.header("Model")
     options = ["random"] if trained_problem else ["random", "zh-en"]
     keep_choice("model", options, notes)
-    st.selectbox("Model", options, key="model", format_func=_model_label, **let_go("model"),
+    st.selectbox("Model", options, key="model", format_func=_model_label, on_change=choose_model,
+                 args=(".st-key-model",),
                  help="random: a freshly initialised Transformer (seeded): the mechanics, not meaning. "
                       "zh-en: trained on a small Chinese→English corpus (model/train.py)."
                       + (f" Not available here: {trained_problem}." if trained_problem else ""))

@@ -107,6 +107,20 @@ def page_turned() -> bool:
     return follows_page() and st.session_state.get("theme") != page_theme()
 
 
+RANDOM_POSITIONAL = "_random_positional"  # the random model's learned PE, set aside while the trained pair is shown
+
+
+def choose_model(group: str = "") -> None:
+    """The Model box's callback: back on the random model after a view switched to the trained pair, its learned
+    positional encoding again (the switch made it sinusoidal, which an odd d_model cannot draw); picked with
+    the mouse, the box lets its focus go (ui/focus.py release)."""
+    ss = st.session_state
+    if ss.get("model") == "random" and RANDOM_POSITIONAL in ss:
+        ss["positional"] = ss.pop(RANDOM_POSITIONAL)
+    if group:
+        focus.release(group)
+
+
 def choose_theme(group: str = "") -> None:
     """The Theme box's callback: a theme picked by hand stays, whatever the page does; picked with the mouse,
     the box lets its focus go (ui/focus.py release), so that ← → flip heads next."""
