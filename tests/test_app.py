@@ -336,6 +336,26 @@ def test_a_query_token_the_new_sentence_lacks_says_so_as_layer_and_head_do(make_
     assert alerts(at.warning) == ["query = 6 is not available here; using 0."]
 
 
+def test_the_query_token_stays_the_same_token_when_the_block_changes(make_app):
+    """The decoder reads [BOS] + the same tokens: query 3 (她) of the encoder is the decoder's 4. The number was
+    kept, so the box went on saying 3, now 欢, with nothing said."""
+    at = make_app(view="query", sentence_a="你喜欢她", query=3, **SMALL)
+    clean(at)
+
+    def token() -> str:
+        box = at.selectbox(key="query")
+        return box.format_func(box.value)
+
+    assert token() == "3: 她"
+    at.selectbox(key="block").set_value("decoder self").run()
+    clean(at)
+    assert token() == "4: 她" and not at.warning
+    at.selectbox(key="block").set_value("cross").run()  # decoder positions both: the same number
+    assert token() == "4: 她"
+    at.selectbox(key="block").set_value("encoder self").run()
+    assert token() == "3: 她"
+
+
 def test_a_links_heads_the_model_lacks_are_dropped_with_a_note_as_layer_and_head_are(make_app):
     at = make_app(link={"views": "heads", "heads": "1,99", **{k: str(v) for k, v in SMALL.items()}})
     clean(at)

@@ -64,6 +64,22 @@ def query_labels(run: Run | None, spec: FigureSpec) -> list[str]:
     return [f"{i}: {visible_whitespace(p)}" for i, p in enumerate(pieces)]
 
 
+QUERY_BLOCK = "_query_block"  # the block whose positions the query token's number counts
+
+
+def follow_the_token(spec: FigureSpec) -> None:
+    """The query token is a position: in the random model the decoder reads [BOS] + the same tokens, so from
+    the encoder's position i to a decoder block the same token is at i + 1, and back at i - 1 (it pointed at
+    another token, with nothing said). A trained model's decoder reads the translation: no such token."""
+    ss = st.session_state
+    before, now = ss.get(QUERY_BLOCK), spec.block
+    ss[QUERY_BLOCK] = now
+    if before is None or spec.model != "random" or (before == "encoder self") == (now == "encoder self"):
+        return
+    shift = 1 if before == "encoder self" else -1
+    ss["query"] = max(0, int(ss.get("query") or 0) + shift)
+
+
 def steppers(key: str, count: int) -> None:
     """◂ ▸ buttons after a layer or head select box: the previous / next one, wrapping round, also on
     the keyboard (SHORTCUTS)."""
@@ -122,6 +138,7 @@ def look_controls(view: str, base: FigureSpec | None, notes: list[str]) -> None:
                      args=(".st-key-sentence",))
         if "query" in used and base is not None:
             labels = query_labels(cache.run_for(base), base)
+            follow_the_token(base)
             keep_choice("query", list(range(len(labels))), notes)
             st.selectbox("Query token", list(range(len(labels))), key="query", format_func=lambda i: labels[i],
                          width=WIDTHS["query"], help="The token whose attention the bars show.",
