@@ -107,6 +107,12 @@ def release(group: str) -> None:
     st.session_state[PENDING] = {"mode": "release", "group": group}
 
 
+def let_go(key: str) -> dict:
+    """The on_change and args of a control (widget key `key`) that, changed with the mouse, lets its focus go
+    (release): st.selectbox(..., key=key, **focus.let_go(key))."""
+    return dict(on_change=release, args=(f".st-key-{key}",))
+
+
 @functools.cache
 def _component():
     return st.components.v2.component(NAME, js=JS, css=CSS, isolate_styles=False)

@@ -99,7 +99,7 @@ def stepped_select(key: str, count: int, notes: list[str]) -> None:
     with st.container(horizontal=True, gap="xxsmall", vertical_alignment="bottom", width="content",
                       key=f"{key}-group"):
         st.selectbox(key.capitalize(), list(range(count)), key=key, format_func=lambda i: f"{key} {i}",
-                     width=WIDTHS[key], on_change=focus.release, args=(f".st-key-{key}",))
+                     width=WIDTHS[key], **focus.let_go(key))
         steppers(key, count)
 
 
@@ -112,7 +112,7 @@ def look_controls(view: str, base: FigureSpec | None, notes: list[str]) -> None:
     with st.container(horizontal=True, gap="small", vertical_alignment="bottom", key="look"):
         if "block" in used:
             st.selectbox("Attention block", list(BLOCKS), key="block", help=BLOCK_HELP, width=WIDTHS["block"],
-                         on_change=focus.release, args=(".st-key-block",))
+                         **focus.let_go("block"))
             if base is not None:
                 base = dataclasses.replace(base, block=ss["block"])
         if base is not None:
@@ -134,12 +134,11 @@ def look_controls(view: str, base: FigureSpec | None, notes: list[str]) -> None:
                            help="Pick heads for a figure with fewer panels; empty = all.")
         if "sentence" in used:
             st.radio("Sentence", ["a", "b"], key="sentence", horizontal=True, format_func=str.upper,
-                     help="Which sentence the attention figures show.", on_change=focus.release,
-                     args=(".st-key-sentence",))
+                     help="Which sentence the attention figures show.", **focus.let_go("sentence"))
         if "query" in used and base is not None:
             labels = query_labels(cache.run_for(base), base)
             follow_the_token(base)
             keep_choice("query", list(range(len(labels))), notes)
             st.selectbox("Query token", list(range(len(labels))), key="query", format_func=lambda i: labels[i],
                          width=WIDTHS["query"], help="The token whose attention the bars show.",
-                         on_change=focus.release, args=(".st-key-query",))
+                         **focus.let_go("query"))

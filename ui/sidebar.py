@@ -40,12 +40,6 @@ UI_LIMITS = {"d_model": (2, 512), "n_heads": (1, 64), "n_layers": (1, 6), "d_ff"
              "width": (0, 8000), "height": (0, 8000), "scale": (0.1, 10.0)}
 
 
-def let_go(key: str) -> dict:
-    """A sidebar choice made with the mouse lets its focus go (ui/focus.py release): ← → then flip heads and
-    layers, which the select box or radio kept for itself."""
-    return dict(on_change=focus.release, args=(f".st-key-{key}",))
-
-
 def _model_label(name: str) -> str:
     return {"random": "random (untrained; any size)", "zh-en": "zh-en (trained, zh → en)"}[name]
 
@@ -60,7 +54,7 @@ def model_section(trained_problem: str | None, notes: list[str]) -> None:
                       "zh-en: trained on a small Chinese→English corpus (model/train.py)."
                       + (f" Not available here: {trained_problem}." if trained_problem else ""))
     trained = st.session_state["model"] != "random"
-    st.radio("Tokenizer", ["char", "bpe"], key="tokenizer", horizontal=True, disabled=trained, **let_go("tokenizer"),
+    st.radio("Tokenizer", ["char", "bpe"], key="tokenizer", horizontal=True, disabled=trained, **focus.let_go("tokenizer"),
              help="char: one token per character. bpe: byte-pair merges learned on the bundled corpus "
                   "(e.g. 喜欢 or ' like' become one token). The trained model has its own per-character tokenizer.")
     if trained:  # the radio, greyed, keeps the random model's choice (bpe, say): the charts show characters
@@ -68,12 +62,12 @@ def model_section(trained_problem: str | None, notes: list[str]) -> None:
                    "model's.")
     positionals = ["sinusoidal", "none"] if trained else ["sinusoidal", "learned", "none"]
     keep_choice("positional", positionals, notes)
-    st.selectbox("Positional encoding", positionals, key="positional", **let_go("positional"),
+    st.selectbox("Positional encoding", positionals, key="positional", **focus.let_go("positional"),
                  format_func=(lambda p: {"sinusoidal": "sinusoidal (zh-en)", "none": "none (zh-en-nope)"}[p])
                  if trained else str,
                  help=" ".join(f"{k}: {v}" for k, v in POSITIONAL_HELP.items() if k in positionals)
                  + (" zh-en-nope is zh-en trained the same way without it." if trained else ""))
-    st.selectbox("Mask", list(MASKS), key="mask", **let_go("mask"),
+    st.selectbox("Mask", list(MASKS), key="mask", **focus.let_go("mask"),
                  help=" ".join(f"**{k}**: {v}" for k, v in MASK_HELP.items()))
     with st.expander("Model size (random model)", expanded=False, key="model-size"):
         for key, label, help_text in (
@@ -86,11 +80,11 @@ def model_section(trained_problem: str | None, notes: list[str]) -> None:
             lo, hi = UI_LIMITS[key]
             keep_in_range(key, lo, hi)
             st.number_input(label, min_value=lo, max_value=hi, step=1, key=key, disabled=trained, help=help_text)
-        st.radio("LayerNorm placement", ["post", "pre"], key="norm", horizontal=True, disabled=trained, **let_go("norm"),
+        st.radio("LayerNorm placement", ["post", "pre"], key="norm", horizontal=True, disabled=trained, **focus.let_go("norm"),
                  help="post (the paper): x = LayerNorm(x + Sublayer(x)). pre: x = x + Sublayer(LayerNorm(x)).")
     devices = ["cpu"] + [d for d in available_devices() if d != "cpu"]
     keep_choice("device", devices, notes)
-    st.selectbox("Device", devices, key="device", **let_go("device"),
+    st.selectbox("Device", devices, key="device", **focus.let_go("device"),
                  help="Where the forward pass runs. Every figure shows the same numbers on either, to float32 "
                       "rounding (full float32 on the GPU, no TF32). A GPU pays off for big models and long inputs; "
                       "the small default model is quicker on the CPU, since each GPU call has a fixed launch cost.")

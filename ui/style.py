@@ -32,6 +32,11 @@ from __future__ import annotations
 
 import streamlit as st
 
+# visually hidden, still read by screen readers (the usual clip pattern), for the rules below
+HIDDEN = """position: absolute !important; width: 1px !important; height: 1px !important; min-width: 0 !important;
+  min-height: 0 !important; overflow: hidden !important; clip-path: inset(50%); white-space: nowrap; margin: 0 !important;
+  padding: 0 !important;"""
+
 CSS = """
 .st-key-layer-prev kbd, .st-key-layer-next kbd { font-size: 0; }
 .st-key-layer-prev kbd::after, .st-key-layer-next kbd::after { font-size: 0.75rem; }
@@ -41,9 +46,7 @@ CSS = """
 :is(button, a, summary, [role="radio"], [role="tab"]):focus-visible { outline: 2px solid currentColor; outline-offset: 2px; }
 /* for screen readers only (the ◂ ▸ labels, the view's heading and its layout wrapper): one visually hidden rule */
 :is(.st-key-layer-prev, .st-key-layer-next, .st-key-head-prev, .st-key-head-next) button [data-testid="stMarkdownContainer"],
-[data-testid="stLayoutWrapper"]:has(> .st-key-view-heading), .st-key-view-heading {
-  position: absolute !important; width: 1px !important; height: 1px !important; min-width: 0 !important;
-  overflow: hidden !important; clip-path: inset(50%); white-space: nowrap; margin: 0 !important; padding: 0 !important; }
+[data-testid="stLayoutWrapper"]:has(> .st-key-view-heading), .st-key-view-heading { __HIDDEN__ }
 [class*="st-key-twins-"] [data-testid="stColumn"] { min-width: min(100%, 28rem); }
 [class*="st-key-twins-"] [data-testid="stElementContainer"]:has(> [data-testid="stAlert"]) { flex-grow: 1; }
 [class*="st-key-twins-"] [data-testid="stAlert"],
@@ -54,9 +57,7 @@ CSS = """
 SLIDE_CSS = """
 [data-testid="stMainBlockContainer"] { padding-top: 3.75rem; }
 [data-testid="stMain"] h1 { font-size: 1.75rem; padding: 0 0 0.25rem 0; }
-[data-testid="stMain"] .lab-chart-title {
-  position: absolute !important; width: 1px !important; height: 1px !important; min-height: 0 !important;
-  overflow: hidden !important; clip-path: inset(50%); white-space: nowrap; margin: 0 !important; padding: 0 !important; }
+[data-testid="stMain"] .lab-chart-title { __HIDDEN__ }
 [data-testid="stMain"] :is([data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] p, .stMarkdown p,
   [data-testid="stAlertContainer"] p):not([data-testid="stWidgetLabel"] *, .st-key-view-intro *, .st-key-model-line *),
 [data-testid="stMain"] .lab-chart-caption { font-size: 1.125rem; }
@@ -67,4 +68,5 @@ SLIDE_CSS = """
 
 
 def page_style(slide: bool = False) -> None:
-    st.html(f"<style>{CSS}{SLIDE_CSS if slide else ''}</style>")
+    css = CSS + (SLIDE_CSS if slide else "")
+    st.html(f"<style>{css.replace('__HIDDEN__', HIDDEN)}</style>")
