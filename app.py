@@ -260,7 +260,7 @@ def _main_area(trained_ok: bool) -> None:
                 "what training learns. Choose 'random' under Model, in the sidebar, to go back.",
                 icon=":material/swap_horiz:")
     if ss.pop("_still_trained", False):
-        st.info("This view now shows the trained zh-en model too (switched to for views 6 and 7), not the random "
+        st.info("This view now shows the trained zh-en model too (chosen for views 6 and 7), not the random "
                 "one. Choose 'random' under Model, in the sidebar, to go back.", icon=":material/swap_horiz:")
     try:
         slide = spec.theme == "slide"  # a projector: the figures first, the model's description under them

@@ -551,7 +551,7 @@ def _matched_in_order(pieces: list[str]) -> str:
             "another matching gives another number).")
 
 
-def _verdict(report, pe_name: str, pieces_b: list[str], with_pe: bool = True) -> str:
+def _verdict(report, pe_name: str, pieces_b: list[str], *, with_pe: bool) -> str:
     if report.perm is None:
         return (f"{pe_name}: B is not a reordering of A's tokens, so there is no permutation to compare; "
                 f"the mean-pooled outputs differ by up to {num(report.pooled_max_abs_diff)}.")
