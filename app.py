@@ -11,12 +11,15 @@ The page has two parts. The sidebar (model, figure settings) runs with the whole
 area (the sentences, view picker, block/layer/head controls, figures, tables, downloads, share link)
 is one st.fragment, `main_area`: changing a sentence, the view, the layer or the head reruns only the
 fragment, so neither the sidebar nor the title above is redrawn (each element a rerun sends costs the
-browser time); a view, layer or head change takes the forward pass from the cache, and a view some
-session has drawn already (the same spec) takes its figures from the cache too.
+browser time, and each widget the server ~1 ms); a view, layer or head change takes the forward pass
+from the cache, and a view some session has drawn already (the same spec) takes its figures from the
+cache too. Below the sentence boxes, everything is a fragment inside it, `view_area`: a view, layer or
+head change reruns only that, not the sentence boxes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from urllib.parse import urlencode
 
@@ -86,7 +89,7 @@ def on_view_change(trained_ok: bool) -> None:
     """Order and translate are about trained models: use them when they exist.
 
     Switching the model changes sidebar widgets, which a fragment rerun would not redraw: then the
-    whole app reruns (st.rerun() in a callback); any other view change reruns only the fragment. Back
+    whole app reruns (st.rerun() in a callback); any other view change reruns only view_area. Back
     in another view with the model so switched, the page says once that it shows the trained model. A view
     clicked with the mouse lets go of the focus (ui/focus.py): the view bar kept the arrow keys for itself.
     """
@@ -203,15 +206,37 @@ def main_area(trained_ok: bool) -> None:
     Reads the sidebar's settings from st.session_state (they are current: any sidebar change
     reruns the whole script, this fragment included). Never writes to the sidebar. A fragment rerun
     does not pass through main()'s guard, so this one has its own: never a traceback on the page.
+    The sentence boxes are this fragment's own; the rest is a fragment inside it (view_area), so that a
+    view, layer or head change reruns only that: not the sentence boxes either.
     """
     app_torch_threads()  # this fragment rerun's own thread (lab/threads.py)
     if page_turned():  # the page went light or dark: the whole app follows (the sidebar's Theme box too)
         st.rerun(scope="app")
+    with guard("the main area"):
+        sentences_row()
+    view_area(trained_ok)
+
+
+@st.fragment(key="view-area")
+def view_area(trained_ok: bool) -> None:
+    """The view bar, the block/layer/head controls, the figures and the share link: a change of the view, the
+    layer or the head (every widget here) reruns only this fragment, inside main_area; a new sentence reruns
+    main_area, and this with it. Its own guard and page check, as main_area's: it reruns on its own."""
+    app_torch_threads()
+    if page_turned():
+        st.rerun(scope="app")
+    with guard("this view"):
+        _view_area(trained_ok)
+
+
+@contextlib.contextmanager
+def guard(what: str):
+    """Never a traceback on the page: one line that says what failed (the server log has the details)."""
     try:
-        _main_area(trained_ok)
+        yield
     except Exception as exc:
-        log.exception("Attention Lab failed drawing the main area")
-        st.error(md(f"Something went wrong drawing this view ({type(exc).__name__}: {str(exc)[:300]}). "
+        log.exception("Attention Lab failed drawing %s", what)
+        st.error(md(f"Something went wrong drawing {what} ({type(exc).__name__}: {str(exc)[:300]}). "
                     "Try other settings; the server log has the details."))
 
 
@@ -228,12 +253,11 @@ def link_error_notice() -> None:
     st.error(md(f"This link cannot be opened ({ss['_link_error']}); showing the default settings instead."))
 
 
-def _main_area(trained_ok: bool) -> None:
+def _view_area(trained_ok: bool) -> None:
     ss = st.session_state
     for key in look.KEYS:  # keep the values of controls this view does not draw (see init_state)
         ss[key] = ss[key]
     link_error_notice()
-    sentences_row()
     st.segmented_control("View", list(VIEWS), key="view", format_func=VIEW_LABELS.get, required=True,
                          on_change=on_view_change, args=(trained_ok,), label_visibility="collapsed")
     view = ss["view"]

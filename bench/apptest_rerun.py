@@ -13,10 +13,11 @@ AppTest does. Each round changes sentence A and then only the layer or the head,
 
 - as a full-script rerun (what AppTest.run() always does; what the app did before the main area
   became an st.fragment), and
-- as the fragment rerun the server really does for it (app.py main_area, key "main"): the rerun
-  request names the fragment, as the browser's does, so the sidebar is not run at all. The sentence
-  boxes are in the fragment too (ui/sentences.py), so a new sentence is a fragment rerun as well,
-  with a new forward pass. Then, as a fragment rerun, back to the layer or head drawn before
+- as the fragment rerun the server really does for it: the rerun request names the fragment, as the
+  browser's does, so the sidebar is not run at all. The layer and head boxes are in app.py's view_area
+  (key "view-area"), a fragment inside main_area (key "main"): their change reruns view_area only.
+  The sentence boxes are main_area's own (ui/sentences.py), so a new sentence reruns main_area, and
+  view_area within it, with a new forward pass. Then, as a rerun of view_area, back to the layer or head drawn before
   ("revisit"): its figures come from the server's view cache (ui/cache.py), so that rerun is
   Streamlit's own work and the charts' messages, with no figure built or serialised.
 
@@ -45,7 +46,8 @@ from bench.core import Context, Record, figure
 from lab.spec import FigureSpec
 
 TIMEOUT_S = 300.0  # one rerun of the base model at 512 tokens on a busy machine stays far below
-FRAGMENT = "main"  # app.py: @st.fragment(key="main") def main_area
+FRAGMENT = "main"  # app.py: @st.fragment(key="main") def main_area (the sentence boxes, then view_area)
+VIEW_FRAGMENT = "view-area"  # app.py: @st.fragment(key="view-area") def view_area, inside main_area
 
 
 class AppScriptError(RuntimeError):
@@ -177,9 +179,11 @@ def rerun_times(spec: FigureSpec, tokens: int, rounds: int, app: Path = APP) -> 
             timed("sentence", at.run, "a new sentence")
             widget = _switch(at, r, spec.n_heads, spec.n_layers)
             timed("layer_head", widget.run, "a layer/head change (full script)")
-            with fragment_only(at):
+            with fragment_only(at):  # the sentence box is main_area's: it reruns that, view_area within
                 box = at.text_input(key="sentence_a").set_value(sentence(n, salt=rounds + r + 1))
                 timed("fragment_sentence", box.run, "a new sentence (fragment)")
+            # the layer and head boxes are view_area's: a change reruns only that, as the server does
+            with fragment_only(at, VIEW_FRAGMENT):
                 # after a new sentence, so that no layer/head it goes to was drawn before (two layers:
                 # one step from the other is the first again)
                 drawn = {k: at.session_state[k] for k in ("head", "layer")}
@@ -280,7 +284,7 @@ def session_costs(spec: FigureSpec, counts: tuple[int, ...] = SESSION_COUNTS, to
                 gc.collect(2)
                 collections.append(time.perf_counter() - start)
             reruns: dict[bool, list[float]] = {False: [], True: []}
-            with fragment_only(at):
+            with fragment_only(at, VIEW_FRAGMENT):  # a head change reruns view_area only, as on the server
                 # One block each, not alternating reruns: garbage one setting leaves would be collected,
                 # and timed, in the other's rerun.
                 for collect in (False, True):

@@ -1,7 +1,9 @@
 """The main area is one st.fragment (app.py main_area): sentence, view, layer and head changes rerun only it.
+Inside it, the view bar, the controls and the figures are a fragment of their own (app.py view_area): a
+view, layer or head change reruns only that, not the sentence boxes.
 
 AppTest.run() always reruns the whole script, so `fragment_runs` makes its runs what the server does
-when a widget inside the fragment changes: a rerun of that fragment only (RerunData with the
+when a widget inside a fragment changes: a rerun of that fragment only (RerunData with the
 fragment's id queued, as the browser's rerun request carries it). Everything else here is what a
 browser session sees: the elements the fragment sends, session_state and the URL's query parameters.
 """
@@ -24,17 +26,18 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 class FragmentRuns:
-    """fragment_runs(at): from now on at.run() reruns only the fragment "main", as the server does;
-    fragment_runs.off(): whole-script runs again (a new session's first run must be one)."""
+    """fragment_runs(at): from now on at.run() reruns only the fragment "main", as the server does for a
+    sentence box; fragment_runs(at, "view-area") only the one inside it, as for the view bar and the layer or
+    head box; fragment_runs.off(): whole-script runs again (a new session's first run must be one)."""
 
     def __init__(self, monkeypatch):
         from streamlit.testing.v1 import local_script_runner
 
         self.module, self.real, self.monkeypatch = local_script_runner, local_script_runner.RerunData, monkeypatch
 
-    def __call__(self, at):
-        ids = at._fragment_storage.resolve_target("main")  # the fragment the app registered as "main"
-        assert ids, "app.py registered no fragment with key 'main'"
+    def __call__(self, at, key: str = "main"):
+        ids = at._fragment_storage.resolve_target(key)  # the fragment the app registered under this key
+        assert ids, f"app.py registered no fragment with key {key!r}"
         self.monkeypatch.setattr(self.module, "RerunData", functools.partial(
             self.real, fragment_id_queue=list(ids), is_fragment_scoped_rerun=True))
         return at
@@ -64,7 +67,7 @@ def test_layer_head_and_view_changes_rerun_neither_the_forward_pass_nor_the_side
     at = make_app(view="attention", sentence_a=unique_sentence(), **SMALL)
     clean(at)
     assert calls == {"forward": 1, "sidebar": 1}
-    fragment_runs(at)
+    fragment_runs(at, "view-area")
     at.selectbox(key="layer").set_value(1).run()
     clean(at)
     at.selectbox(key="head").set_value(1).run()
@@ -78,6 +81,26 @@ def test_layer_head_and_view_changes_rerun_neither_the_forward_pass_nor_the_side
     clean(at)
     assert calls == {"forward": 1, "sidebar": 1}  # ...from the same forward pass, and no sidebar run
     assert not at.sidebar  # a fragment run sends only the fragment's elements
+    assert not at.text_input  # not even the sentence boxes: their fragment (main) holds this one (view-area)
+    assert at.segmented_control(key="view").value == "query" and at.selectbox(key="query").value == 2
+
+
+def test_a_new_sentence_reruns_the_view_area_inside_the_main_area(make_app, calls, fragment_runs):
+    """main_area's rerun (a sentence box) draws view_area within it: the controls and figures of the new
+    sentence, with the boxes; view_area's own rerun (a head) draws the controls and figures only."""
+    at = make_app(view="attention", sentence_a=unique_sentence(), **SMALL)
+    clean(at)
+    fragment_runs(at, "main")
+    new = unique_sentence()
+    at.text_input(key="sentence_a").set_value(new).run()
+    clean(at)
+    assert at.text_input(key="sentence_a").value == new and at.selectbox(key="head").value == 0
+    assert len(charts(at)) == 6 and calls == {"forward": 2, "sidebar": 1}
+    fragment_runs(at, "view-area")
+    at.selectbox(key="head").set_value(1).run()
+    clean(at)
+    assert not at.text_input and len(charts(at)) == 6 and at.query_params["sentence_a"] == new
+    assert any("head 1" in t for t in titles(at)) and calls == {"forward": 2, "sidebar": 1}
 
 
 def test_a_new_sentence_reruns_only_the_main_area_with_a_new_forward_pass(make_app, calls, fragment_runs):
@@ -107,7 +130,7 @@ def test_a_new_sentence_reruns_only_the_main_area_with_a_new_forward_pass(make_a
 
 
 def test_a_fragment_run_keeps_the_share_link_current(make_app, fragment_runs):
-    at = fragment_runs(make_app(view="attention", share=True, **SMALL))  # share: the share box open
+    at = fragment_runs(make_app(view="attention", share=True, **SMALL), "view-area")  # share: the share box open
     at.selectbox(key="block").set_value("cross").run()
     at.selectbox(key="layer").set_value(1).run()
     at.selectbox(key="head").set_value(1).run()
@@ -142,7 +165,7 @@ def test_a_bad_links_message_stays_until_a_setting_changes_then_goes_in_a_fragme
                                                                                        change):
     at = make_app(link={"layer": "abc"}, **SMALL)
     assert len(at.error) == 1 and "layer" in str(at.error[0].value)
-    fragment_runs(at)
+    fragment_runs(at, "view-area" if change == "view" else "main")  # what the server reruns for either
     at.run()  # a rerun with nothing changed (a reconnect, say): still said
     assert len(at.error) == 1
     if change == "view":
@@ -155,7 +178,7 @@ def test_a_bad_links_message_stays_until_a_setting_changes_then_goes_in_a_fragme
 def test_open_head_buttons_switch_view_and_head_in_a_fragment_run(make_app, calls, fragment_runs):
     at = make_app(view="heads", layer=1, sentence_a=unique_sentence(), **SMALL)
     clean(at)
-    fragment_runs(at)
+    fragment_runs(at, "view-area")
     at.button(key="open-head-1").click().run()
     clean(at)
     ss = at.session_state
@@ -168,7 +191,7 @@ def test_open_head_buttons_switch_view_and_head_in_a_fragment_run(make_app, call
 
 
 def test_controls_a_view_does_not_draw_keep_their_values_through_fragment_runs(make_app, fragment_runs):
-    at = fragment_runs(make_app(view="attention", **SMALL))
+    at = fragment_runs(make_app(view="attention", **SMALL), "view-area")
     at.selectbox(key="head").set_value(1).run()
     at.segmented_control(key="view").set_value("heads").run()  # no head control in this view
     at.multiselect(key="heads").set_value([0]).run()
@@ -207,7 +230,7 @@ def test_numbers_downloads_and_the_share_box_are_drawn_only_when_opened(make_app
 
 @needs_trained
 def test_a_view_that_switches_the_model_reruns_the_sidebar_too(make_app, calls, fragment_runs):
-    at = fragment_runs(make_app(view="attention", **SMALL))
+    at = fragment_runs(make_app(view="attention", **SMALL), "view-area")
     at.segmented_control(key="view").set_value("order").run()
     clean(at)
     assert at.session_state["model"] == "zh-en"
@@ -237,7 +260,7 @@ def test_every_session_and_rerun_reads_the_same_run_object_never_a_copy(make_app
         return [t.data_ptr() for t in r.trace.encoder.layers[0].self_attn.kept() if t is not None]
 
     kept = storage(run)
-    fragment_runs(first)
+    fragment_runs(first, "view-area")
     first.selectbox(key="head").set_value(1).run()
     clean(first)
     fragment_runs.off()
@@ -296,7 +319,7 @@ def test_every_rerun_and_fragment_rerun_runs_torch_on_the_app_threads(monkeypatc
     torch.set_num_threads(2)  # what a new thread starts with (torch hands the last setting on)
     at = make_app(view="attention", sentence_a=unique_sentence(), **SMALL)
     clean(at)
-    fragment_runs(at)
+    fragment_runs(at, "view-area")
     torch.set_num_threads(2)  # again: the fragment rerun's new thread must set its own
     at.selectbox(key="head").set_value(1).run()
     clean(at)
@@ -307,7 +330,7 @@ def test_previous_and_next_buttons_step_head_and_layer_round_in_fragment_runs(ma
     """◂ ▸ after the head and layer boxes (keys ← → and Shift+← →): one step, wrapping round, no forward."""
     at = make_app(view="attention", sentence_a=unique_sentence(), **SMALL)  # SMALL: 2 layers, 2 heads
     clean(at)
-    fragment_runs(at)
+    fragment_runs(at, "view-area")
     n_heads, n_layers = SMALL["n_heads"], SMALL["n_layers"]
     seen = []
     for _ in range(n_heads):

@@ -112,10 +112,12 @@ def test_impossible_settings_show_a_sentence_not_a_traceback(page, streamlit_url
     full_screenshot(page, str(SCREENSHOTS / "browser-impossible.png"))
 
 
-# Counts elements Streamlit marks stale (re-running) from now on, in the sidebar and in the main area.
-STALE_COUNTER = """() => { window.__stale = {sidebar: 0, main: 0};
+# Counts elements Streamlit marks stale (re-running) from now on, in the sidebar and in the main area, and (also
+# counted in main) in the row of sentence boxes.
+STALE_COUNTER = """() => { window.__stale = {sidebar: 0, main: 0, sentences: 0};
   new MutationObserver((records) => { for (const r of records) {
     if (r.target.getAttribute('data-stale') !== 'true') continue;
+    if (r.target.closest('.st-key-sentences')) window.__stale.sentences++;
     window.__stale[r.target.closest('[data-testid="stSidebar"]') ? 'sidebar' : 'main']++; } })
   .observe(document.body, {subtree: true, attributes: true, attributeFilter: ['data-stale']}); }"""
 
@@ -139,7 +141,8 @@ def test_layer_head_and_view_changes_rerun_only_the_main_area(page):
     assert "layer 1, head 1" in headings(page)
     open_view(page, "4 · Heads")
     stale = page.evaluate("() => window.__stale")
-    assert stale["sidebar"] == 0 and stale["main"] > 0, stale  # the fragment reran, the sidebar did not
+    assert stale["sidebar"] == 0 and stale["main"] > 0, stale  # the fragment reran, the sidebar did not,
+    assert stale["sentences"] == 0, stale  # nor the sentence boxes (12 before view_area was a fragment of its own)
     page.locator(".st-key-open-head-2").get_by_role("button", name="head 2").click()  # open head 2 step by step
     wait_for_setting(page, "views", "attention")
     wait_for_setting(page, "head", "2")

@@ -1,7 +1,7 @@
 """What to look at: block, layer, head, heads, sentence and query token, in a row above the figures.
 
 These controls live in the main area, inside the same st.fragment as the view picker and the
-figures (app.py main_area), so changing them reruns only that fragment: the sidebar (model, figure
+figures (app.py view_area, inside main_area), so changing them reruns only that fragment: the sidebar (model, figure
 settings) is not rerun, and the forward pass comes from ui/cache.py.
 Widget keys are FigureSpec's field names, as everywhere (ui/state.py). A choice made with the mouse lets the
 focus go (ui/focus.py release), so that ← → flip heads and layers next.

@@ -1,9 +1,10 @@
 """The two sentences, in a row at the top of the main area: sentence A, sentence B, swap, examples.
 
-They live inside the main area's st.fragment (app.py main_area), with the view picker and the
-figures: typing a new sentence reruns only that fragment (a new forward pass, from ui/cache.py),
-not the sidebar, whose settings do not depend on the sentences. Every element a rerun sends costs
-the browser time (bench: browser redraw), and the sidebar's widgets are about 20 of the ~55 elements a
+They live inside the main area's st.fragment (app.py main_area), above the view picker and the
+figures (app.py view_area, a fragment inside it). Typing a new sentence reruns main_area, and
+view_area with it (a new forward pass, from ui/cache.py), but not the sidebar, whose settings do not
+depend on the sentences; a view, layer or head change reruns only view_area, not these boxes.
+Every element a rerun sends costs the browser time (bench: browser redraw), and the sidebar's widgets are about 20 of the ~55 elements a
 whole-script rerun of the attention view sends.
 Widget keys are FigureSpec's field names (plus "preset"), as everywhere (ui/state.py).
 """
