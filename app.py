@@ -250,7 +250,7 @@ def link_error_notice() -> None:
     if ss.setdefault("_link_error_settings", settings) != settings:  # moved on: the message goes
         del ss["_link_error"], ss["_link_error_settings"]
         return
-    st.error(md(f"This link cannot be opened ({ss['_link_error']}); showing the default settings instead."))
+    st.error(md(ss["_link_error"]))  # ui/state.py link_error_message
 
 
 def _view_area(trained_ok: bool) -> None:

@@ -15,6 +15,7 @@ import pytest
 from conftest import SMALL, chart_texts, decode_array, figures, needs_trained, title, traces
 
 from lab.spec import BLOCKS, MASKS, POSITIONALS, VIEWS, FigureSpec
+from ui.state import DEFAULTS
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -532,6 +533,27 @@ def test_a_bad_link_names_the_field_and_falls_back_to_defaults(make_app, query, 
     assert at.dataframe  # the default view is drawn
     at.number_input(key="seed").set_value(1).run()  # a sidebar change: a whole-app rerun
     clean(at)  # the error was about the link: said until the first change
+
+
+@pytest.mark.parametrize("bad, left_out", [({"layer": "abc"}, ["layer"]),  # malformed
+                                            ({"head": "-1", "layer": "x"}, ["head", "layer"]),  # two, both said
+                                            ({"colour": "red"}, []),  # unknown: nothing to replace
+                                            ({"d_model": "30"}, ["d_model"])])  # 30 / the default 4 heads
+def test_a_link_with_a_bad_field_keeps_the_rest(make_app, bad, left_out):
+    """A teacher's link with one typo still opens its view and sentences: only what cannot be used takes
+    its default, and the notice names it."""
+    link = {"views": "heads", "sentence_a": "我爱我家", "sentence_b": "家我爱我", "n_layers": "3", **bad}
+    at = make_app(link=link)
+    assert not at.exception
+    ss = at.session_state
+    assert (ss["view"], ss["sentence_a"], ss["sentence_b"], ss["n_layers"]) == ("heads", "我爱我家", "家我爱我", 3)
+    assert all(ss[f] == DEFAULTS[f] for f in left_out)
+    (error,) = at.error
+    said = plain(error.value)
+    assert said.startswith("Part of this link cannot be used") and all(k in said for k in bad), said
+    assert ("Showing the default " + ", ".join(left_out)) in said if left_out else "default" not in said
+    assert figures(at) and len(at.selectbox(key="layer").options) == 3  # the link's 3 layers are drawn
+    assert dict(at.query_params)["sentence_a"] == "我爱我家"  # and the address bar is a working link again
 
 
 # -- trained models ---------------------------------------------------------------------------

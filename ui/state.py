@@ -71,11 +71,12 @@ def init_state() -> None:
         if "theme" not in params and "theme" not in ss:  # nobody chose one: the page's light or dark
             ss[FOLLOWS_PAGE] = True
         if params:
-            try:
-                for key, value in state_from_spec(FigureSpec.from_query(params)).items():
-                    ss[key] = value  # a share link decides every setting it carries, and the defaults the rest
-            except SpecError as exc:
-                ss["_link_error"] = str(exc)  # said until a setting changes (app.py link_error_notice)
+            spec, errors, dropped = spec_from_link(params)
+            if spec is not None:  # a share link decides every setting it carries, and the defaults the rest
+                for key, value in state_from_spec(spec).items():
+                    ss[key] = value
+            if errors:  # said until a setting changes (app.py link_error_notice)
+                ss["_link_error"] = link_error_message(errors, dropped, opened=spec is not None)
     for key, value in DEFAULTS.items():
         if key not in ss:
             ss[key] = value
@@ -83,6 +84,45 @@ def init_state() -> None:
             ss[key] = ss[key]
     if follows_page():
         ss["theme"] = page_theme()
+
+
+# A field that cannot be used because of another: the divisibility of d_model by n_heads is reported as
+# n_heads's, and where the link's d_model does not divide by the default n_heads, d_model goes too.
+RELATED = {"n_heads": "d_model"}
+
+
+def spec_from_link(params: dict[str, str]) -> tuple[FigureSpec | None, list[SpecError], list[str]]:
+    """A share link's spec, what in it could not be used, and the fields left out for it. A field that is
+    unknown, malformed or impossible is left out (a known one takes its default), and the rest of the link
+    kept: a typo in the layer does not lose the sentences and the view. None where nothing of the link is
+    left to use."""
+    params, errors, dropped = dict(params), [], []
+    known = {f.name for f in dataclasses.fields(FigureSpec)}
+    for key in [k for k in params if k not in known]:
+        errors.append(SpecError(key or '""', "unknown field in the link"))
+        del params[key]
+    while params:
+        try:
+            return FigureSpec.from_query(params), errors, dropped
+        except SpecError as exc:
+            if str(exc) not in map(str, errors):  # d_model's conflict with the default n_heads: said once
+                errors.append(exc)
+            field = next((f for f in (exc.field, RELATED.get(exc.field)) if f in params), None)
+            if field is None:  # not one field's fault: nothing of the link can be used
+                return None, errors, dropped
+            del params[field]  # one fewer each time: the loop ends
+            dropped.append(field)
+    return None, errors, dropped
+
+
+def link_error_message(errors: list[SpecError], dropped: list[str], opened: bool) -> str:
+    """What app.py's notice says about a link that could not be used in full (opened: what was left of it,
+    without the known fields `dropped`)."""
+    said = "; ".join(str(e) for e in errors)
+    if not opened:
+        return f"This link cannot be opened ({said}); showing the default settings instead."
+    instead = f" Showing the default {', '.join(sorted(dropped))} instead." if dropped else ""
+    return f"Part of this link cannot be used ({said}).{instead} Everything else is as the link says."
 
 
 def page_is_dark() -> bool:
