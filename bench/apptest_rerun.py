@@ -277,7 +277,8 @@ def session_costs(spec: FigureSpec, counts: tuple[int, ...] = SESSION_COUNTS, to
             while len(sessions) < count:
                 sessions.append(open_app(spec_for(spec, tokens, salt=len(sessions) + 1), app))
             at = sessions[-1]
-            gc.collect(2)
+            view_cache.cache_clear()  # counted: what the sessions hold, not views cached before (the head
+            gc.collect(2)             # changes below clear it too, so a later count would miss those)
             collections = []
             for _ in range(repeats):
                 start = time.perf_counter()
