@@ -197,6 +197,9 @@ def test_after_a_mouse_click_on_a_control_the_arrow_keys_still_flip_heads(page):
 
     open_view(page, "3 · Attention step by step")  # a click on the view bar
     right_to("head 1")
+    open_view(page, "4 · Heads")  # the same control twice in a row: the focus let go both times
+    open_view(page, "3 · Attention step by step")
+    right_to("head 2")
     page.locator(".st-key-head").click()
     page.get_by_role("option", name="head 3").click()
     wait_for_setting(page, "head", "3")
@@ -205,17 +208,23 @@ def test_after_a_mouse_click_on_a_control_the_arrow_keys_still_flip_heads(page):
     wait_for_setting(page, "sentence", "b")
     right_to("head 1")
     assert page.locator(".st-key-sentence input[type=radio]").nth(1).is_checked()  # still B
+    page.locator(".st-key-sentence").get_by_text("A", exact=True).click()  # and back: twice in a row
+    page.wait_for_function("() => !new URLSearchParams(location.search).has('sentence')")  # A: the default
+    wait_idle(page)
+    right_to("head 2")
+    assert page.locator(".st-key-sentence input[type=radio]").nth(0).is_checked()  # still A
     page.locator(".st-key-mask [role='combobox']").click()  # a sidebar box: the whole app reruns
     if not page.get_by_role("option", name="none", exact=True).count():
         page.keyboard.press("ArrowDown")  # in the sidebar the click may only focus the box
     page.get_by_role("option", name="none", exact=True).click()
     wait_for_setting(page, "mask", "none")
-    right_to("head 2")
+    right_to("head 3")
     open_view(page, "4 · Heads")
     page.locator(".st-key-open-head-2 button").first.click()  # opens view 3 at head 2
     wait_for_setting(page, "views", "attention")
     assert not page.evaluate("() => !!document.activeElement.closest('.st-key-view')")  # not on the view bar
     right_to("head 3")
+    right_to("head 0")
 
 
 def test_every_control_of_the_one_query_view_fits_one_row_on_a_1500_px_screen(page):

@@ -25,6 +25,7 @@ import streamlit as st
 NAME = "attention_lab_focus"
 PENDING = "_refocus"
 WATCHING = "_focus_watching"  # the script was sent to this session's page
+SENT = "_focus_sent"  # how many requests were sent to the page
 
 # Where the focus goes: the view bar's chosen view (after a head opened in another view), the Examples
 # button (after an example filled the sentences).
@@ -125,4 +126,7 @@ def restore() -> None:
     if place is None and st.session_state.get(WATCHING):
         return
     st.session_state[WATCHING] = True
-    _component()(key="refocus", data=json.dumps(place or {"mode": "watch"}), height="content")
+    # numbered: the same request twice in a row (a view clicked, then another: "release" the view bar both
+    # times) is new data, so the page runs the script again (the same data left the focus in the view bar)
+    n = st.session_state[SENT] = st.session_state.get(SENT, 0) + 1
+    _component()(key="refocus", data=json.dumps({**(place or {"mode": "watch"}), "n": n}), height="content")
