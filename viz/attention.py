@@ -24,6 +24,7 @@ from viz.heatmap import (
     add_panel,
     add_value_panels,
     block_hover,
+    clear_right_end,
     color_range,
     coloraxis_layout,
     grid_heatmaps,
@@ -49,6 +50,7 @@ from viz.theme import (
     THEMES,
     WEIGHTS_COLORSCALE,
     apply_theme,
+    fit_cell_values,
     theme_spec,
     widest,
 )
@@ -308,6 +310,9 @@ def attention_step_figures(
     sides = {side: max((vf.layout_value(f, "margin") or {}).get(side, 0) for f in steps) for side in ("l", "r")}
     for f in steps:
         vf.set_margin(f, **sides)
+        pending = vf.editable(f)  # every figure here is lean (apply_theme's)
+        if pending is not None:  # a wider margin, narrower cells: their values again (a scores cell's "16.44"
+            fit_cell_values(pending["data"], pending["layout"], theme)  # ran into the next one's "−2.73")
     return figs
 
 
@@ -394,6 +399,9 @@ def _grid_of_heads(
         )
     fig.update_xaxes(tickfont_size=tick_size, ticklen=3)
     fig.update_yaxes(tickfont_size=tick_size, ticklen=3)
+    if cols > 1:  # panels side by side: a label at one's right end ran into the next one's first ("20:a0:t")
+        for ax in fig._axes("x", None, None):
+            clear_right_end(ax, pw, tick_size)
     fig.update_layout(
         coloraxis=coloraxis_layout("weights", 0.0, 1.0, WEIGHTS_COLORSCALE, "weight"),
         title=title_layout(title, unique_notes(notes)),

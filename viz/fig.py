@@ -469,14 +469,22 @@ def layout_value(fig: go.Figure | dict, name: str):
 def set_margin(fig: go.Figure, **sides: float) -> None:
     """fig.layout.margin's given sides (l=, r=, ...) set, on a lean Figure without building its tree
     (and dropping any payload kept from before the change)."""
-    pending = fig.__dict__.get("_fast_dict") if isinstance(fig, Figure) else None
+    pending = editable(fig)
     if pending is None:
         fig.update_layout(margin=sides)
         return
-    fig.__dict__.pop("_fast_sent", None)
-    fig.__dict__.pop("_fast_json", None)
     margin = pending["layout"].get("margin")
     pending["layout"]["margin"] = {**(dict(margin) if margin else {}), **sides}
+
+
+def editable(fig: go.Figure) -> dict | None:
+    """A lean Figure's own {"data", "layout"} dict, to change in place without building its tree (any
+    payload kept from before the change is dropped); None for any other figure."""
+    pending = fig.__dict__.get("_fast_dict") if isinstance(fig, Figure) else None
+    if pending is not None:
+        fig.__dict__.pop("_fast_sent", None)
+        fig.__dict__.pop("_fast_json", None)
+    return pending
 
 
 def payload_json(fig: go.Figure) -> str:

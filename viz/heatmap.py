@@ -8,6 +8,7 @@ so in the title, and hands plotly.js only evenly spaced cells, which it paints f
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections.abc import Callable, Sequence
@@ -229,6 +230,21 @@ def axis_ticks(
 
 
 _BLOCK = re.compile(r"(\d+)–(\d+)")  # a block label of _blocks: first–last position
+
+
+def clear_right_end(axis: dict, panel_px: float, font_px: float) -> None:
+    """An x axis of a panel with another panel right of it: its last tick label goes where it would reach
+    past the panel's right end, into the next panel's first label. Only where the labels lie side by side
+    (ticks further apart than the widest label; plotly.js turns crowded labels 90°, and then they do not
+    reach sideways): every cell labelled, turned, keeps every label."""
+    vals, text, span = axis.get("tickvals"), axis.get("ticktext"), axis.get("range")
+    if axis.get("showticklabels") is False or not vals or not text or not span or len(vals) < 2:
+        return
+    per = panel_px / abs(span[1] - span[0])  # px per position
+    if min(b - a for a, b in itertools.pairwise(vals)) * per < widest(text, font_px) + 4:
+        return  # turned 90°
+    if (max(span) - vals[-1]) * per < text_width(text[-1], font_px):  # ends less than half a label inside
+        axis["tickvals"], axis["ticktext"] = list(vals[:-1]), list(text[:-1])
 
 
 def is_index_axis(text: Sequence[str]) -> bool:
@@ -506,6 +522,7 @@ def add_heatmap(
         if show_values:  # the text itself, not plotly.js's %{z:...}: its d3-format writes a hyphen for minus
             trace.text = cell_texts(trace["z"], value_format)
             trace.texttemplate = "%{text}"
+            trace.meta = {**trace.meta, "format": value_format}  # viz.theme.fit_cell_values may write fewer decimals
         fig.add_trace(trace, **where)
 
 
@@ -887,9 +904,14 @@ def label_gap(labels: Sequence[str], theme: str, *, cols: int, width: int | None
     """make_subplots horizontal_spacing that leaves room for `labels` as y tick labels of a
     panel that is not the first (a fraction of the plot width, at the theme's size)."""
     t = theme_spec(theme)
-    plot_w = (width or design_size(theme)[0]) * PLOT_FRACTION
-    longest = widest(labels, t["font_size"])
-    return min(0.6 / max(cols - 1, 1), max(0.04, (longest + 16) / plot_w))
+    f = t["font_size"]
+    # the plot's width as plot_px estimates it (the figure less the labels left of it and a colour bar), not a
+    # fixed fraction of the figure: that was 0.75 of it, where paper's 600 px leave 0.64 (a 15% smaller gap,
+    # and B's labels touched A's heatmap)
+    w = width or design_size(theme)[0]
+    plot_w = w - 2 * max(8, round(0.5 * f)) - (widest(labels, f) + 1.5 * f + 12) - (t["colorbar_thickness"] + 3.5 * f)
+    longest = widest(labels, f)
+    return min(0.6 / max(cols - 1, 1), max(0.04, (longest + 0.5 * f + 16) / max(plot_w, 40.0)))
 
 
 def set_column_gaps(fig: Fig, gaps: Sequence[float]) -> None:

@@ -17,6 +17,7 @@ import plotly.graph_objects as go
 from plotly.graph_objects import Figure as GoFigure  # noqa: I001 - bound once (go.X is a lazy lookup)
 
 from viz.fig import Fig, Node, Patch, as_fig, node
+from viz.labels import cell_texts
 
 # Every family list starts with a font that has Chinese glyphs, so "你喜欢她" renders.
 FONT_SANS = '"Noto Sans CJK SC", "Noto Sans", "DejaVu Sans", Arial, sans-serif'
@@ -329,8 +330,59 @@ def _contrast_cell_texts(trace, layout) -> None:
         return
     plain = [[cell_text(text)[0] for text in row] for row in texts]
     colors = cell_text_colors(z, float(lo), float(hi), scale).tolist()
-    trace.text = [[f'<span style="color:{c}">{text}</span>' if text else ""
+    trace["text"] = [[f'<span style="color:{c}">{text}</span>' if text else ""
                    for text, c in zip(row, crow, strict=True)] for row, crow in zip(plain, colors, strict=True)]
+
+
+CELL_PAD_EM = 0.3  # room a value keeps in its cell (of its text size): less, and neighbours read as one number
+
+
+def fit_cell_values(data, layout, theme: str) -> None:
+    """Each value heatmap's cell texts, where they fit their cells as laid out (the figure's size less its
+    margins, times the axes' domains), in cell_text_colors' colours; otherwise with one decimal fewer
+    (scores and values: "16.4", not "16.44" run into the next cell's "−2.73"), otherwise none (the hover
+    and the CSV keep every value). Run again after a figure's margins change (viz.attention.attention_steps
+    gives five figures one margin). `data` and `layout` are the figure's own (a Fig's, or a lean Figure's
+    pending dict): changed in place."""
+    t = theme_spec(theme)
+    size = max(9, t["font_size"] - 3)
+    width, height = (layout.get("width") or t["width"] or APP_WIDTH), (layout.get("height") or t["height"] or APP_HEIGHT)
+    for trace in data:
+        if trace.get("type") != "heatmap" or not trace.get("texttemplate") or _role(trace) != "values":
+            continue
+        texts = [[cell_text(x)[0] for x in row] for row in trace["text"]]
+        w, h = _cell_px(trace, layout, width, height, (len(texts), len(texts[0]) if texts else 0))
+        meta = trace.get("meta") or {}
+        shorter = meta.get("format") if meta.get("kind") != "weights" else None  # "0.0" for a weight hides too much
+        fewer = f".{int(shorter[1:-1]) - 1}f" if shorter and re.fullmatch(r"\.[1-9]f", shorter) else None
+        z = trace.get("z")
+        if not _texts_fit(texts, w, h, size) and fewer and not isinstance(z, dict):  # (a typed array: restyled)
+            texts = cell_texts(z, fewer)
+        if _texts_fit(texts, w, h, size):
+            trace["text"] = texts
+            _contrast_cell_texts(trace, layout)
+        else:
+            trace.pop("text", None)
+            trace.pop("texttemplate", None)
+
+
+def _texts_fit(texts, w: float, h: float, size: float) -> bool:
+    widest = max((_ems(x) for row in texts for x in row if x), default=0.0) * size
+    return h >= size + 2 and w >= widest + max(4.0, CELL_PAD_EM * size)
+
+
+def _cell_px(trace, layout, width: float, height: float, shape: tuple[int, int]) -> tuple[float, float]:
+    """A heatmap cell's (width, height) in px as laid out: the plot area (the figure less its margins)
+    times its axes' domains, over its `shape`'s rows and columns; square where the y axis is tied to x
+    (scaleanchor)."""
+    margin = layout.get("margin") or {}
+    xa = layout.get("xaxis" + (trace.get("xaxis") or "x")[1:]) or {}
+    ya = layout.get("yaxis" + (trace.get("yaxis") or "y")[1:]) or {}
+    x0, x1 = xa.get("domain") or (0.0, 1.0)
+    y0, y1 = ya.get("domain") or (0.0, 1.0)
+    w = (width - margin.get("l", 0) - margin.get("r", 0)) * (x1 - x0) / max(1, shape[1])
+    h = (height - margin.get("t", 0) - margin.get("b", 0)) * (y1 - y0) / max(1, shape[0])
+    return (min(w, h), min(w, h)) if ya.get("scaleanchor") else (w, h)
 
 
 def _role(trace) -> str | None:
@@ -434,9 +486,8 @@ def apply_theme(fig: Fig | go.Figure, name: str = "default") -> go.Figure:
                                            size=max(9, t["font_size"] - 3))
         if trace.get("type") == "heatmap" and trace.get("texttemplate"):
             trace.child("textfont").update(size=max(9, t["font_size"] - 3), family=t["font_family"])
-            if role == "values":
-                _contrast_cell_texts(trace, fig.layout)
     _set_margins(fig, t, width, left, xs, ys)
+    fit_cell_values(fig.data, fig.layout, name)  # once the margins, and so the cells' sizes, are known
     if finished is not None:  # a finished go.Figure is restyled in place, as plotly's update_* would
         out = fig.to_dict()
         with finished.batch_update():

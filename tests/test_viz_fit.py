@@ -1,0 +1,135 @@
+"""Text that must not run into other text, measured on the figures as laid out (their final margins and axis
+domains), with the width estimate the layout itself uses (viz.theme.text_width, on the generous side).
+
+Found by a researcher's export walk: at 8 tokens in the paper theme, view 3's score cells read
+"9.1816.4411.55" (the five step figures share the widest margins after they are laid out, which narrows
+the scores' cells); in view 4's grids of heads one panel's last key label ran into the next one's first
+("20:a0:t"); in view 6, B's token labels touched A's heatmap.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from lab.export import cli_models
+from lab.spec import FigureSpec
+from lab.views import build_view
+from viz.heatmap import label_gap
+from viz.theme import cell_text, design_size, text_width, theme_spec
+
+EN = ("the cat sat on the mat", "the mat sat on the cat")  # 22 characters; 8 BPE tokens
+
+
+@pytest.fixture(scope="module")
+def models():
+    return cli_models()
+
+
+def figures(models, view: str, **spec) -> dict[str, dict]:
+    result = build_view(view, FigureSpec(views=(view,), **spec), models)
+    return {p.key: p.figure.to_dict() for p in result.panels if p.figure is not None}
+
+
+def plot_box(fig: dict, theme: str) -> tuple[float, float, float, float]:
+    """(left, right, top, bottom) px of the plot area as laid out."""
+    layout = fig["layout"]
+    width, height = layout.get("width") or design_size(theme)[0], layout.get("height") or design_size(theme)[1]
+    m = layout["margin"]
+    return m["l"], width - m["r"], m["t"], height - m["b"]
+
+
+def value_texts(fig: dict) -> list[tuple[dict, list[list[str]]]]:
+    return [(t, [[cell_text(x)[0] for x in row] for row in t["text"]]) for t in fig["data"]
+            if t.get("type") == "heatmap" and (t.get("meta") or {}).get("role") == "values" and t.get("text")]
+
+
+def cell_width(fig: dict, theme: str, trace: dict, columns: int) -> float:
+    left, right, _, _ = plot_box(fig, theme)
+    axis = fig["layout"]["xaxis" + (trace.get("xaxis") or "x")[1:]]
+    d0, d1 = axis.get("domain") or (0, 1)
+    return (right - left) * (d1 - d0) / columns
+
+
+@pytest.mark.parametrize("theme", ["paper", "default", "slide"])
+@pytest.mark.parametrize("sentences, tokenizer", [(EN, "bpe"), (("你喜欢她", "她喜欢你"), "char"),
+                                                  (("春风拂面桃花", "桃花春风拂面"), "char")])
+def test_every_value_written_in_a_cell_fits_it_with_room_either_side(models, theme, sentences, tokenizer):
+    figs = figures(models, "attention", sentence_a=sentences[0], sentence_b=sentences[1], tokenizer=tokenizer,
+                   theme=theme, mask="look-ahead")
+    size = max(9, theme_spec(theme)["font_size"] - 3)
+    for key, fig in figs.items():
+        for trace, texts in value_texts(fig):
+            w = cell_width(fig, theme, trace, len(texts[0]))
+            widest = max(text_width(x, size) for row in texts for x in row if x)
+            assert widest + 4 <= w, (key, theme, widest, w)
+            z = np.asarray(trace["z"], dtype=float)  # and each text is its cell's value, to what it shows
+            for value, text in zip(z.ravel(), (x for row in texts for x in row), strict=True):
+                if text:
+                    decimals = len(text.split(".")[1]) if "." in text else 0
+                    assert float(text.replace("\u2212", "-")) == pytest.approx(value, abs=0.51 * 10 ** -decimals)
+
+
+def test_values_that_do_not_fit_lose_a_decimal_first_then_go(models):
+    """Paper theme: 4 tokens keep two decimals; 6 tokens' scores, up to ±13.4, one ("13.4"); 8 BPE tokens'
+    scores (±16.9) none; weights never go to one decimal ("0.0" would hide what a weight is)."""
+    def decimals(fig: dict) -> set[int]:
+        return {len(x.split(".")[1]) for _, texts in value_texts(fig) for row in texts for x in row if "." in x}
+
+    four = figures(models, "attention", theme="paper")
+    six = figures(models, "attention", sentence_a="春风拂面桃花", sentence_b="桃花春风拂面", theme="paper")
+    eight = figures(models, "attention", sentence_a=EN[0], sentence_b=EN[1], tokenizer="bpe", theme="paper")
+    assert decimals(four["attention-scores"]) == decimals(four["attention-weights"]) == {2}
+    assert decimals(six["attention-scores"]) == {1} and decimals(six["attention-weights"]) == {2}
+    assert not value_texts(eight["attention-scores"]) and not value_texts(eight["attention-weights"])
+
+
+@pytest.mark.parametrize("theme", ["paper", "default", "slide"])
+@pytest.mark.parametrize("tokenizer", ["char", "bpe"])
+def test_key_labels_of_panels_side_by_side_never_run_into_each_other(models, theme, tokenizer):
+    """View 4's grids: along the bottom row, each label's extent (its tick ± half its width, where labels lie
+    side by side) ends before the next label's starts, across panels too."""
+    figs = figures(models, "heads", sentence_a=EN[0], sentence_b=EN[1], tokenizer=tokenizer, theme=theme)
+    for key in ("heads-grid", "layers-heads"):
+        fig = figs[key]
+        layout = fig["layout"]
+        left, right, _, _ = plot_box(fig, theme)
+        size = (layout["xaxis"].get("tickfont") or {}).get("size") or theme_spec(theme)["font_size"]
+        axes = [a for k, a in layout.items() if k.startswith("xaxis") and a.get("ticktext")
+                and a.get("showticklabels") is not False]
+        assert len(axes) >= 2, key
+        spans = []
+        for axis in sorted(axes, key=lambda a: a["domain"][0]):
+            lo, hi = sorted(axis["range"])
+            x0, x1 = (left + (right - left) * d for d in axis["domain"])
+            ticks = [(x0 + (v - lo) / (hi - lo) * (x1 - x0), text_width(t, size)) for v, t in
+                     zip(axis["tickvals"], axis["ticktext"], strict=True)]
+            gaps = np.diff([x for x, _ in ticks])
+            if len(ticks) > 1 and gaps.min() < max(w for _, w in ticks) + 4:
+                continue  # turned 90°: they do not reach sideways
+            spans += [(x - w / 2, x + w / 2) for x, w in ticks]
+        spans.sort()
+        for (_, end), (start, _) in itertools.pairwise(spans):
+            assert end <= start, (key, theme, spans)
+
+
+@pytest.mark.parametrize("theme", ["paper", "default", "slide"])
+def test_view_6_b_labels_stand_clear_of_a_heatmap(models, theme):
+    """The aligned outputs: B's token labels, right-aligned before its panel, start clear of A's panel."""
+    figs = figures(models, "order", sentence_a=EN[0], sentence_b=EN[1], theme=theme)
+    fig = figs["aligned-pe"]
+    layout = fig["layout"]
+    left, right, _, _ = plot_box(fig, theme)
+    a, b = sorted((v for k, v in layout.items() if k.startswith("xaxis")), key=lambda ax: ax["domain"][0])[:2]
+    y_b = next(v for k, v in layout.items() if k.startswith("yaxis") and v.get("anchor") == "x2")
+    size = (y_b.get("tickfont") or {}).get("size") or theme_spec(theme)["font_size"]
+    labels = y_b.get("ticktext") or []
+    assert labels and y_b.get("showticklabels") is not False
+    a_end = left + (right - left) * a["domain"][1]
+    b_start = left + (right - left) * b["domain"][0]
+    ticklen = y_b.get("ticklen") or 5
+    clear = b_start - ticklen - max(text_width(t, size) for t in labels) - a_end
+    assert clear >= 0.5 * size, (theme, clear)  # half a letter at least (paper had 2.9 px: they touched)
+    assert label_gap(labels, theme, cols=3) <= 0.3  # and the gap is no wider than a label needs
