@@ -266,11 +266,10 @@ def session_costs(spec: FigureSpec, counts: tuple[int, ...] = SESSION_COUNTS, to
     the server's settings ("head_change_ms": the app's config, no collection after a rerun) and with
     Streamlit's default runner.postScriptGC = true ("head_change_gc_ms": a full collection after every
     rerun, timed with it)."""
+    import streamlit as st
     from streamlit.testing.v1.util import patch_config_options
 
     from ui.cache import view_result as view_cache
-
-    import streamlit as st
 
     out: list[dict[str, float]] = []
     sessions = []
