@@ -289,7 +289,7 @@ def _sinusoidal_panels(out: ViewResult, d: int, n: int, sentence, th: str) -> No
         "pe-dot-curve", "PE(i)·PE(i+k) = Σⱼ cos(ωⱼ k), over the frequencies ωⱼ: symmetric in k, decays overall but not "
         "monotonically",
         viz.pe_dot_curve(offsets, values, theme=th),
-        lambda: pd.DataFrame({"offset": offsets.astype(int), "dot": values}),
+        lambda: pd.DataFrame({"dot": values}, index=pd.Index(offsets.astype(int), name="offset")),
     ))
 
 
@@ -316,7 +316,8 @@ def positional_view(spec: FigureSpec, models: Models) -> ViewResult:
         "embedding-pe", f"Token embedding (×√d_model), the positional encoding added ({kind}) and their sum",
         viz.embedding_pe_figure(tokens, pe, labels=list(sentence.encoding.pieces), summed=summed, theme=th),
         lambda: pd.concat({name: viz.matrix_frame(m, list(sentence.encoding.pieces)) for name, m in  # its 3 panels
-                           (("token embedding", tokens), ("positional encoding", pe), ("sum", summed))}),
+                           (("token embedding", tokens), ("positional encoding", pe), ("sum", summed))},
+                          names=["panel"]),
     ))
     if kind == "none":
         out.notices.append("This model adds NO positional encoding (the middle panel is all zeros)"
@@ -373,7 +374,7 @@ def attention_view(spec: FigureSpec, models: Models) -> ViewResult:
         if key == "qkv":
             def table():
                 return pd.concat({"Q": viz.matrix_frame(a["q"], rows), "K": viz.matrix_frame(a["k"], cols),
-                                  "V": viz.matrix_frame(a["v"], cols)})
+                                  "V": viz.matrix_frame(a["v"], cols)}, names=["matrix"])
         else:
             def table(matrix=matrix, r=r, c=c):
                 return viz.matrix_frame(matrix, r, c)
@@ -418,14 +419,16 @@ def heads_view(spec: FigureSpec, models: Models) -> ViewResult:
         viz.heads_grid(weights[layer, heads], row_labels=rows, col_labels=cols, mask=mask,
                        head_names=[f"head {h}" for h in heads], theme=spec.theme,
                        title=f"{which} of layer {layer} ({spec.block})"),  # full screen and exports show this
-        lambda: pd.concat({f"head {h}": viz.matrix_frame(weights[layer, h], rows, cols) for h in heads}),
+        lambda: pd.concat({f"head {h}": viz.matrix_frame(weights[layer, h], rows, cols) for h in heads},
+                          names=["head"]),
     ))
     out.panels.append(Panel(
         "layers-heads", f"Every layer × every head ({spec.block})",
         viz.layers_heads_grid(weights, row_labels=rows, col_labels=cols, mask=mask, theme=spec.theme,
                               title=f"Every layer (rows) × every head (columns), {spec.block}"),
         lambda: pd.concat({f"layer {ly} head {h}": viz.matrix_frame(weights[ly, h], rows, cols)
-                           for ly in range(weights.shape[0]) for h in range(weights.shape[1])}),
+                           for ly in range(weights.shape[0]) for h in range(weights.shape[1])},
+                          names=["layer and head"]),
     ))
     own = _own_queries(run_, row, spec.block)
     entropy = mean_attention_entropy(weights[..., :own, :])  # (L, H): the sentence's own queries only
@@ -644,7 +647,8 @@ def order_view(spec: FigureSpec, models: Models) -> ViewResult:
                 lambda rep=rep, inv=inv, pieces_a=pieces_a, pieces_b=pieces_b: pd.concat({  # the figure's 3 panels
                     "A": viz.matrix_frame(rep.outputs_a, pieces_a),
                     "B (aligned)": viz.matrix_frame(rep.outputs_b, pieces_b).iloc[inv],  # B's own labels, A's order
-                    "|A − B|": viz.matrix_frame(np.abs(rep.outputs_a - rep.outputs_b[inv]), pieces_a)}),
+                    "|A − B|": viz.matrix_frame(np.abs(rep.outputs_a - rep.outputs_b[inv]), pieces_a)},
+                    names=["panel"]),
             ))
             out.panels.append(Panel(
                 f"diff-{slug}", f"|f(B) − P f(A)| {name} (rows in B's order)",
@@ -656,7 +660,7 @@ def order_view(spec: FigureSpec, models: Models) -> ViewResult:
             f"pooled-{slug}", f"Mean-pooled outputs {name}",
             viz.pooled_outputs_figure(rep.pooled_a, rep.pooled_b, theme=spec.theme,
                                       title=f"Pooled outputs (mean over tokens) {name}"),
-            lambda rep=rep: pd.DataFrame({"A": rep.pooled_a, "B": rep.pooled_b}),
+            lambda rep=rep: pd.DataFrame({"A": rep.pooled_a, "B": rep.pooled_b}, index=pd.RangeIndex(len(rep.pooled_a), name="dimension")),
         ))
     causal = data.causal
     if causal is not None:
@@ -750,7 +754,7 @@ def translate_view(spec: FigureSpec, models: Models) -> ViewResult:
         viz.heads_grid(every, row_labels=tgt, col_labels=src, head_names=[f"head {h}" for h in range(len(every))],
                        theme=spec.theme, title=f"Cross-attention: every head of decoder layer {layer}",
                        axis_names=("target token", "source token")),  # as the cross-attention chart above
-        lambda: pd.concat({f"head {h}": viz.matrix_frame(w, tgt, src) for h, w in enumerate(every)}),
+        lambda: pd.concat({f"head {h}": viz.matrix_frame(w, tgt, src) for h, w in enumerate(every)}, names=["head"]),
     ))
     return out
 

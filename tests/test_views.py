@@ -194,7 +194,7 @@ def test_positional_view_numbers(models):
         d = np.diagonal(gram, k)
         assert np.ptp(d) < 1e-4  # Toeplitz
     curve = p["pe-dot-curve"].table
-    values = curve.set_index("offset")["dot"]
+    values = curve["dot"]  # indexed by the offset
     assert values[0] == pytest.approx(16)  # d_model / 2
     np.testing.assert_allclose(values.loc[1:10].to_numpy(), values.loc[-1:-10:-1].to_numpy(), atol=1e-9)
     table = p["embedding-pe"].table  # the figure's three panels, each (tokens, d_model)
@@ -567,3 +567,31 @@ def test_the_trained_model_says_which_characters_it_never_learned_and_that_space
     seen = corpus_characters(0)
     assert seen == set("".join(p.zh for p in generate_corpus(0))) and {"你", "喜", "欢", "她"} <= seen
     assert not seen & set("thecatsonm")
+
+
+@needs_trained
+@pytest.mark.parametrize("model", ["random", "zh-en"])
+def test_every_csv_column_has_a_name(model):
+    """A researcher's CSV: the first column of view 4's grid was unnamed (the head), and the pooled outputs'
+    and the order numbers' first column held bare row numbers; now every level of an index is named, and an
+    index of bare row numbers is not written."""
+    import csv
+    import io
+
+    import pandas as pd
+
+    from lab.export import cli_models
+    from lab.spec import VIEWS
+    from viz.export import table_csv
+
+    models = cli_models()
+    for view in VIEWS:
+        result = build_view(view, FigureSpec(model=model, views=(view,)), models)
+        for panel in result.panels:
+            table = panel.table
+            if table is None or not hasattr(table, "to_csv"):
+                continue
+            header = next(csv.reader(io.StringIO(table_csv(table).decode("utf-8-sig"))))
+            assert all(header), (view, panel.key, header[:4])
+            if not (isinstance(table.index, pd.RangeIndex) and table.index.name is None):
+                assert list(table.index.names) == header[: table.index.nlevels], (view, panel.key)

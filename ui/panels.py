@@ -19,6 +19,7 @@ from lab.views import Panel, ViewResult
 from ui.chart import chart
 from ui.state import page_is_dark
 from ui.text import md
+from viz.export import table_csv  # the same bytes as python -m lab.export writes
 
 SHOW_TABLE_CELLS = 200_000  # a table that IS the panel (tokens, numbers) is shown up to this size
 SHOW_NUMBERS_CELLS = 20_000  # the numbers behind a figure are shown up to this size; larger: CSV only
@@ -26,11 +27,6 @@ SHOW_NUMBERS_CELLS = 20_000  # the numbers behind a figure are shown up to this 
 # the page's CSS sets in projector-sized type (ui/style.py), and True/False in words, where st.dataframe's canvas
 # keeps 14 px and its faint ticked boxes. A longer table stays a scrolling st.dataframe.
 SLIDE_TABLE_ROWS = 40
-
-
-def csv_bytes(table: pd.DataFrame) -> bytes:
-    """UTF-8 with a byte-order mark, so spreadsheet programs read Chinese correctly."""
-    return table.to_csv().encode("utf-8-sig")
 
 
 def _ui_export():
@@ -130,7 +126,7 @@ def render_panel(panel: Panel, view: str, spec: FigureSpec, row: str = "") -> No
 
 def csv_button(panel: Panel, key: str) -> None:
     """The panel's numbers as CSV, built (table included) only when clicked."""
-    st.download_button("CSV", data=lambda: csv_bytes(panel.table), file_name=f"{key}.csv", mime="text/csv",
+    st.download_button("CSV", data=lambda: table_csv(panel.table), file_name=f"{key}.csv", mime="text/csv",
                        key=f"csv-{key}", on_click="ignore", icon=":material/download:",
                        help="The numbers of this panel as CSV (UTF-8)")
 

@@ -27,6 +27,7 @@ import zlib
 from collections.abc import Iterable
 from pathlib import Path
 
+import pandas as pd
 import plotly.graph_objects as go
 
 from viz.crisp import crisp_pdf, crisp_svg
@@ -365,8 +366,10 @@ def export_figure(fig: go.Figure | dict, path: str | os.PathLike, *, width: int,
 
 def table_csv(table) -> bytes:
     """A panel's numbers as CSV at full float precision (the CSV is the data), the same bytes as
-    the app's CSV button: UTF-8 with a byte-order mark, so spreadsheets read Chinese correctly."""
-    return table.to_csv(lineterminator="\n").encode("utf-8-sig")
+    the app's CSV button: UTF-8 with a byte-order mark, so spreadsheets read Chinese correctly. Every
+    column has a name: an index of bare row numbers (0, 1, ... unnamed) is left out."""
+    numbered = isinstance(table.index, pd.RangeIndex) and table.index.name is None
+    return table.to_csv(lineterminator="\n", index=not numbered).encode("utf-8-sig")
 
 
 def one_line(exc: BaseException) -> str:
