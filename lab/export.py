@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from lab.provenance import provenance
 from viz import export as vx
 from viz.fig import layout_value
 from viz.theme import too_narrow
@@ -157,6 +158,7 @@ def plan_spec(spec, models, *, trace_format: str | None = None, warn=None,
             manifest.append({"view": "trace", "panel": "trace", "title": "The whole trace of the run",
                              "files": [name]})
     files.append(Planned("manifest.json", (json.dumps(manifest, ensure_ascii=False, indent=2) + "\n").encode()))
+    files.append(Planned("provenance.json", (json.dumps(provenance(), indent=2) + "\n").encode()))
     return files
 
 
@@ -200,7 +202,8 @@ def _parser() -> argparse.ArgumentParser:
             "Render the figures of an Attention Lab figure spec: for each view in spec.views, every "
             "panel as <view>-<panel>.<format> (spec.format at spec.size, or a figure's own height where "
             "taller; PNG x spec.scale, themed with spec.theme), its numbers as <view>-<panel>.csv, the spec "
-            "itself as spec.json (to regenerate the figures) and manifest.json (titles, captions)."
+            "itself as spec.json (to regenerate the figures), manifest.json (titles, captions) and "
+            "provenance.json (the Attention Lab commit, package versions, the model and tokenizer files' SHA-256)."
         ),
         epilog=("Example: python -m lab.export spec.json --out figures --trace. The app's "
                 "'Share this view' box shows the spec of the current view. Exit status: 0 done, 2 bad "

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import needs_trained, svg_pngs
+from conftest import needs_trained, svg_pngs, trained_available
 from PIL import Image
 
 from lab import export as lx
@@ -722,3 +722,31 @@ def test_cell_values_are_drawn_in_black_or_white_whichever_reads_better_on_their
     rgb = {"#000000": "rgb(0, 0, 0)", "#ffffff": "rgb(255, 255, 255)"}
     for text, color in wanted.items():
         assert drawn.get(text) in (color, rgb[color]), (text, color, drawn.get(text))
+
+
+def test_an_export_records_what_made_it_commit_packages_and_model_files(models, monkeypatch, tmp_path):
+    """provenance.json beside the figures: a reviewer's "with which code, torch and weights?". A random model's
+    weights come from torch's generator (the torch version matters), a trained model's from its files."""
+    import hashlib
+
+    import torch
+
+    import lab.provenance as prov
+
+    monkeypatch.setattr(vx, "render", lambda fig, fmt, **kw: b"figure")  # no browser needed: only the files
+    spec = FigureSpec(views=("tokens",), **SMALL)
+    files = {p.name: p.data for p in lx.plan_spec(spec, models)}
+    made = json.loads(files["provenance.json"])
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    if head.returncode == 0:  # a git checkout (CI's clean clone is one)
+        assert made["attention_lab"]["commit"] == head.stdout.strip()
+        assert isinstance(made["attention_lab"]["changed"], bool)
+    assert made["packages"]["torch"] == torch.__version__ and made["python"] == sys.version.split()[0]
+    char = ROOT / "assets" / "tokenizers" / "char.json"
+    assert made["tokenizers"]["char.json"] == hashlib.sha256(char.read_bytes()).hexdigest()
+    if trained_available():
+        weights = ROOT / "assets" / "models" / "zh-en" / "model.safetensors"
+        assert made["trained_models"]["zh-en"]["model.safetensors"] == hashlib.sha256(weights.read_bytes()).hexdigest()
+        assert set(made["trained_models"]) >= {"zh-en", "zh-en-nope"}
+    monkeypatch.setattr(prov, "ROOT", tmp_path)  # not a git checkout (an unpacked copy): said, not guessed
+    assert prov.commit() == {"commit": "unknown"}
