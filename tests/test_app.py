@@ -489,6 +489,10 @@ def test_the_figure_theme_follows_the_pages_light_or_dark_until_one_is_chosen(ma
     assert shown(linked) == ("default", {light}, "default")
     unlinked = make_app(link={"views": "attention", **small}, share=True)
     assert shown(unlinked) == ("dark", {dark}, None)
+    bad = make_app(link={"views": "attention", "theme": "bogus", **small}, share=True)  # left out: as no theme
+    assert not bad.exception and plain(bad.error[0].value).startswith("Part of this link cannot be used (theme:")
+    assert bad.selectbox(key="theme").value == "dark" and {f["layout"]["paper_bgcolor"] for f in figures(bad)} == {dark}
+    assert "theme" not in dict(parse_qsl(urlsplit(bad.code[0].value).query))  # not "default" put in the link
     # the token tables' highlighted rows take the page's colours, whatever the figure theme
     from viz.tables import DIFF_HIGHLIGHT, DIFF_HIGHLIGHT_DARK
 

@@ -55,7 +55,8 @@ def cell_width(fig: dict, theme: str, trace: dict, columns: int) -> float:
 
 @pytest.mark.parametrize("theme", ["paper", "default", "slide"])
 @pytest.mark.parametrize("sentences, tokenizer", [(EN, "bpe"), (("你喜欢她", "她喜欢你"), "char"),
-                                                  (("春风拂面桃花", "桃花春风拂面"), "char")])
+                                                  (("春风拂面桃花", "桃花春风拂面"), "char"),
+                                                  (("我爱我家我爱我家", "我家我爱我家我爱"), "char")])
 def test_every_value_written_in_a_cell_fits_it_with_room_either_side(models, theme, sentences, tokenizer):
     figs = figures(models, "attention", sentence_a=sentences[0], sentence_b=sentences[1], tokenizer=tokenizer,
                    theme=theme, mask="look-ahead")
@@ -68,7 +69,8 @@ def test_every_value_written_in_a_cell_fits_it_with_room_either_side(models, the
             z = np.asarray(trace["z"], dtype=float)  # and each text is its cell's value, to what it shows
             for value, text in zip(z.ravel(), (x for row in texts for x in row), strict=True):
                 if text:
-                    decimals = len(text.split(".")[1]) if "." in text else 0
+                    assert "." in text, (key, text)  # one decimal at least: "−17" would hide a score of −0.4
+                    decimals = len(text.split(".")[1])
                     assert float(text.replace("\u2212", "-")) == pytest.approx(value, abs=0.51 * 10 ** -decimals)
 
 

@@ -68,15 +68,15 @@ def init_state() -> None:
     if first:
         ss["_started"] = True
         params = st.query_params.to_dict()
-        if "theme" not in params and "theme" not in ss:  # nobody chose one: the page's light or dark
-            ss[FOLLOWS_PAGE] = True
-        if params:
-            spec, errors, dropped = spec_from_link(params)
-            if spec is not None:  # a share link decides every setting it carries, and the defaults the rest
-                for key, value in state_from_spec(spec).items():
-                    ss[key] = value
-            if errors:  # said until a setting changes (app.py link_error_notice)
-                ss["_link_error"] = link_error_message(errors, dropped, opened=spec is not None)
+        spec, errors, dropped = spec_from_link(params) if params else (None, [], [])
+        linked_theme = "theme" in params and spec is not None and "theme" not in dropped
+        if not linked_theme and "theme" not in ss:  # nobody chose one (a link's bad one left out): the page's
+            ss[FOLLOWS_PAGE] = True               # light or dark
+        if spec is not None:  # a share link decides every setting it carries, and the defaults the rest
+            for key, value in state_from_spec(spec).items():
+                ss[key] = value
+        if errors:  # said until a setting changes (app.py link_error_notice)
+            ss["_link_error"] = link_error_message(errors, dropped, opened=spec is not None)
     for key, value in DEFAULTS.items():
         if key not in ss:
             ss[key] = value

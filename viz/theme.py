@@ -339,8 +339,8 @@ CELL_PAD_EM = 0.3  # room a value keeps in its cell (of its text size): less, an
 
 def fit_cell_values(data, layout, theme: str) -> None:
     """Each value heatmap's cell texts, where they fit their cells as laid out (the figure's size less its
-    margins, times the axes' domains), in cell_text_colors' colours; otherwise with one decimal fewer
-    (scores and values: "16.4", not "16.44" run into the next cell's "−2.73"), otherwise none (the hover
+    margins, times the axes' domains), in cell_text_colors' colours; otherwise with one decimal fewer, down to
+    one (scores and values: "16.4", not "16.44" run into the next cell's "−2.73"), otherwise none (the hover
     and the CSV keep every value). Run again after a figure's margins change (viz.attention.attention_steps
     gives five figures one margin). `data` and `layout` are the figure's own (a Fig's, or a lean Figure's
     pending dict): changed in place."""
@@ -354,10 +354,12 @@ def fit_cell_values(data, layout, theme: str) -> None:
         w, h = _cell_px(trace, layout, width, height, (len(texts), len(texts[0]) if texts else 0))
         meta = trace.get("meta") or {}
         shorter = meta.get("format") if meta.get("kind") != "weights" else None  # "0.0" for a weight hides too much
-        fewer = f".{int(shorter[1:-1]) - 1}f" if shorter and re.fullmatch(r"\.[1-9]f", shorter) else None
+        # down to one decimal, not whole numbers ("−17" and "0" would hide a score of −0.4)
+        fewer = f".{int(shorter[1:-1]) - 1}f" if shorter and re.fullmatch(r"\.[2-9]f", shorter) else None
         z = trace.get("z")
         if not _texts_fit(texts, w, h, size) and fewer and not isinstance(z, dict):  # (a typed array: restyled)
             texts = cell_texts(z, fewer)
+            trace["meta"] = {**meta, "format": fewer}  # what a later pass (narrower cells) starts from
         if _texts_fit(texts, w, h, size):
             trace["text"] = texts
             _contrast_cell_texts(trace, layout)
