@@ -760,7 +760,7 @@ def heatmap_figure(
     fig = Fig()
     ph = taller_for_rows(fig, theme, len(grid.row_text), ph)
     # the keys' labels are budgeted as if the row sums took no width: the attention view's five step matrices
-    # share the weights' margins (viz.attention.attention_steps), so all five label their keys alike
+    # share the weights' margins (viz.attention.attention_step_figures), so all five label their keys alike
     x_budget, y_budget = tick_budget(pw + sums_px, t["font_size"]), tick_budget(ph, t["font_size"])
     lo, hi, scale = color_range(kind, [grid.z], zmin, zmax)
     add_heatmap(
@@ -909,8 +909,8 @@ def label_gap(labels: Sequence[str], theme: str, *, cols: int, width: int | None
     # fixed fraction of the figure: that was 0.75 of it, where paper's 600 px leave 0.64 (a 15% smaller gap,
     # and B's labels touched A's heatmap)
     w = width or design_size(theme)[0]
-    plot_w = w - 2 * max(8, round(0.5 * f)) - (widest(labels, f) + 1.5 * f + 12) - (t["colorbar_thickness"] + 3.5 * f)
     longest = widest(labels, f)
+    plot_w = w - 2 * max(8, round(0.5 * f)) - (longest + 1.5 * f + 12) - (t["colorbar_thickness"] + 3.5 * f)
     return min(0.6 / max(cols - 1, 1), max(0.04, (longest + 0.5 * f + 16) / max(plot_w, 40.0)))
 
 

@@ -331,7 +331,7 @@ def _contrast_cell_texts(trace, layout) -> None:
     plain = [[cell_text(text)[0] for text in row] for row in texts]
     colors = cell_text_colors(z, float(lo), float(hi), scale).tolist()
     trace["text"] = [[f'<span style="color:{c}">{text}</span>' if text else ""
-                   for text, c in zip(row, crow, strict=True)] for row, crow in zip(plain, colors, strict=True)]
+                      for text, c in zip(row, crow, strict=True)] for row, crow in zip(plain, colors, strict=True)]
 
 
 CELL_PAD_EM = 0.3  # room a value keeps in its cell (of its text size): less, and neighbours read as one number
@@ -341,7 +341,7 @@ def fit_cell_values(data, layout, theme: str) -> None:
     """Each value heatmap's cell texts, where they fit their cells as laid out (the figure's size less its
     margins, times the axes' domains), in cell_text_colors' colours; otherwise with one decimal fewer, down to
     one (scores and values: "16.4", not "16.44" run into the next cell's "−2.73"), otherwise none (the hover
-    and the CSV keep every value). Run again after a figure's margins change (viz.attention.attention_steps
+    and the CSV keep every value). Run again after a figure's margins change (viz.attention.attention_step_figures
     gives five figures one margin). `data` and `layout` are the figure's own (a Fig's, or a lean Figure's
     pending dict): changed in place."""
     t = theme_spec(theme)
