@@ -17,8 +17,8 @@ AppTest does. Each round changes sentence A and then only the layer or the head,
   browser's does, so the sidebar is not run at all. The layer and head boxes are in app.py's view_area
   (key "view-area"), a fragment inside main_area (key "main"): their change reruns view_area only.
   The sentence boxes are main_area's own (ui/sentences.py), so a new sentence reruns main_area, and
-  view_area within it, with a new forward pass. Then, as a rerun of view_area, back to the layer or head drawn before
-  ("revisit"): its figures come from the server's view cache (ui/cache.py), so that rerun is
+  view_area within it, with a new forward pass. Then, as a rerun of view_area, back to the layer or
+  head drawn before ("revisit"): its figures come from the server's view cache (ui/cache.py), so that rerun is
   Streamlit's own work and the charts' messages, with no figure built or serialised.
 
 Issue #6 asks that a layer/head change cost <= 0.2 of a sentence change. The ratio of the two fragment
@@ -275,9 +275,8 @@ def session_costs(spec: FigureSpec, counts: tuple[int, ...] = SESSION_COUNTS, to
     sessions = []
     # From empty caches, as a new server starts: full ones (models, runs: max_entries) would drop older
     # entries as sessions open, and a count could fall as sessions are added (seen after the test suite's
-    # other app tests).
+    # other app tests). The view cache is cleared before each count below.
     st.cache_resource.clear()
-    view_cache.cache_clear()
     with server_like() as times:
         for count in sorted(counts):
             while len(sessions) < count:
