@@ -135,3 +135,12 @@ def test_view_6_b_labels_stand_clear_of_a_heatmap(models, theme):
     clear = b_start - ticklen - max(text_width(t, size) for t in labels) - a_end
     assert clear >= 0.5 * size, (theme, clear)  # half a letter at least (paper had 2.9 px: they touched)
     assert label_gap(labels, theme, cols=3) <= 0.3  # and the gap is no wider than a label needs
+
+
+@pytest.mark.parametrize("theme", ["default", "slide"])
+def test_a_grid_whose_key_labels_fit_keeps_every_one(models, theme):
+    """4 tokens: every key is labelled under every panel (a first version of the collision rule dropped 3:她,
+    whose label reached only half a cell past its tick, well inside the gap)."""
+    fig = figures(models, "heads", theme=theme)["heads-grid"]
+    axes = [a for k, a in fig["layout"].items() if k.startswith("xaxis") and a.get("showticklabels") is not False]
+    assert axes and all(a["ticktext"] == ["0:你", "1:喜", "2:欢", "3:她"] for a in axes), [a["ticktext"] for a in axes]

@@ -349,12 +349,13 @@ def _grid_of_heads(
     ct = display_labels(_keys(row_labels, col_labels), Tk)
     plot_h = ph * rows
     head_room = (1.3 * t["font_size"] + 10) if subplot_titles else 12
+    spacing = min(0.04, 0.5 / max(cols - 1, 1))  # between panels, of the plot's width
     fig = subplots(
         rows=rows,
         cols=cols,
         subplot_titles=subplot_titles,
         column_titles=column_titles,
-        horizontal_spacing=min(0.04, 0.5 / max(cols - 1, 1)),
+        horizontal_spacing=spacing,
         vertical_spacing=min(0.3 / max(rows - 1, 1), head_room / plot_h) if rows > 1 else 0.0,
     )
     notes: list[str] = []
@@ -400,8 +401,9 @@ def _grid_of_heads(
     fig.update_xaxes(tickfont_size=tick_size, ticklen=3)
     fig.update_yaxes(tickfont_size=tick_size, ticklen=3)
     if cols > 1:  # panels side by side: a label at one's right end ran into the next one's first ("20:a0:t")
+        gap = spacing * pw * cols / (1 - spacing * (cols - 1))  # the panels' width is what the gaps leave
         for ax in fig._axes("x", None, None):
-            clear_right_end(ax, pw, tick_size)
+            clear_right_end(ax, pw, tick_size, gap)
     fig.update_layout(
         coloraxis=coloraxis_layout("weights", 0.0, 1.0, WEIGHTS_COLORSCALE, "weight"),
         title=title_layout(title, unique_notes(notes)),

@@ -232,18 +232,20 @@ def axis_ticks(
 _BLOCK = re.compile(r"(\d+)–(\d+)")  # a block label of _blocks: first–last position
 
 
-def clear_right_end(axis: dict, panel_px: float, font_px: float) -> None:
-    """An x axis of a panel with another panel right of it: its last tick label goes where it would reach
-    past the panel's right end, into the next panel's first label. Only where the labels lie side by side
-    (ticks further apart than the widest label; plotly.js turns crowded labels 90°, and then they do not
-    reach sideways): every cell labelled, turned, keeps every label."""
+def clear_right_end(axis: dict, panel_px: float, font_px: float, gap_px: float) -> None:
+    """An x axis of a panel with another panel `gap_px` right of it: its last tick label goes where it and
+    the next panel's first label (the same labels) would reach into each other across the gap. Only where
+    the labels lie side by side (ticks further apart than the widest label; plotly.js turns crowded labels
+    90°, and then they do not reach sideways)."""
     vals, text, span = axis.get("tickvals"), axis.get("ticktext"), axis.get("range")
     if axis.get("showticklabels") is False or not vals or not text or not span or len(vals) < 2:
         return
     per = panel_px / abs(span[1] - span[0])  # px per position
     if min(b - a for a, b in itertools.pairwise(vals)) * per < widest(text, font_px) + 4:
         return  # turned 90°
-    if (max(span) - vals[-1]) * per < text_width(text[-1], font_px):  # ends less than half a label inside
+    right = text_width(text[-1], font_px) / 2 - (max(span) - vals[-1]) * per  # past this panel's right end
+    left = text_width(text[0], font_px) / 2 - (vals[0] - min(span)) * per  # the next one's, before its left end
+    if max(0.0, right) + max(0.0, left) + 4 > gap_px:
         axis["tickvals"], axis["ticktext"] = list(vals[:-1]), list(text[:-1])
 
 
