@@ -1125,6 +1125,11 @@ def test_a_screen_reader_hears_named_charts_and_buttons_and_captions_read_at_aa_
         return w.nextElementSibling.getBoundingClientRect().top - w.previousElementSibling.getBoundingClientRect().bottom; }""")
     assert apart <= 17, apart  # one gap between its neighbours, as with no heading: it takes no room
     open_view(page, "3 · Attention step by step")
+    drawn_charts(page)
+    labels = page.evaluate("""() => [...document.querySelectorAll('[data-testid="stMain"] .lab-chart-box')]
+        .map(box => box.getAttribute('aria-label'))""")
+    assert any(label.startswith("Q = XW sub Q, K = XW sub K, V = XW sub V") for label in labels), labels
+    assert any("QKᵀ / √d sub k (d sub k = " in label for label in labels), labels  # a subscript read as one
     for key, word in (("head-prev", "Previous head"), ("head-next", "Next head"), ("layer-prev", "Previous layer")):
         button = page.locator(f".st-key-{key} button")
         button = button.first  # (Streamlit keeps a second, zero-width copy of a button with a shortcut)

@@ -384,6 +384,34 @@ def test_user_text_is_escaped_in_every_builder():
         _no_live_html(fig)
 
 
+def test_only_our_markup_renders_in_titles_and_user_text_beside_it_stays_text():
+    """The paper's symbols as plotly.js draws them (XW<sub>Q</sub>, d<sub>k</sub>), not "XW_Q" and "d_k"; what
+    a title says about the user's run (the `where`, a masked cell's text) is escaped beside them, and a
+    Markup that a str operation touched is a plain str again, escaped in full."""
+    from viz.labels import Markup, markup
+
+    assert viz.escape_text(Markup("d<sub>k</sub>")) == "d<sub>k</sub>"
+    assert markup(Markup("XW<sub>Q</sub> — "), XSS) == "XW<sub>Q</sub> — " + viz.escape_text(XSS)
+    assert viz.escape_text(Markup("<sub>k</sub>") + "x") == "&lt;sub&gt;k&lt;/sub&gt;x"
+    assert viz.escape_text(f"{Markup('<b>')}") == "&lt;b&gt;"
+    n, d_k = 3, 4
+    q = RNG.normal(size=(n, d_k))
+    s = q @ q.T
+    figs = viz.attention_step_figures(q=q, k=q, v=q, scores=s, scaled_scores=s / 2, weights=softmax_rows(s / 2),
+                                      mask=causal(n), row_labels=list("abc"), where=XSS, masked_text="<i>x</i>")
+    titles = {key: fig.layout.title.text for key, fig in figs.items()}
+    assert titles["qkv"].startswith("Q = XW<sub>Q</sub>, K = XW<sub>K</sub>, V = XW<sub>V</sub>")
+    assert "d<sub>k</sub> = 4" in titles["scaled"] and ">√</span>d<sub>k</sub>" in titles["scaled"]
+    assert "&lt;i&gt;x&lt;/i&gt;" in titles["masked"]
+    for title in titles.values():
+        assert "_" not in title and "<img" not in title and viz.escape_text(XSS) in title.replace(
+            viz.theme.SOFT_BREAK, "")
+    bars = viz.query_bars(s[0], s[0] / 2, softmax_rows(s / 2)[0], key_labels=list("abc"), query_label="a",
+                          unscaled_weights=softmax_rows(s)[0])
+    strings = list(all_strings(bars.to_plotly_json()))
+    assert not any("d_k" in t for t in strings) and any("√</span>d<sub>k</sub>" in t for t in strings)
+
+
 def test_dollar_signs_cannot_start_latex():
     fig = viz.weights_heatmap(np.eye(2), row_labels=["$x$", "y"], title="$E=mc^2$")
     assert "$" not in fig.layout.title.text and "$" not in "".join(fig.layout.xaxis.ticktext)

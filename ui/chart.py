@@ -365,8 +365,9 @@ function draw(Plotly, gd) {
 
 function plainText(markup) {
   // A figure's title or note as a screen reader should say it: its <br> a space, its tags gone, its entities
-  // read (an inert document: DOMParser runs no script and loads nothing, whatever the user's words hold).
-  const html = String(markup || "").replace(/<br\s*\/?>/gi, " ");
+  // read (an inert document: DOMParser runs no script and loads nothing, whatever the user's words hold); a
+  // subscript read as one ("XW<sub>Q</sub>": "XW sub Q", not "XWQ").
+  const html = String(markup || "").replace(/<br\s*\/?>/gi, " ").replace(/<sub>/gi, " sub ");
   return (new DOMParser().parseFromString(html, "text/html").body.textContent || "").replace(/\s+/g, " ").trim();
 }
 

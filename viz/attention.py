@@ -42,7 +42,7 @@ from viz.heatmap import (
     title_layout,
     unique_notes,
 )
-from viz.labels import display_labels, escape_text, num
+from viz.labels import Markup, display_labels, escape_text, markup, num, sub
 from viz.theme import (
     DOT,
     MASK_ALLOWED_COLOR,
@@ -55,6 +55,12 @@ from viz.theme import (
     widest,
 )
 
+# Symbols of the paper's equations as plotly.js draws them (a figure's title, panel titles, legend, notes: ours, not
+# user text; a title from a caller is escaped unless it is a viz.labels.Markup)
+D_K = f"d{sub('k')}"
+# √ from DejaVu: the CJK fonts first in every theme's list draw it a full em wide ("√ d" with a gap)
+ROOT = '<span style="font-family:DejaVu Sans">√</span>'
+QKV_TITLE = Markup(f"Q = XW{sub('Q')}, K = XW{sub('K')}, V = XW{sub('V')} (one head)")
 NAN_SOFTMAX = "every key in this row is masked, so softmax over all −∞ is 0/0"
 
 
@@ -105,7 +111,7 @@ def weights_heatmap(
     row_labels: Sequence[str] | None,
     col_labels: Sequence[str] | None = None,
     mask: np.ndarray | None = None,
-    title: str | None = "Attention weights softmax(QKᵀ / √d_k)",
+    title: str | None = Markup(f"Attention weights softmax(QKᵀ / {ROOT}{D_K})"),
     x_title: str = "key (attended to)",
     y_title: str = "query (attending)",
     row_sums: bool = True,
@@ -219,7 +225,7 @@ def qkv_figure(
     row_labels: Sequence[str] | None,
     col_labels: Sequence[str] | None = None,
     zmax: float | None = None,
-    title: str | None = "Q = XW_Q, K = XW_K, V = XW_V (one head)",
+    title: str | None = QKV_TITLE,
     theme: str = "default",
 ) -> go.Figure:
     """Q (queries × d_k), K and V (keys × d_k, d_v) side by side on one diverging scale."""
@@ -278,16 +284,16 @@ def attention_step_figures(
     r = symmetric_range(scores, scaled_scores)  # raw scores are the widest: scaling shrinks them
     kw = dict(row_labels=row_labels, col_labels=col_labels, theme=theme)
 
-    def titled(text: str) -> str:
-        return f"{text} — {where}" if where else text
+    def titled(text: str) -> Markup:  # ours (with <sub>), then `where` escaped
+        return markup(Markup(text), " — ", where) if where else Markup(text)
 
     figs = {
-        "qkv": qkv_figure(q, k, v, title=titled("Q = XW_Q, K = XW_K, V = XW_V (one head)"), **kw),
+        "qkv": qkv_figure(q, k, v, title=titled(QKV_TITLE), **kw),
         "scores": scores_heatmap(scores, zmax=r, title=titled("1. Scores QKᵀ"), **kw),
         "scaled": scores_heatmap(
             scaled_scores,
             zmax=r,
-            title=titled(f"2. Scaled scores QKᵀ / √d_k (d_k = {d_k}, same colours)"),
+            title=titled(f"2. Scaled scores QKᵀ / {ROOT}{D_K} ({D_K} = {d_k}, same colours)"),
             **kw,
         ),
     }
@@ -298,7 +304,7 @@ def attention_step_figures(
         mask=mask,
         zmax=r,
         masked_text=masked_text,
-        title=titled(f"4. Masked scores (masked cells set to {masked_text})"),
+        title=titled(markup("4. Masked scores (masked cells set to ", masked_text, ")")),
         **kw,
     )
     figs["weights"] = weights_heatmap(
@@ -575,8 +581,8 @@ def query_bars(
         vertical_spacing=min(0.2, (1.3 * t["font_size"] + 12) / (3 * ph)),
         subplot_titles=(
             f"score q{DOT}kⱼ",
-            f"scaled score q{DOT}kⱼ / √d_k (same axis)",
-            "weight = softmax(scaled)ⱼ" + ("; outlined: without ÷√d_k" if u is not None else ""),
+            f"scaled score q{DOT}kⱼ / {ROOT}{D_K} (same axis)",
+            "weight = softmax(scaled)ⱼ" + (f"; outlined: without ÷ {ROOT}{D_K}" if u is not None else ""),
         ),
     )
     def bars(vals: np.ndarray, row: int, name: str, marker: dict, role: str) -> np.ndarray:
@@ -645,9 +651,9 @@ def query_bars(
         notes.append(f"weights are NaN: {NAN_SOFTMAX}")
     if u is not None:  # an outline over each weight bar, as wide: where the weight would be without ÷√d_k
         outline = dict(color="rgba(0,0,0,0)", line=dict(width=max(1.5, t["line_width"]), color=t["font_color"]))
-        ok = bars(u, 3, "without ÷√d_k: softmax(score)", outline, "unscaled_weights")
+        ok = bars(u, 3, f"without ÷ {ROOT}{D_K}: softmax(score)", outline, "unscaled_weights")
         if ok.any():
-            notes.append(f"largest weight {num(np.nanmax(w[ok]))}; without ÷√d_k it would be {num(u[ok].max())}")
+            notes.append(f"largest weight {num(np.nanmax(w[ok]))}; without ÷ {ROOT}{D_K} it would be {num(u[ok].max())}")
     fig.update_yaxes(range=[-peak, peak], row=1, col=1)
     fig.update_yaxes(range=[-peak, peak], row=2, col=1)
     fig.update_yaxes(range=[0, 1.05], row=3, col=1, title_text="weight")

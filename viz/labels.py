@@ -18,8 +18,33 @@ import numpy as np
 _VISIBLE = {" ": "␣", "\n": "⏎", "\t": "⇥", "\r": "␍", "\u3000": "□"}
 
 
+class Markup(str):
+    """Plotly markup we wrote ourselves ("XW<sub>Q</sub>"), which escape_text passes as it is. User text never
+    is one: any str operation on a Markup (+, f-string, replace) gives a plain str again, escaped in full, so
+    a mistake shows a tag literally instead of rendering one. Join pieces with `markup`."""
+
+    __slots__ = ()
+
+
+def markup(*pieces: object) -> Markup:
+    """Pieces joined into one Markup: a Markup as it is, anything else escaped (user text stays text)."""
+    return Markup("".join(escape_text(p) for p in pieces))
+
+
+def sub(text: str) -> str:
+    """A subscript: "d" + sub("k") -> "d<sub>k</sub>" (for a Markup; plotly.js draws it smaller, lower)."""
+    return f"<sub>{text}</sub>"
+
+
+def sup(text: str) -> str:
+    """A superscript, as sub."""
+    return f"<sup>{text}</sup>"
+
+
 def escape_text(text: object) -> str:
-    """User text -> a string Plotly shows literally (HTML tags and $...$ math disabled)."""
+    """User text -> a string Plotly shows literally (HTML tags and $...$ math disabled); a Markup as it is."""
+    if isinstance(text, Markup):
+        return str.__str__(text)
     return _escape(str(text))
 
 
