@@ -144,3 +144,33 @@ def test_a_grid_whose_key_labels_fit_keeps_every_one(models, theme):
     fig = figures(models, "heads", theme=theme)["heads-grid"]
     axes = [a for k, a in fig["layout"].items() if k.startswith("xaxis") and a.get("showticklabels") is not False]
     assert axes and all(a["ticktext"] == ["0:你", "1:喜", "2:欢", "3:她"] for a in axes), [a["ticktext"] for a in axes]
+
+
+@pytest.mark.parametrize("theme", ["paper", "default", "slide"])
+def test_a_step_figure_drawn_alone_takes_its_own_margins_and_its_values_still_fit(models, theme, monkeypatch):
+    """View 3's five step figures share one right margin in the app (their columns line up, one under another):
+    the weights' row sums set it. Exported alone, a score matrix kept that room between its plot and its colour
+    bar (a researcher's walk: "uses 45% of the width"); now each takes its own margins when drawn alone."""
+    import copy
+
+    import viz.export as vx
+
+    figs = figures(models, "attention", sentence_a="春风拂面桃花", sentence_b="桃花春风拂面", theme=theme)
+    shared = figs["attention-weights"]["layout"]["margin"]
+    for key in ("attention-scores", "attention-scaled", "attention-masked", "attention-mask"):
+        assert figs[key]["layout"]["margin"]["r"] == shared["r"]  # in the app: one margin
+        drawn = vx.alone(copy.deepcopy(figs[key]))
+        assert drawn["layout"]["margin"]["r"] < shared["r"] - 30, key  # no room for row sums it does not have
+        assert drawn["layout"]["margin"]["l"] <= shared["l"]
+        size = max(9, theme_spec(theme)["font_size"] - 3)
+        for trace, texts in value_texts(drawn):  # fitted again to the cells so laid out
+            widest = max(text_width(x, size) for row in texts for x in row if x)
+            assert widest + 4 <= cell_width(drawn, theme, trace, len(texts[0])), key
+    assert vx.alone(copy.deepcopy(figs["attention-weights"]))["layout"]["margin"] == shared  # the widest: as it was
+    qkv = figs["attention-qkv"]
+    assert vx.alone(copy.deepcopy(qkv)) == qkv  # never shared one: as it is
+    seen = []
+    monkeypatch.setattr(vx._SERVER, "render", lambda data, opts: seen.append(data) or b"")
+    monkeypatch.setattr(vx, "png_with_dpi", lambda raw, dpi: raw)
+    vx.render(figs["attention-scores"], "png", width=600, height=480)
+    assert seen[0]["layout"]["margin"]["r"] < shared["r"] - 30  # every export draws it alone

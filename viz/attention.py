@@ -44,6 +44,7 @@ from viz.heatmap import (
 )
 from viz.labels import Markup, display_labels, escape_text, markup, num, sub
 from viz.theme import (
+    ALONE,
     DOT,
     MASK_ALLOWED_COLOR,
     QUALITATIVE,
@@ -315,8 +316,12 @@ def attention_step_figures(
     steps = [f for key, f in figs.items() if key != "qkv"]
     sides = {side: max((vf.layout_value(f, "margin") or {}).get(side, 0) for f in steps) for side in ("l", "r")}
     for f in steps:
+        own = {side: (vf.layout_value(f, "margin") or {}).get(side, 0) for side in sides}
         vf.set_margin(f, **sides)
         pending = vf.editable(f)  # every figure here is lean (apply_theme's)
+        # drawn alone (an export), a figure takes its own margins again (viz.export.alone): a score matrix's
+        # colour bar beside its plot, not past the room the weights' row sums needed
+        pending["layout"]["meta"] = {**(pending["layout"].get("meta") or {}), ALONE: {"margin": own, "theme": theme}}
         if pending is not None:  # a wider margin, narrower cells: their values again (a scores cell's "16.44"
             fit_cell_values(pending["data"], pending["layout"], theme)  # ran into the next one's "−2.73")
     return figs

@@ -31,7 +31,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from viz.crisp import crisp_pdf, crisp_svg
-from viz.theme import PDF_FONTS
+from viz.theme import ALONE, PDF_FONTS, fit_cell_values
 
 FORMATS = ("svg", "pdf", "png")
 MIME = {"svg": "image/svg+xml", "pdf": "application/pdf", "png": "image/png",
@@ -209,6 +209,18 @@ def figure_dict(fig: go.Figure | dict) -> dict:
     return data
 
 
+def alone(data: dict) -> dict:
+    """A figure dict as drawn on its own (an export, one file per figure): the margins it shared with the
+    figures beside it in the app back to its own (layout.meta[viz.theme.ALONE]), its cell values fitted to
+    the cells so laid out; in place. Others as they are."""
+    layout = data.get("layout") or {}
+    own = (layout.get("meta") or {}).get(ALONE) if isinstance(layout.get("meta"), dict) else None
+    if own:
+        layout["margin"] = {**(layout.get("margin") or {}), **own["margin"]}
+        fit_cell_values(data.get("data") or [], layout, own["theme"])
+    return data
+
+
 def pdf_fonts(node):
     """The figure dict with each theme font list (viz.theme.FONT_SANS, FONT_SERIF) swapped for its PDF
     list (viz.theme.PDF_FONTS: TrueType fonts, so that the PDF carries no Type 3 font), in place."""
@@ -256,7 +268,7 @@ def render(fig: go.Figure | dict, fmt: str, *, width: int, height: int, scale: f
     """
     check_size(fmt, width, height, scale)
     opts = {"format": fmt, "width": width, "height": height, "scale": scale if fmt == "png" else 1}
-    data = figure_dict(fig)
+    data = alone(figure_dict(fig))
     raw = _SERVER.render(pdf_fonts(data) if fmt == "pdf" else data, opts)
     if fmt == "svg":
         return _stable_svg(crisp_svg(raw))  # heatmaps crisp in any viewer (viz/crisp.py)

@@ -147,6 +147,9 @@ APP_HEIGHT = 450
 NARROW_WIDTH = 480
 LEGEND_BELOW_UNDER = 560
 NARROW_LEGEND = "narrow_legend"
+# layout.meta[ALONE] = {"margin": {side: px}, "theme": name}: the margins a figure laid out beside others (one
+# margin for a column of figures, viz.attention.attention_step_figures) takes when drawn alone (viz.export.alone)
+ALONE = "alone"
 # A line break that apply_theme inserted to wrap a long title or note (it re-wraps from scratch
 # each time). User text is escaped, so it can never contain this tag itself.
 SOFT_BREAK = '<br class="wrap">'
