@@ -320,14 +320,15 @@ def positional_view(spec: FigureSpec, models: Models) -> ViewResult:
                           names=["panel"]),
     ))
     if kind == "none":
-        out.notices.append("This model adds NO positional encoding (the middle panel is all zeros)"
-                           + ("." if d % 2 else "; the curves above show what sinusoidal encoding would add."))
+        # (said above the view's panels: the sinusoidal ones first, the model's own last)
+        out.notices.append("This model adds NO positional encoding: in the last panel, its middle matrix is all zeros"
+                           + ("." if d % 2 else "; the sinusoidal panels before it show what that encoding would add."))
     elif kind == "learned":
         out.notices.append("This model's positional encoding is learned: a row of weights per position, not the "
                            f"formula. Untrained, they are small random numbers (largest |value| here "
                            f"{num(np.abs(pe).max(), '.2g')}, the token embeddings' {num(np.abs(tokens).max(), '.2g')}), so they barely "
                            "show in the last panel, which adds them."
-                           + ("" if d % 2 else " The panels above show sinusoidal encoding for comparison."))
+                           + ("" if d % 2 else " The panels before it show sinusoidal encoding for comparison."))
     return out
 
 
@@ -632,9 +633,10 @@ def order_view(spec: FigureSpec, models: Models) -> ViewResult:
     # and one for both token-output maps (A, B aligned, |A − B|): the outputs with PE and without on one scale
     aligned_top = max((_aligned_top(rep) for _, _, rep, _, _ in compared if rep.perm is not None), default=None)
     for name, slug, rep, pieces_a, pieces_b in compared:
-        rows.append({"model": name, "B reorders A": rep.perm is not None,
+        # the verdict first: in a 1024 px window the table scrolls sideways, and these two carry the lesson
+        rows.append({"model": name, "equivariant": rep.equivariant, "pooled equal": rep.pooled_equal,
                      "max |f(B) − P f(A)|": rep.max_abs_diff, "max |mean f(A) − mean f(B)|": rep.pooled_max_abs_diff,
-                     "equivariant": rep.equivariant, "pooled equal": rep.pooled_equal})
+                     "B reorders A": rep.perm is not None})
         out.panels.append(Panel(f"verdict-{slug}", f"Verdict {name}",
                                 caption=_verdict(rep, name[0].upper() + name[1:], pieces_b, with_pe=slug == "pe")))
         if rep.perm is not None:
@@ -664,10 +666,9 @@ def order_view(spec: FigureSpec, models: Models) -> ViewResult:
         ))
     causal = data.causal
     if causal is not None:
-        rows.append({"model": "without PE, look-ahead mask", "B reorders A": True,
-                     "max |f(B) − P f(A)|": causal.max_abs_diff,
-                     "max |mean f(A) − mean f(B)|": causal.pooled_max_abs_diff,
-                     "equivariant": causal.equivariant, "pooled equal": causal.pooled_equal})
+        rows.append({"model": "without PE, look-ahead mask", "equivariant": causal.equivariant,
+                     "pooled equal": causal.pooled_equal, "max |f(B) − P f(A)|": causal.max_abs_diff,
+                     "max |mean f(A) − mean f(B)|": causal.pooled_max_abs_diff, "B reorders A": True})
         text = ("Without PE but WITH a look-ahead (causal) mask, order still shows: "
                 f"max |f(B) − P f(A)| = {num(causal.max_abs_diff)}. Each token sees a different number of "
                 "predecessors, so the mask itself leaks position (Haviv et al. 2022)."

@@ -624,6 +624,7 @@ def test_order_view_with_the_random_model_shows_equivariance_in_numbers(make_app
     assert numbers.loc["with sinusoidal PE", "max |f(B) − P f(A)|"] > 1e-3
     # True and False as words: st.dataframe drew bools as ticked boxes, light grey on white (1.9:1)
     assert list(numbers["equivariant"]) == ["False", "True", "False"]
+    assert list(numbers.columns[:2]) == ["equivariant", "pooled equal"]  # first: seen in a narrow window too
     assert list(numbers["pooled equal"]) == ["False", "True", "False"]
 
 
@@ -711,6 +712,10 @@ def test_train_panel_trains_a_fresh_model_and_leaves_the_shipped_one_alone(make_
 
     outputs = list(at.dataframe[-1].value["after 10 steps"])
     assert all(o.strip() for o in outputs)  # an empty translation ([EOS] at once, early on) is said: NOTHING_YET
+    at.selectbox(key="theme").set_value("slide").run()  # a projector: the slide type, as every panel's table (a
+    clean(at)                                            # teacher's walk: its 13 px among tables of 18 px)
+    assert list(at.table[-1].value["after 10 steps"]) == outputs
+    assert not any("after 10 steps" in d.value.columns for d in at.dataframe)
     after = shipped.state_dict()
     assert all(np.array_equal(before[k].numpy(), after[k].numpy()) for k in before)
 

@@ -105,6 +105,9 @@ def test_the_positional_view_says_when_the_models_encoding_is_not_the_formula_dr
     np.testing.assert_allclose(table.loc["positional encoding"].to_numpy(), own, atol=1e-6)
     if kind == "learned":  # the notice gives the rows' size, which the shared colour scale hides
         assert f"largest |value| here {np.abs(own).max():.2g}," in said[0]
+    if said:  # drawn above every panel (ui/panels.py render_result): it points at them in their order
+        assert "above" not in said[0] and "last panel" in said[0] and list(p)[-1] == "embedding-pe"
+        assert "before it" in said[0] and list(p).index("pe-curves") < list(p).index("embedding-pe")
 
 
 @pytest.mark.parametrize("positional", ["none", "learned"])

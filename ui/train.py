@@ -104,4 +104,7 @@ def train_panel(theme: str) -> None:
         ui_chart(viz.loss_curve(result["losses"], steps=list(range(1, len(result["losses"]) + 1)), theme=theme),
                  key="chart-train-loss", config=viz.figure_config("training-loss"), theme=theme)
     st.caption(f"Last run: {result['steps']} steps, positional encoding {result['positional']}.")
-    st.dataframe(result["table"], key="table-train")
+    if theme == "slide":  # a projector: a static table in the slide type, as every panel's table (ui/panels.py)
+        st.table(result["table"])
+    else:
+        st.dataframe(result["table"], key="table-train")

@@ -145,7 +145,7 @@ APP_HEIGHT = 450
 # the plot took up to half the width: the chart script (ui/chart.py) puts it under the plot, with the
 # margins layout.meta[NARROW_LEGEND] gives ({"r": px, "b": px}, laid out for NARROW_WIDTH).
 NARROW_WIDTH = 480
-LEGEND_BELOW_UNDER = 560
+LEGEND_BELOW_UNDER = 600  # a 1024 px window with the sidebar open draws charts 564 px wide: below there too
 NARROW_LEGEND = "narrow_legend"
 # layout.meta[ALONE] = {"margin": {side: px}, "theme": name}: the margins a figure laid out beside others (one
 # margin for a column of figures, viz.attention.attention_step_figures) takes when drawn alone (viz.export.alone)
