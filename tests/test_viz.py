@@ -1243,3 +1243,30 @@ def test_small_many_row_and_fixed_size_matrices_keep_their_height():
         assert fig.layout.height is None, n
     paper = viz.scores_heatmap(RNG.normal(size=(28, 28)), row_labels=(ZH * 10)[:28], theme="paper")
     assert paper.layout.height is None  # an export's size is the theme's
+
+
+def test_a_query_key_matrix_of_one_or_two_rows_is_not_drawn_330_px_tall():
+    """A teacher's walk: the decoder's first step, [BOS] reading itself, was one cell 500 x 330 px. In the app's
+    themes a weights or scores matrix of one or two rows keeps a 3-row matrix's row height (or its cells'
+    width, if narrower); a fixed-size theme (an export's size) and a matrix of values (positions x dimensions)
+    keep theirs."""
+    def plot_height(fig) -> float:
+        layout = fig.layout
+        height = layout.height or viz.theme.design_size("default")[1]
+        return height - layout.margin.t - layout.margin.b
+
+    three = plot_height(viz.weights_heatmap(softmax_rows(RNG.normal(size=(3, 3))), row_labels=list("abc")))
+    for rows, cols in ((1, 1), (1, 4), (2, 2), (2, 4)):
+        w = softmax_rows(RNG.normal(size=(rows, cols)))
+        fig = viz.weights_heatmap(w, row_labels=list("abc")[:rows], col_labels=list("wxyz")[:cols])
+        assert fig.layout.height < viz.theme.APP_HEIGHT, (rows, cols)  # shrunk by what its plot sheds
+        assert plot_height(fig) / rows <= 1.1 * three / 3, (rows, cols)  # (margins as laid out, not as estimated)
+        assert plot_height(fig) / rows >= 2 * 1.3 * viz.theme.theme_spec("default")["font_size"] - 1
+        scores = viz.scores_heatmap(RNG.normal(size=(rows, cols)), row_labels=list("abc")[:rows],
+                                    col_labels=list("wxyz")[:cols])
+        assert scores.layout.height == fig.layout.height
+        mask = viz.mask_heatmap(np.ones((rows, cols), bool), row_labels=list("abc")[:rows], col_labels=list("wxyz")[:cols])
+        assert plot_height(mask) == pytest.approx(plot_height(fig), rel=0.2)  # about as tall as the scores beside it
+        paper = viz.weights_heatmap(w, row_labels=list("abc")[:rows], col_labels=list("wxyz")[:cols], theme="paper")
+        assert paper.layout.height in (None, viz.theme.theme_spec("paper")["height"])  # its export size
+    assert plot_height(viz.pe_heatmap(RNG.normal(size=(2, 16)), labels=["a", "b"])) > three * 0.9  # values: as before

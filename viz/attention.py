@@ -34,6 +34,7 @@ from viz.heatmap import (
     plot_px,
     prepare_grid,
     set_column_gaps,
+    shorter_for_rows,
     style_matrix_axes,
     symmetric_range,
     taller_for_rows,
@@ -179,6 +180,7 @@ def mask_heatmap(
                      note_lines=len(grid.notes) + 2)
     fig = Fig()
     ph = taller_for_rows(fig, theme, len(grid.row_text), ph)  # as tall as the scores beside it
+    ph = shorter_for_rows(fig, theme, len(grid.row_text), len(grid.col_text), pw, ph)  # and as short
     labelled = side <= VALUES_MAX and text_fits(word[0], grid, theme, (pw, ph))
     for heat in grid_heatmaps(
         grid,

@@ -272,6 +272,27 @@ def taller_for_rows(fig: Fig, theme: str, n_rows: int, ph: float) -> float:
     return need
 
 
+SHORT_ROWS = 3  # a query x key matrix of fewer rows keeps the row height of one of this many
+
+
+def shorter_for_rows(fig: Fig, theme: str, n_rows: int, n_cols: int, pw: float, ph: float) -> float:
+    """The plot height for a query x key matrix of fewer than SHORT_ROWS rows (a decoding step's first rows:
+    1 x 1, 1 x 4): each row no taller than a SHORT_ROWS-row matrix's, nor than its cells are wide (and two
+    lines of text at least), `fig` shrunk by what its plot sheds. A teacher's walk found the decoder's first
+    step, [BOS] reading itself, drawn as one cell 500 x 330 px. Themes laid out at the app's height only
+    (default, dark); `ph` and `fig` as they are otherwise, or where nothing would change."""
+    t = theme_spec(theme)
+    if t["height"] or n_rows >= SHORT_ROWS:
+        return ph
+    four = panel_px(theme)[1] / SHORT_ROWS  # the theme's, not this figure's: its notes and bars vary (mask, weights)
+    row = max(min(pw / max(1, n_cols), four), 2 * 1.3 * t["font_size"])
+    want = n_rows * row
+    if want >= ph:
+        return ph
+    fig.update_layout(height=round(design_size(theme, fig)[1] - (ph - want)))
+    return want
+
+
 def tick_budget(axis_px: float, font_px: float) -> int:
     """How many tick labels fit along an axis axis_px long: one per 1.3 lines of text (labels
     on a crowded x axis are turned 90°, so the same holds there)."""
@@ -761,6 +782,8 @@ def heatmap_figure(
     )
     fig = Fig()
     ph = taller_for_rows(fig, theme, len(grid.row_text), ph)
+    if kind in ("weights", "scores"):  # query x key: a row or two is not drawn 330 px tall
+        ph = shorter_for_rows(fig, theme, len(grid.row_text), len(grid.col_text), pw, ph)
     # the keys' labels are budgeted as if the row sums took no width: the attention view's five step matrices
     # share the weights' margins (viz.attention.attention_step_figures), so all five label their keys alike
     x_budget, y_budget = tick_budget(pw + sums_px, t["font_size"]), tick_budget(ph, t["font_size"])
