@@ -689,6 +689,15 @@ def test_chart_titles_drawn_narrower_than_laid_out_wrap_again_rather_than_run_of
             else:  # beside it, as laid out
                 assert ll >= pr - 1, (label, chart)
         legends[label] = len(page.evaluate(LEGENDS))
+        # the clock's round panels: the plot only as tall as they need (it left ~150 px blank under them at 1024)
+        for blank in page.evaluate("""() => [...document.querySelectorAll('.js-plotly-plot')]
+                .filter((gd) => (gd.layout.meta || {}).round).map((gd) => { const L = gd._fullLayout;
+                    const bottom = Math.max(...Object.keys(L).filter((k) => /^yaxis\\d*$/.test(k))
+                                                .map((k) => L[k]._offset + L[k]._length));
+                    return L.height - L.margin.b - bottom; })"""):
+            assert -1 <= blank <= 3, (label, width, blank)
+        if label == "2 · Positional encoding":
+            assert page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')].filter((gd) => (gd.layout.meta || {}).round).length") == 1
     if width == 390:  # on a phone (charts drawn at 480 px) titles must take more lines than at 700
         assert all(rewrapped.values()), rewrapped
     assert legends["5 · One query"] >= 1 and legends["2 · Positional encoding"] >= 1, legends  # the case under test

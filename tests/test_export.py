@@ -750,3 +750,26 @@ def test_an_export_records_what_made_it_commit_packages_and_model_files(models, 
         assert set(made["trained_models"]) >= {"zh-en", "zh-en-nope"}
     monkeypatch.setattr(prov, "ROOT", tmp_path)  # not a git checkout (an unpacked copy): said, not guessed
     assert prov.commit() == {"commit": "unknown"}
+
+
+@needs_browser
+@pytest.mark.parametrize("theme", ["paper", "default"])
+def test_the_clock_exports_without_a_blank_band_under_its_circles(theme):
+    """The clock's circles stay round (their y axes give up domain toward the top): exported at its theme's
+    size, a blank band ~1/3 of the image lay under them. It is exported only as tall as the circles need at
+    that width (viz.export.round_height), and any other figure at the height asked for."""
+    from PIL import Image
+
+    from lab.export import cli_models
+    from viz.theme import design_size
+
+    result = build_view("positional", FigureSpec(views=("positional",), theme=theme), cli_models())
+    figs = {p.key: p.figure for p in result.panels if p.figure is not None}
+    width, height = design_size(theme, figs["pe-rotation"])
+    png = Image.open(io.BytesIO(vx.render(figs["pe-rotation"], "png", width=width, height=height)))
+    assert png.size[0] == width and 0.5 * height < png.size[1] < 0.9 * height, (png.size, height)
+    ink = np.asarray(png.convert("L")) < 200  # dark pixels: text, axes, points
+    rows = np.flatnonzero(ink.any(axis=1))
+    assert png.size[1] - rows.max() < 0.06 * png.size[1], (rows.max(), png.size)  # the x titles near the bottom
+    other = vx.render(figs["pe-matrix"], "png", width=width, height=height)
+    assert vx.png_size(other) == (width, height)

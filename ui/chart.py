@@ -265,6 +265,25 @@ function fitTitle(layout, width, wrapped, reserve = 0) {
   return out;
 }
 
+function roundPanels(layout, width) {
+  // A figure whose panels keep their aspect (layout.meta.round: the clock's circles stay round, their y axes
+  // giving up domain toward the top): its plot only as tall as its widest panel needs at the width drawn. Its
+  // laid-out height left a blank band under the circles (a teacher's walk: ~150 px at 564 px wide).
+  if (!(layout.meta || {}).round || !width || !layout.height) return layout;
+  const m = layout.margin || {};
+  const plotW = width - (m.l || 0) - (m.r || 0), plotH = layout.height - (m.t || 0) - (m.b || 0);
+  let need = 0;
+  for (const [name, x] of Object.entries(layout)) {
+    const y = /^xaxis\d*$/.test(name) ? layout["y" + name.slice(1)] : null;
+    if (!y || !x.range || !y.range) continue;
+    const [x0, x1] = x.domain || [0, 1], [y0, y1] = y.domain || [0, 1];
+    const span = Math.abs(y.range[1] - y.range[0]) / Math.abs(x.range[1] - x.range[0]);
+    need = Math.max(need, plotW * (x1 - x0) * span / (y1 - y0));
+  }
+  if (!(need > 0) || need >= plotH) return layout;
+  return Object.assign({}, layout, {height: Math.ceil(layout.height - (plotH - need))});
+}
+
 function legendBelow(layout, width) {
   // Drawn narrower than LEGEND_BELOW_UNDER px (a phone), a legend beside the plot took up to half the width:
   // it goes under the plot in rows, with the margins the server laid out for that (viz.theme NARROW_LEGEND),
@@ -341,7 +360,8 @@ function draw(Plotly, gd) {
   const touch = TOUCH_SCREEN();
   const toolbar = fullscreen || touch
     ? ((gd.querySelector(".modebar") || {}).offsetWidth || (touch ? 100 : 300)) / k + 8 : 0;
-  const layout = legendBelow(fitTitle(sized, sized.width, figure.layout.width || wrapped, toolbar), sized.width);
+  let layout = legendBelow(fitTitle(sized, sized.width, figure.layout.width || wrapped, toolbar), sized.width);
+  if (!fullscreen) layout = roundPanels(layout, sized.width);
   if (fullscreen) layout.height = window.innerHeight / k;  // the screen's, whatever the title takes
   gd.__lab.ownTop = (layout.margin || {}).t || 0;
   gd.__lab.top = row && !fullscreen ? rowTop(row) : 0;

@@ -18,6 +18,7 @@ import atexit
 import copy
 import io
 import json
+import math
 import os
 import re
 import struct
@@ -221,6 +222,27 @@ def alone(data: dict) -> dict:
     return data
 
 
+def round_height(data: dict, width: int, height: int) -> int:
+    """The height to draw a figure of round panels at (layout.meta["round"]: viz.positional.pe_rotation's
+    circles, kept round, their y axes giving up domain toward the top): its plot only as tall as its widest
+    panel needs at `width`, not a blank band under the circles (ui/chart.py roundPanels, the app's twin).
+    `height` for any other figure, or where the panels need all of it."""
+    layout = data.get("layout") or {}
+    if not (layout.get("meta") or {}).get("round"):
+        return height
+    m = layout.get("margin") or {}
+    plot_w, plot_h = width - m.get("l", 0) - m.get("r", 0), height - m.get("t", 0) - m.get("b", 0)
+    need = 0.0
+    for name, x in layout.items():
+        y = layout.get("y" + name[1:]) if re.fullmatch(r"xaxis\d*", name) else None
+        if not y or not x.get("range") or not y.get("range"):
+            continue
+        (x0, x1), (y0, y1) = x.get("domain") or (0, 1), y.get("domain") or (0, 1)
+        span = abs(y["range"][1] - y["range"][0]) / abs(x["range"][1] - x["range"][0])
+        need = max(need, plot_w * (x1 - x0) * span / (y1 - y0))
+    return height if not 0 < need < plot_h else math.ceil(height - (plot_h - need))
+
+
 def pdf_fonts(node):
     """The figure dict with each theme font list (viz.theme.FONT_SANS, FONT_SERIF) swapped for its PDF
     list (viz.theme.PDF_FONTS: TrueType fonts, so that the PDF carries no Type 3 font), in place."""
@@ -269,6 +291,7 @@ def render(fig: go.Figure | dict, fmt: str, *, width: int, height: int, scale: f
     check_size(fmt, width, height, scale)
     opts = {"format": fmt, "width": width, "height": height, "scale": scale if fmt == "png" else 1}
     data = alone(figure_dict(fig))
+    opts["height"] = round_height(data, width, height)
     raw = _SERVER.render(pdf_fonts(data) if fmt == "pdf" else data, opts)
     if fmt == "svg":
         return _stable_svg(crisp_svg(raw))  # heatmaps crisp in any viewer (viz/crisp.py)

@@ -389,7 +389,7 @@ def pe_rotation(
     notes = ["position 0 is the larger dot, at the top (sin 0 = 0, cos 0 = 1)"]
     if error is not None:
         angle = "ωᵢ" if offset == 1 else f"ωᵢ{DOT}{offset}"
-        notes.append(f"PE(pos + {offset}) = R_{offset}{DOT}PE(pos), one 2×2 rotation by {angle} per pair: "
+        notes.append(f"PE(pos + {offset}) = R<sub>{offset}</sub>{DOT}PE(pos), one 2×2 rotation by {angle} per pair: "
                      f"max |difference| {num(error, '.1e')} in float64")
     if p.shape[0] > n:
         notes.append(f"the first {n} of {p.shape[0]} positions")
@@ -435,5 +435,6 @@ def pe_rotation(
                          scaleratio=1, constrain="domain", constraintoward="top",  # under its title
                          title_text=f"cos (dim {2 * i + 1})", tickvals=[-1, 1],
                          row=1, col=c)
-    fig.update_layout(title=title_layout(title, notes), height=ROTATION_HEIGHT)
+    # round: the app's chart script makes the plot only as tall as the round panels need at the width drawn
+    fig.update_layout(title=title_layout(title, notes), height=ROTATION_HEIGHT, meta={"round": True})
     return apply_theme(fig, theme)
