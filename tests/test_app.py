@@ -542,7 +542,11 @@ def test_a_bad_link_names_the_field_and_falls_back_to_defaults(make_app, query, 
 @pytest.mark.parametrize("bad, left_out", [({"layer": "abc"}, ["layer"]),  # malformed
                                             ({"head": "-1", "layer": "x"}, ["head", "layer"]),  # two, both said
                                             ({"colour": "red"}, []),  # unknown: nothing to replace
-                                            ({"d_model": "30"}, ["d_model"])])  # 30 / the default 4 heads
+                                            ({"d_model": "30"}, ["d_model"]),  # 30 / the default 4 heads
+                                            # past the sidebar's range (lab.export draws it): said, not cut to 512
+                                            # silently (600 with 24 heads became 512 with 24, and nothing was drawn)
+                                            ({"d_model": "600", "n_heads": "24"}, ["d_model", "n_heads"]),
+                                            ({"d_ff": "4096"}, ["d_ff"])])
 def test_a_link_with_a_bad_field_keeps_the_rest(make_app, bad, left_out):
     """A teacher's link with one typo still opens its view and sentences: only what cannot be used takes
     its default, and the notice names it."""

@@ -17,7 +17,7 @@ import streamlit as st
 from lab.spec import MASKS, MIN_EXPORT_SIDE, THEMES
 from model.device import available_devices
 from ui import focus
-from ui.state import choose_model, choose_theme, follows_page, keep_choice, keep_in_range
+from ui.state import UI_LIMITS, choose_model, choose_theme, follows_page, keep_choice, keep_in_range
 from viz.theme import design_size, too_narrow
 
 MASK_HELP = {
@@ -36,8 +36,6 @@ POSITIONAL_HELP = {
 THEME_HELP = ("default: for the screen. paper / paper-sans: white, print sizes, values written in small matrices "
               "(serif or sans-serif type). slide: large type for a projector (charts, notes and tables). dark: dark "
               "background. Until you choose one, the figures follow the page: dark in dark mode, default otherwise.")
-UI_LIMITS = {"d_model": (2, 512), "n_heads": (1, 64), "n_layers": (1, 6), "d_ff": (1, 2048), "seed": (0, 2**31 - 1),
-             "width": (0, 8000), "height": (0, 8000), "scale": (0.1, 10.0)}
 
 
 def _model_label(name: str) -> str:

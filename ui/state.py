@@ -91,6 +91,23 @@ def init_state() -> None:
 RELATED = {"n_heads": "d_model"}
 
 
+# The sidebar's number boxes' ranges (ui/sidebar.py): narrower than a FigureSpec's for the model's size, so that one
+# student cannot take a class server's cores (python -m lab.export draws up to FigureSpec's limits).
+UI_LIMITS = {"d_model": (2, 512), "n_heads": (1, 64), "n_layers": (1, 6), "d_ff": (1, 2048), "seed": (0, 2**31 - 1),
+             "width": (0, 8000), "height": (0, 8000), "scale": (0.1, 10.0)}
+
+
+def _beyond_the_sidebar(spec: FigureSpec) -> SpecError | None:
+    """The first field of `spec` outside the sidebar's range (UI_LIMITS), which the sidebar would otherwise cut to
+    its end silently (a link's d_model 600 with 24 heads became 512 with 24: not divisible, nothing drawn)."""
+    for name, (lo, hi) in UI_LIMITS.items():
+        value = getattr(spec, name)
+        if not lo <= value <= hi:
+            return SpecError(name, f"{value:g} is more than this app offers, up to {hi:g} (python -m lab.export draws "
+                                   "it)" if value > hi else f"{value:g} is less than this app offers, {lo:g}")
+    return None
+
+
 def spec_from_link(params: dict[str, str]) -> tuple[FigureSpec | None, list[SpecError], list[str]]:
     """A share link's spec, what in it could not be used, and the fields left out for it. A field that is
     unknown, malformed or impossible is left out (a known one takes its default), and the rest of the link
@@ -103,7 +120,11 @@ def spec_from_link(params: dict[str, str]) -> tuple[FigureSpec | None, list[Spec
         del params[key]
     while params:
         try:
-            return FigureSpec.from_query(params), errors, dropped
+            spec = FigureSpec.from_query(params)
+            beyond = _beyond_the_sidebar(spec)
+            if beyond is None:
+                return spec, errors, dropped
+            raise beyond
         except SpecError as exc:
             if str(exc) not in map(str, errors):  # d_model's conflict with the default n_heads: said once
                 errors.append(exc)
