@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass, field
 
 import torch
@@ -130,10 +131,17 @@ def _pad(rows: list[list[int]]) -> torch.Tensor:
 
 
 def _shown(piece: str) -> str:
-    """A piece of text as a notice names it: quoted, or as code points where it would not show."""
-    if piece.isprintable():
-        return f"“{piece}”"
-    return " ".join(f"U+{ord(c):04X}" for c in piece)
+    """A piece of text as a notice names it: quoted, or as code points where it would not show. Right-to-left
+    text sits in a first-strong isolate (U+2068 ... U+2069), so that a list of Arabic or Hebrew letters keeps
+    its order and its quotes (a bad-input walk read “ب“ ,”ح“ for “ح”, “ب”); a combining mark with nothing before
+    it sits on a dotted circle, as Unicode's charts show one (it had sat on the quote mark)."""
+    if not piece.isprintable():
+        return " ".join(f"U+{ord(c):04X}" for c in piece)
+    if unicodedata.category(piece[0]).startswith("M"):
+        piece = "◌" + piece
+    if any(unicodedata.bidirectional(c) in ("R", "AL") for c in piece):
+        piece = f"\u2068{piece}\u2069"
+    return f"“{piece}”"
 
 
 def unknown_notice(key: str, source: str, enc: Encoding, owner: str) -> str | None:

@@ -194,7 +194,7 @@ def tokens_view(spec: FigureSpec, models: Models) -> ViewResult:
             offsets, shown = [(at[s], at[e - 1] + 1) for s, e in offsets], typed
             named = f"{loaded.name}: one per character, spaces skipped"
         table = viz.token_table(list(enc.pieces), list(enc.ids), offsets, text=shown)
-        out.panels.append(Panel(f"tokens-{key}", f"Sentence {key.upper()}: {len(enc)} tokens ({named})",
+        out.panels.append(Panel(f"tokens-{key}", f"Sentence {key.upper()}: {len(enc)} token{'' if len(enc) == 1 else 's'} ({named})",
                                 table=table))
     if len(encs) == 2:
         a, b = encs["a"], encs["b"]

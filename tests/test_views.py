@@ -142,6 +142,20 @@ def test_pieces_the_tokenizer_does_not_know_are_named_in_a_notice(models, view):
                        "[UNK] there: one and the same token for every unknown piece."]
 
 
+def test_unknown_right_to_left_letters_and_lone_combining_marks_are_named_so_that_they_read_right(models):
+    """A bad-input walk: the notice's list of Arabic letters read reversed with its quotes mirrored (“ب“ ,”ح“),
+    and a combining mark sat on its quote mark. Each right-to-left piece is isolated (U+2068 ... U+2069), a
+    mark with no letter before it sits on a dotted circle."""
+    spec = dataclasses.replace(SPEC, sentence_a="مرحبا", sentence_b="a\u0334b")
+    _, result = panels("tokens", spec, models)
+    (arabic,) = [n for n in result.notices if n.startswith("Sentence A:")]
+    assert arabic.startswith("Sentence A: “\u2068م\u2069”, “\u2068ر\u2069”, “\u2068ح\u2069”"), arabic
+    (mark,) = [n for n in result.notices if n.startswith("Sentence B:")]
+    assert mark.startswith("Sentence B: “◌\u0334” is not in"), mark
+    one, _ = panels("tokens", dataclasses.replace(SPEC, sentence_a="a"), models)
+    assert one["tokens-a"].title == "Sentence A: 1 token (char)"  # not "1 tokens"
+
+
 @needs_trained
 def test_the_trained_models_token_spans_point_into_the_text_as_typed():
     spec = FigureSpec(model="zh-en", sentence_a="你 喜欢\t她 😀", sentence_b="她喜欢你")
