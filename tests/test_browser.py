@@ -884,6 +884,30 @@ def test_the_translate_views_step_charts_sit_level_or_stack(page):
     assert page.locator(ERRORS).count() == 0
 
 
+OVERLAPPING_X_LABELS = """() => [...document.querySelectorAll('.js-plotly-plot')].flatMap((gd) => {
+    const boxes = [...gd.querySelectorAll('.main-svg .xtick text')].filter((t) => t.textContent.trim())
+        .map((t) => [t.textContent, t.getBoundingClientRect()]).filter(([, b]) => b.width > 0);
+    return boxes.flatMap(([a, p], i) => boxes.slice(i + 1).filter(([, q]) => p.left < q.right - 1 &&
+        q.left < p.right - 1 && p.top < q.bottom - 1 && q.top < p.bottom - 1).map(([b]) => a + ' / ' + b)); })"""
+
+
+def test_token_labels_drawn_narrower_than_laid_out_are_thinned_not_run_together(page, streamlit_url):
+    """A bad-input walk: 21 source tokens in the translate view's step charts, side by side (each ~450 px of the
+    700 laid out), turned 90° and ran into each other. Drawn narrower, an axis keeps every k-th label."""
+    from urllib.parse import quote
+
+    page.goto(f"{streamlit_url}/?views=translate&model=zh-en&sentence_a=" + quote("Hello world, attention!"))
+    wait_idle(page)
+    drawn_charts(page)
+    page.wait_for_timeout(500)
+    assert page.evaluate(OVERLAPPING_X_LABELS) == []
+    shown = page.evaluate("""() => [...document.querySelectorAll('.js-plotly-plot')].map((gd) =>
+        [gd._fullLayout.width, (gd.layout.xaxis || {}).tickvals, (gd.__lab.spec.figure.layout.xaxis || {}).tickvals])""")
+    thinned = [(w, len(now), len(laid)) for w, now, laid in shown if isinstance(now, list) and isinstance(laid, list)
+               and len(now) < len(laid)]
+    assert thinned and all(w < 690 for w, _, _ in thinned), shown  # the twins: thinned, not the full-width charts
+
+
 def test_slide_twins_stack_where_side_by_side_would_show_them_at_under_half_their_size(browser, streamlit_url):
     """Slide charts are laid out for 1280 px: in half of a 1500 px window's main area (~520 px) they would
     be shown at ~0.4 of that, so there the twins stack, each the full width (0.8); so they do in a 1920 px

@@ -1256,17 +1256,20 @@ def test_a_query_key_matrix_of_one_or_two_rows_is_not_drawn_330_px_tall():
         return height - layout.margin.t - layout.margin.b
 
     three = plot_height(viz.weights_heatmap(softmax_rows(RNG.normal(size=(3, 3))), row_labels=list("abc")))
-    for rows, cols in ((1, 1), (1, 4), (2, 2), (2, 4)):
+    for rows, cols in ((1, 1), (1, 4), (2, 2), (2, 4), (1, 21)):  # 21 narrow keys: room for the colour bar
         w = softmax_rows(RNG.normal(size=(rows, cols)))
-        fig = viz.weights_heatmap(w, row_labels=list("abc")[:rows], col_labels=list("wxyz")[:cols])
+        keys = [f"k{i}" for i in range(cols)]
+        fig = viz.weights_heatmap(w, row_labels=list("abc")[:rows], col_labels=keys)
         assert fig.layout.height < viz.theme.APP_HEIGHT, (rows, cols)  # shrunk by what its plot sheds
-        assert plot_height(fig) / rows <= 1.1 * three / 3, (rows, cols)  # (margins as laid out, not as estimated)
+        font = viz.theme.theme_spec("default")["font_size"]  # (margins as laid out, not as estimated: 1.1)
+        assert plot_height(fig) <= 1.1 * max(rows * three / 3, 7 * 1.3 * font), (rows, cols)  # 7 lines: the bar
+        assert plot_height(fig) >= 0.9 * 7 * 1.3 * font, (rows, cols)
         assert plot_height(fig) / rows >= 2 * 1.3 * viz.theme.theme_spec("default")["font_size"] - 1
         scores = viz.scores_heatmap(RNG.normal(size=(rows, cols)), row_labels=list("abc")[:rows],
-                                    col_labels=list("wxyz")[:cols])
+                                    col_labels=keys)
         assert scores.layout.height == fig.layout.height
-        mask = viz.mask_heatmap(np.ones((rows, cols), bool), row_labels=list("abc")[:rows], col_labels=list("wxyz")[:cols])
+        mask = viz.mask_heatmap(np.ones((rows, cols), bool), row_labels=list("abc")[:rows], col_labels=keys)
         assert plot_height(mask) == pytest.approx(plot_height(fig), rel=0.2)  # about as tall as the scores beside it
-        paper = viz.weights_heatmap(w, row_labels=list("abc")[:rows], col_labels=list("wxyz")[:cols], theme="paper")
+        paper = viz.weights_heatmap(w, row_labels=list("abc")[:rows], col_labels=keys, theme="paper")
         assert paper.layout.height in (None, viz.theme.theme_spec("paper")["height"])  # its export size
     assert plot_height(viz.pe_heatmap(RNG.normal(size=(2, 16)), labels=["a", "b"])) > three * 0.9  # values: as before

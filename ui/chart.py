@@ -265,6 +265,30 @@ function fitTitle(layout, width, wrapped, reserve = 0) {
   return out;
 }
 
+function thinTicks(layout, width, laidOut) {
+  // Drawn narrower than laid out (a column beside another, a 1024 px window), an axis labelled one token per cell
+  // where that fitted the laid-out width ran its labels into each other (a bad-input walk: 21 source tokens,
+  // turned 90°, in 380 px). Each x axis keeps every k-th label of its own, by the server's rule (one label per
+  // 1.3 lines of its font: viz.heatmap.tick_budget); the hover still names every cell (tokenHover).
+  if (!width || !laidOut || width >= laidOut) return layout;
+  const m = layout.margin || {};
+  const plotW = width - (m.l || 0) - (m.r || 0);
+  let out = layout;
+  for (const [name, axis] of Object.entries(layout)) {
+    if (!/^xaxis\d*$/.test(name) || !axis || !Array.isArray(axis.tickvals) || !Array.isArray(axis.ticktext)) continue;
+    const [d0, d1] = axis.domain || [0, 1];
+    const size = (axis.tickfont || {}).size || (layout.font || {}).size || 12;
+    const fit = Math.max(2, Math.floor(plotW * (d1 - d0) / (1.3 * size)));
+    const n = axis.tickvals.length;
+    if (n <= fit) continue;
+    const k = Math.ceil(n / fit);
+    const keep = (_, i) => i % k === 0;
+    if (out === layout) out = Object.assign({}, layout);
+    out[name] = Object.assign({}, axis, {tickvals: axis.tickvals.filter(keep), ticktext: axis.ticktext.filter(keep)});
+  }
+  return out;
+}
+
 function roundPanels(layout, width) {
   // A figure whose panels keep their aspect (layout.meta.round: the clock's circles stay round, their y axes
   // giving up domain toward the top): its plot only as tall as its widest panel needs at the width drawn. Its
@@ -361,7 +385,7 @@ function draw(Plotly, gd) {
   const toolbar = fullscreen || touch
     ? ((gd.querySelector(".modebar") || {}).offsetWidth || (touch ? 100 : 300)) / k + 8 : 0;
   let layout = legendBelow(fitTitle(sized, sized.width, figure.layout.width || wrapped, toolbar), sized.width);
-  if (!fullscreen) layout = roundPanels(layout, sized.width);
+  if (!fullscreen) layout = roundPanels(thinTicks(layout, sized.width, figure.layout.width || wrapped), sized.width);
   if (fullscreen) layout.height = window.innerHeight / k;  // the screen's, whatever the title takes
   gd.__lab.ownTop = (layout.margin || {}).t || 0;
   gd.__lab.top = row && !fullscreen ? rowTop(row) : 0;

@@ -277,16 +277,18 @@ SHORT_ROWS = 3  # a query x key matrix of fewer rows keeps the row height of one
 
 def shorter_for_rows(fig: Fig, theme: str, n_rows: int, n_cols: int, pw: float, ph: float) -> float:
     """The plot height for a query x key matrix of fewer than SHORT_ROWS rows (a decoding step's first rows:
-    1 x 1, 1 x 4): each row no taller than a SHORT_ROWS-row matrix's, nor than its cells are wide (and two
-    lines of text at least), `fig` shrunk by what its plot sheds. A teacher's walk found the decoder's first
-    step, [BOS] reading itself, drawn as one cell 500 x 330 px. Themes laid out at the app's height only
-    (default, dark); `ph` and `fig` as they are otherwise, or where nothing would change."""
+    1 x 1, 1 x 4): each row no taller than a SHORT_ROWS-row matrix's, nor than its cells are wide (two lines
+    of text at least, and seven in all for the colour bar beside it), `fig` shrunk by what its plot sheds. A
+    teacher's walk found the decoder's first step, [BOS] reading itself, drawn as one cell 500 x 330 px.
+    Themes laid out at the app's height only (default, dark); `ph` and `fig` as they are otherwise, or where
+    nothing would change."""
     t = theme_spec(theme)
     if t["height"] or n_rows >= SHORT_ROWS:
         return ph
     four = panel_px(theme)[1] / SHORT_ROWS  # the theme's, not this figure's: its notes and bars vary (mask, weights)
     row = max(min(pw / max(1, n_cols), four), 2 * 1.3 * t["font_size"])
-    want = n_rows * row
+    # and room for its colour bar's ticks and the y axis's title beside it (a row of 21 narrow keys: 36 px)
+    want = max(n_rows * row, 7 * 1.3 * t["font_size"])
     if want >= ph:
         return ph
     fig.update_layout(height=round(design_size(theme, fig)[1] - (ph - want)))
