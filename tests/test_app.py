@@ -564,6 +564,19 @@ def test_a_link_with_a_bad_field_keeps_the_rest(make_app, bad, left_out):
     assert dict(at.query_params)["sentence_a"] == "我爱我家"  # and the address bar is a working link again
 
 
+def test_a_link_naming_several_views_or_a_key_twice_says_what_it_shows(make_app):
+    """A bad-input walk: views=attention,heads showed attention and rewrote the link, and a key given twice took
+    its last value, with no word. The notice says which view and which value are shown."""
+    at = make_app(link={"views": "attention,heads", "sentence_a": ["你好", "我爱你"]})
+    assert not at.exception and at.session_state["view"] == "attention"
+    assert at.session_state["sentence_a"] == "我爱你"  # the last, as Streamlit reads it
+    (error,) = at.error
+    said = plain(error.value)
+    assert "views: this app shows one view at a time: attention" in said and "attention, heads" in said, said
+    assert "sentence_a: given 2 times: the last, '我爱你', is used" in said, said
+    assert figures(at)
+
+
 # -- trained models ---------------------------------------------------------------------------
 @needs_trained
 def test_order_view_uses_the_trained_models_and_shows_both_translations(make_app):

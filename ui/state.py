@@ -67,8 +67,12 @@ def init_state() -> None:
     first = "_started" not in ss
     if first:
         ss["_started"] = True
-        params = st.query_params.to_dict()
+        params = st.query_params.to_dict()  # a key given twice: its last value
         spec, errors, dropped = spec_from_link(params) if params else (None, [], [])
+        errors = _repeated(params) + errors
+        if spec is not None and len(spec.views) > 1:  # an export's spec names several
+            errors.append(SpecError("views", f"this app shows one view at a time: {spec.views[0]} (python -m "
+                                             f"lab.export draws {', '.join(spec.views)})"))
         linked_theme = "theme" in params and spec is not None and "theme" not in dropped
         if not linked_theme and "theme" not in ss:  # nobody chose one (a link's bad one left out): the page's
             ss[FOLLOWS_PAGE] = True               # light or dark
@@ -84,6 +88,12 @@ def init_state() -> None:
             ss[key] = ss[key]
     if follows_page():
         ss["theme"] = page_theme()
+
+
+def _repeated(params: dict[str, str]) -> list[SpecError]:
+    """A key the link gives more than once, said (st.query_params.to_dict() keeps its last value)."""
+    return [SpecError(key, f"given {len(values)} times: the last, {params[key]!r}, is used")
+            for key in params if len(values := st.query_params.get_all(key)) > 1]
 
 
 # A field that cannot be used because of another: the divisibility of d_model by n_heads is reported as
