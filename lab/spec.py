@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
+import re
 import typing
 import unicodedata
 from dataclasses import dataclass, fields
@@ -182,11 +184,11 @@ class FigureSpec:
             kind = hints[key]
             try:
                 if kind is int:
-                    data[key] = int(raw)
+                    data[key] = _integer(raw)
                 elif kind is float:
-                    data[key] = float(raw)
+                    data[key] = _number(raw)
                 elif kind == tuple[int, ...]:
-                    data[key] = tuple(int(x) for x in raw.split(",") if x != "")
+                    data[key] = tuple(_integer(x) for x in raw.split(",") if x != "")
                 elif kind == tuple[str, ...]:
                     data[key] = tuple(x for x in raw.split(",") if x != "")
                 else:
@@ -194,6 +196,27 @@ class FigureSpec:
             except ValueError:
                 raise SpecError(key, f"{raw!r} is not a valid {getattr(kind, '__name__', kind)}") from None
         return cls.from_dict(data)
+
+
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def _integer(text: str) -> int:
+    """A link's whole number as written there: ASCII digits only (Python's int() also reads "1_0" as 10 and
+    full-width "１" as 1, and the notice then named a number the link does not hold)."""
+    if not _INTEGER.fullmatch(text):
+        raise ValueError(text)
+    return int(text)
+
+
+def _number(text: str) -> float:
+    """A link's number as written there (ASCII, no "1_0", "inf" or "nan"), finite and not a nonzero value that
+    rounds to 0 ("1e-400" became 0.0, and the notice said "0.0 is outside [0.1, 10]")."""
+    value = float(text) if _NUMBER.fullmatch(text) else math.nan
+    if not math.isfinite(value) or (value == 0 and any(c in "123456789" for c in text.split("e")[0].split("E")[0])):
+        raise ValueError(text)
+    return value
 
 
 def _coerce(name: str, kind, value):

@@ -84,3 +84,23 @@ def test_a_link_parameter_without_a_name_is_named_as_such():
     assert str(info.value) == '"": unknown field in the link'
     with pytest.raises(SpecError, match="'1' is named twice|1 is named twice"):
         FigureSpec.from_query({"heads": "1,1,0,1"})
+
+
+@pytest.mark.parametrize("field, raw", [("layer", "1_0"), ("layer", "１"), ("seed", "1_000"), ("layer", " 1"),
+                                        ("scale", "1e-400"), ("scale", "inf"), ("scale", "nan"), ("heads", "0,1_0")])
+def test_a_link_number_is_read_as_written_or_named_as_not_one(field, raw):
+    """A bad-input walk: Python's int() read layer=1_0 as 10 (and the notice named layer 10), full-width １ as 1,
+    and float() read scale=1e-400 as 0.0 ("0.0 is outside [0.1, 10]"): a link's number is ASCII digits as
+    written, finite, and not rounded to 0; otherwise the notice quotes what the link holds."""
+    with pytest.raises(SpecError) as info:
+        FigureSpec.from_query({field: raw})
+    kind = {"scale": "float", "heads": "tuple"}.get(field, "int")
+    assert str(info.value) == f"{field}: {raw!r} is not a valid {kind}"
+
+
+def test_a_link_number_as_the_app_writes_it_reads_back():
+    for spec in (FigureSpec(layer=3, seed=123456, scale=3.125, heads=(0, 2)), FigureSpec(scale=0.1, head=1),
+                 FigureSpec(scale=10.0, width=1200)):
+        assert FigureSpec.from_query(spec.to_query()) == spec
+    assert FigureSpec.from_query({"scale": ".5", "layer": "+2"}) == FigureSpec(scale=0.5, layer=2)
+    assert FigureSpec.from_query({"scale": "2E0"}) == FigureSpec(scale=2.0)
