@@ -461,14 +461,15 @@ def test_new_charts_on_the_screen_draw_at_once_and_a_new_width_redraws_every_cha
     page.evaluate(IDLE)
 
 
-def test_on_a_phone_a_chart_not_yet_drawn_holds_the_height_it_will_take(browser, streamlit_url):
+@pytest.mark.parametrize("view", ["attention", "positional"])  # positional: the clock, only as tall as its circles
+def test_on_a_phone_a_chart_not_yet_drawn_holds_the_height_it_will_take(browser, streamlit_url, view):
     context = browser.new_context(viewport={"width": 390, "height": 844})
     tab = context.new_page()
     tab.add_init_script("window.__held = {}; new MutationObserver(() => document.querySelectorAll('.lab-chart-box')"
                         ".forEach(b => { const k = b.closest('[class*=\"st-key-chart-\"]'); if (b.style.minHeight && k)"
                         " window.__held[k.className] = parseFloat(b.style.minHeight); })).observe(document, "
                         "{subtree: true, childList: true, attributes: true, attributeFilter: ['style']});")
-    tab.goto(f"{streamlit_url}/?views=attention&sentence_a=" + "春风拂面桃花盛开景色宜人" * 2)
+    tab.goto(f"{streamlit_url}/?views={view}&sentence_a=" + "春风拂面桃花盛开景色宜人" * 2)
     wait_idle(tab)
     held = tab.evaluate("() => window.__held")
     drawn = tab.evaluate("() => Object.fromEntries([...document.querySelectorAll('.lab-chart-box')].map(b => "

@@ -568,9 +568,14 @@ function paint(gd) {
 }
 
 function placeholder(gd) {
-  // The height a chart not yet drawn will take (its figure's, shrunk as draw() shrinks it): what is on the
-  // screen is known before it draws, and the page does not jump when it does.
-  return Math.ceil((gd.__lab.spec.figure.layout.height || __APP_HEIGHT__) * shrinkFactor(gd, roomWidth(gd)));
+  // The height a chart not yet drawn will take (its figure's, with a legend put under the plot and round panels
+  // cut to what they need as draw() does, shrunk as draw() shrinks it): what is on the screen is known before it
+  // draws, and the page does not jump when it does (titles wrapped again aside: a line or two).
+  const {figure} = gd.__lab.spec;
+  const room = roomWidth(gd), k = shrinkFactor(gd, room);
+  const width = figure.layout.width || (room ? room / k : 0);
+  const sized = Object.assign({}, figure.layout, {height: figure.layout.height || __APP_HEIGHT__ / k});  // as draw()
+  return Math.ceil(roundPanels(legendBelow(sized, width), width).height * k);
 }
 
 function mount(parentElement) {
