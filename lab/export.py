@@ -130,6 +130,8 @@ def plan_spec(spec, models, *, trace_format: str | None = None, warn=None,
             entry = {"view": view, "panel": panel.key, "title": panel.title, "files": []}
             if panel.caption:
                 entry["caption"] = panel.caption
+            if result.notices:  # what the app says above the view (an English sentence read by the zh-en models, a
+                entry["notices"] = list(result.notices)  # sentence cut short): kept with the figures it is about
             if panel.figure is not None:
                 wanted = layout_value(panel.figure, "height")
                 width, height = spec.export_size(wanted)  # height 0: the theme's, or the figure's own if taller
@@ -202,7 +204,7 @@ def _parser() -> argparse.ArgumentParser:
             "Render the figures of an Attention Lab figure spec: for each view in spec.views, every "
             "panel as <view>-<panel>.<format> (spec.format at spec.size, or a figure's own height where "
             "taller; PNG x spec.scale, themed with spec.theme), its numbers as <view>-<panel>.csv, the spec "
-            "itself as spec.json (to regenerate the figures), manifest.json (titles, captions) and "
+            "itself as spec.json (to regenerate the figures), manifest.json (titles, captions, the view's notices) and "
             "provenance.json (the Attention Lab commit, package versions, the model and tokenizer files' SHA-256)."
         ),
         epilog=("Example: python -m lab.export spec.json --out figures --trace. The app's "

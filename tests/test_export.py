@@ -773,3 +773,21 @@ def test_the_clock_exports_without_a_blank_band_under_its_circles(theme):
     assert png.size[1] - rows.max() < 0.06 * png.size[1], (rows.max(), png.size)  # the x titles near the bottom
     other = vx.render(figs["pe-matrix"], "png", width=width, height=height)
     assert vx.png_size(other) == (width, height)
+
+
+
+@needs_browser
+@needs_trained
+def test_the_manifest_keeps_what_the_app_says_above_a_view(models):
+    """A researcher's walk: view 6 exported for an English pair uses the trained zh-en models, and the app's notice
+    that they never saw these letters reached only the export's stderr. Each panel's entry keeps its view's
+    notices; a view with none has no such key."""
+    spec = FigureSpec(views=("order",), model="zh-en", sentence_a="the cat", sentence_b="cat the", format="svg")
+    built = lx.build_spec(spec, models)
+    (said,) = [result.notices for _, result in built]
+    assert any("never occur in the sentences the trained models learned from" in n for n in said)
+    manifest = json.loads(next(f.data for f in lx.plan_spec(spec, models, built=built) if f.name == "manifest.json"))
+    assert manifest and all(e["notices"] == said for e in manifest)
+    plain = json.loads(next(f.data for f in lx.plan_spec(FigureSpec(views=("tokens",)), models)
+                            if f.name == "manifest.json"))
+    assert plain and all("notices" not in e for e in plain)  # 你喜欢她 / 她喜欢你: nothing to say
