@@ -779,3 +779,21 @@ def test_with_the_trained_model_the_sidebar_says_whose_tokenizer_the_greyed_radi
     assert at.selectbox(key="positional").format_func("none") == "none (zh-en-nope)"  # whole in the sidebar
     at.selectbox(key="model").set_value("random").run()
     assert not any("zh-en reads one token per character" in c.value for c in at.sidebar.caption)
+
+
+def test_a_figures_numbers_show_a_space_token_as_its_chart_does():
+    """A phone walk: the numbers behind view 3's figures labelled the space of "I like her" "1:" (blank) beside
+    the chart's "1:␣". Shown, token labels make their whitespace visible; the CSV keeps the raw text."""
+    import pandas as pd
+
+    import viz
+    from ui.panels import _visible_tokens
+
+    frame = viz.matrix_frame(np.eye(3), ["I", " ", "x"], ["I", " ", "x"])
+    shown = _visible_tokens(frame)
+    assert list(shown.index) == list(shown.columns) == ["0:I", "1:␣", "2:x"]
+    assert list(frame.index) == ["0:I", "1: ", "2:x"]  # what the CSV writes: untouched
+    heads = pd.concat({"head 0": frame}, names=["head"])
+    assert list(_visible_tokens(heads).index) == [("head 0", "0:I"), ("head 0", "1:␣"), ("head 0", "2:x")]
+    other = pd.DataFrame({"max |f(B) − P f(A)|": [1.0]}, index=pd.Index(["with sinusoidal PE"], name="model"))
+    assert _visible_tokens(other).equals(other)  # not token labels: as they are

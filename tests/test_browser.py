@@ -496,8 +496,15 @@ def test_on_a_touch_screen_the_toolbar_keeps_three_buttons_and_every_title_keeps
             .map(gd => { const bar = gd.querySelector('.modebar');
                 return {title: gd.querySelector('.gtitle').getBoundingClientRect().toJSON(),
                         bar: bar.getBoundingClientRect().toJSON(), opacity: getComputedStyle(bar.firstChild).opacity,
-                        buttons: bar.querySelectorAll('.modebar-btn').length}; })""")
+                        buttons: bar.querySelectorAll('.modebar-btn').length,
+                        sizes: [...bar.querySelectorAll('.modebar-btn')].map((b) => {
+                            const r = b.getBoundingClientRect(); return [r.width, r.height]; })}; })""")
         tab.screenshot(path=str(SCREENSHOTS / "browser-touch-toolbar.png"))
+        tab.goto(f"{streamlit_url}/?views=tokens&sentence_a=你喜欢她&sentence_b=她喜欢你")  # tables: their toolbar
+        wait_idle(tab)
+        tables = tab.evaluate("""() => [...document.querySelectorAll('[data-testid="stElementToolbar"]')].map((t) => {
+            const above = t.closest('[data-testid="stElementContainer"]').previousElementSibling;
+            return [t.getBoundingClientRect().top, above.getBoundingClientRect().bottom, getComputedStyle(t).opacity]; })""")
     finally:
         context.close()
     assert len(boxes) >= 4, boxes
@@ -505,6 +512,9 @@ def test_on_a_touch_screen_the_toolbar_keeps_three_buttons_and_every_title_keeps
         title, bar = box["title"], box["bar"]
         assert box["buttons"] == 3 and float(box["opacity"]) > 0.5, box  # shown without hovering, three buttons
         assert title["right"] <= bar["left"] or title["top"] >= bar["bottom"], box
+        assert all(w >= 24 and h >= 24 for w, h in box["sizes"]), box  # to tap (WCAG 2.2: 24 x 24 px)
+    assert len(tables) == 3, tables  # A, B, and the two side by side: shown without hovering, under the heading
+    assert all(float(opacity) > 0.5 and top >= bottom - 1 for top, bottom, opacity in tables), tables
 
 
 def test_a_chart_goes_full_screen_and_back_and_follows_the_page_width(page):

@@ -7,6 +7,7 @@ rendered only while their expander is open (Streamlit's lazy containers, on_chan
 from __future__ import annotations
 
 import importlib.util
+import re
 from collections.abc import Callable, Mapping
 
 import pandas as pd
@@ -57,12 +58,20 @@ def _visible_tokens(table: pd.DataFrame) -> pd.DataFrame:
     """For display only (the CSV keeps the raw text): spaces and invisible characters in token
     columns become marks ("␣and", "⟨U+0007⟩"), so a teacher can point at every token."""
     cols = [c for c in table.columns if isinstance(c, str) and ("piece" in c or c == "text")]
-    if not cols:
-        return table
     shown = table.copy()
     for c in cols:
         shown[c] = shown[c].map(lambda v: viz.visible_whitespace(v) if isinstance(v, str) else v)
-    return shown
+    # and the token labels of a figure's numbers ("3: " beside the chart's "3:␣"; a phone walk read "3:" blank)
+    return shown.rename(index=_visible_label, columns=_visible_label)
+
+
+_TOKEN_LABEL = re.compile(r"(\d+):(.*)", re.DOTALL)  # viz.labels.unique_labels: "i:piece"
+
+
+def _visible_label(label):
+    """A token label "i:piece" with its piece's whitespace shown as the chart shows it; any other as it is."""
+    match = _TOKEN_LABEL.fullmatch(label) if isinstance(label, str) else None
+    return f"{match[1]}:{viz.visible_whitespace(match[2])}" if match else label
 
 
 def _table(panel: Panel, key: str, *, numbers: bool, slide: bool = False) -> None:

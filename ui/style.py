@@ -44,6 +44,15 @@ CSS = """
 .st-key-layer-next kbd::after { content: "⇧→"; }
 [data-testid="stCaptionContainer"] { opacity: 0.75; }
 :is(button, a, summary, [role="radio"], [role="tab"]):focus-visible { outline: 2px solid currentColor; outline-offset: 2px; }
+/* the Examples menu's item under the arrow keys: Streamlit marks it by a background 1.1:1 on white */
+[role="menuitem"]:focus-visible { outline: 2px solid currentColor; outline-offset: -2px; }
+/* a touch screen (a phone walk): a table's toolbar, shown all the time there, sat on its heading ("Sentence A: 3
+   tokens (" cut), and the charts' toolbar buttons were 18 x 16 px to tap (WCAG 2.2 asks 24 x 24) */
+@media (hover: none) {
+  [data-testid="stElementContainer"]:has([data-testid="stDataFrame"]) { padding-top: 2.75rem; }
+  .js-plotly-plot .modebar-btn { padding: 6px !important; height: auto !important; }  /* 34 px: 25 on a phone */
+  .js-plotly-plot .modebar-btn svg { width: 22px; height: 22px; }  /* at 0.75 of the 480 px it is drawn at */
+}
 /* for screen readers only (the ◂ ▸ labels, the view's heading and its layout wrapper): one visually hidden rule */
 :is(.st-key-layer-prev, .st-key-layer-next, .st-key-head-prev, .st-key-head-next) button [data-testid="stMarkdownContainer"],
 [data-testid="stLayoutWrapper"]:has(> .st-key-view-heading), .st-key-view-heading { __HIDDEN__ }
