@@ -505,6 +505,11 @@ def test_on_a_touch_screen_the_toolbar_keeps_three_buttons_and_every_title_keeps
         tables = tab.evaluate("""() => [...document.querySelectorAll('[data-testid="stElementToolbar"]')].map((t) => {
             const above = t.closest('[data-testid="stElementContainer"]').previousElementSibling;
             return [t.getBoundingClientRect().top, above.getBoundingClientRect().bottom, getComputedStyle(t).opacity]; })""")
+        tab.locator(".st-key-preset button:visible").first.click()  # the Examples menu: on the screen, wrapped
+        tab.wait_for_selector('[role="menuitem"]')
+        menu = tab.evaluate("""() => [...document.querySelectorAll('[role="menuitem"]')].map((e) =>
+            [e.textContent, e.getBoundingClientRect().right <= innerWidth, [...e.querySelectorAll('*')].every((c) =>
+                c.scrollWidth <= c.clientWidth + 1)])""")
     finally:
         context.close()
     assert len(boxes) >= 4, boxes
@@ -515,6 +520,7 @@ def test_on_a_touch_screen_the_toolbar_keeps_three_buttons_and_every_title_keeps
         assert all(w >= 24 and h >= 24 for w, h in box["sizes"]), box  # to tap (WCAG 2.2: 24 x 24 px)
     assert len(tables) == 3, tables  # A, B, and the two side by side: shown without hovering, under the heading
     assert all(float(opacity) > 0.5 and top >= bottom - 1 for top, bottom, opacity in tables), tables
+    assert len(menu) >= 5 and all(inside and whole for _, inside, whole in menu), menu  # 393 px on a 390 screen
 
 
 def test_a_chart_goes_full_screen_and_back_and_follows_the_page_width(page):

@@ -46,6 +46,10 @@ CSS = """
 :is(button, a, summary, [role="radio"], [role="tab"]):focus-visible { outline: 2px solid currentColor; outline-offset: 2px; }
 /* the Examples menu's item under the arrow keys: Streamlit marks it by a background 1.1:1 on white */
 [role="menuitem"]:focus-visible { outline: 2px solid currentColor; outline-offset: -2px; }
+/* on a phone the Examples menu was as wide as its longest line (393 px on a 390 px screen): it wraps instead */
+[data-testid="stMenuButtonBody"] { max-width: calc(100vw - 1rem); }
+[data-testid="stMenuButtonBody"] :is([role="menuitem"], [role="menuitem"] *) { white-space: normal !important;
+  overflow: visible !important; height: auto !important; }
 /* a touch screen (a phone walk): a table's toolbar, shown all the time there, sat on its heading ("Sentence A: 3
    tokens (" cut), and the charts' toolbar buttons were 18 x 16 px to tap (WCAG 2.2 asks 24 x 24) */
 @media (hover: none) {
