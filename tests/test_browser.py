@@ -901,11 +901,16 @@ def test_the_translate_views_step_charts_sit_level_or_stack(page):
     assert page.locator(ERRORS).count() == 0
 
 
+# every x axis's tick labels (plotly.js: .xtick, .x2tick, ... in .xaxislayer-above): pairs of one axis that overlap,
+# and of two panels side by side that come within 3 px ("20:a0:t" read as one)
 OVERLAPPING_X_LABELS = """() => [...document.querySelectorAll('.js-plotly-plot')].flatMap((gd) => {
-    const boxes = [...gd.querySelectorAll('.main-svg .xtick text')].filter((t) => t.textContent.trim())
-        .map((t) => [t.textContent, t.getBoundingClientRect()]).filter(([, b]) => b.width > 0);
-    return boxes.flatMap(([a, p], i) => boxes.slice(i + 1).filter(([, q]) => p.left < q.right - 1 &&
-        q.left < p.right - 1 && p.top < q.bottom - 1 && q.top < p.bottom - 1).map(([b]) => a + ' / ' + b)); })"""
+    const boxes = [...gd.querySelectorAll('.main-svg .xaxislayer-above text')].filter((t) => t.textContent.trim())
+        .map((t) => [t.textContent, t.getBoundingClientRect(), t.parentElement.getAttribute('class')])
+        .filter(([, b]) => b.width > 0);
+    return boxes.flatMap(([a, p, axis], i) => boxes.slice(i + 1).filter(([, q, other]) => {
+        const gap = axis === other ? 0 : 3;
+        return p.left < q.right + gap && q.left < p.right + gap && p.top < q.bottom - 1 && q.top < p.bottom - 1; })
+        .map(([b]) => a + ' / ' + b)); })"""
 
 
 def test_token_labels_drawn_narrower_than_laid_out_are_thinned_not_run_together(page, streamlit_url):
@@ -923,6 +928,29 @@ def test_token_labels_drawn_narrower_than_laid_out_are_thinned_not_run_together(
     thinned = [(w, len(now), len(laid)) for w, now, laid in shown if isinstance(now, list) and isinstance(laid, list)
                and len(now) < len(laid)]
     assert thinned and all(w < 690 for w, _, _ in thinned), shown  # the twins: thinned, not the full-width charts
+
+
+def test_on_a_phone_the_key_labels_of_heads_side_by_side_never_run_together(browser, streamlit_url):
+    """A phone walk: view 4's grids, drawn at 480 px (laid out for 700), read "0:t 10:t 20:a0:t": a panel's last
+    label ran into the next panel's first. Drawn narrower, the chart's script thins the labels and clears a
+    panel's right end as the server does at the laid-out width."""
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    try:
+        tab = context.new_page()
+        tab.set_default_timeout(60_000)
+        tab.goto(f"{streamlit_url}/?views=heads&sentence_a=the%20cat%20sat%20on%20the%20mat"
+                 "&sentence_b=the%20mat%20sat%20on%20the%20cat")
+        wait_idle(tab)
+        drawn_charts(tab)
+        for i in range(tab.locator(".js-plotly-plot").count()):  # each drawn, scrolled to
+            tab.locator(".js-plotly-plot").nth(i).scroll_into_view_if_needed()
+            tab.wait_for_timeout(300)
+        tab.wait_for_function("() => !document.querySelector('[data-waiting]')", timeout=20_000)
+        overlapping = tab.evaluate(OVERLAPPING_X_LABELS)
+        labelled = tab.evaluate("() => document.querySelectorAll('.js-plotly-plot .xaxislayer-above text').length")
+    finally:
+        context.close()
+    assert labelled >= 8 and overlapping == [], overlapping
 
 
 def test_slide_twins_stack_where_side_by_side_would_show_them_at_under_half_their_size(browser, streamlit_url):

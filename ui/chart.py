@@ -286,6 +286,37 @@ function thinTicks(layout, width, laidOut) {
     if (out === layout) out = Object.assign({}, layout);
     out[name] = Object.assign({}, axis, {tickvals: axis.tickvals.filter(keep), ticktext: axis.ticktext.filter(keep)});
   }
+  return clearRightEnds(out, plotW);
+}
+
+function clearRightEnds(layout, plotW) {
+  // Panels side by side (a grid of heads) at the width drawn: a panel's last key label goes where it and the next
+  // panel's first would reach into each other across the gap ("20:a0:t" on a phone), where the labels lie side by
+  // side (plotly.js turns crowded ones 90°). viz.heatmap.clear_right_end, the server's rule at the laid-out width.
+  const family = (layout.font || {}).family || "sans-serif";
+  const axes = Object.keys(layout).filter((k) => /^xaxis\d*$/.test(k) && Array.isArray((layout[k] || {}).tickvals)
+    && Array.isArray(layout[k].ticktext) && layout[k].tickvals.length >= 2 && layout[k].showticklabels !== false
+    && Array.isArray(layout[k].range) && Array.isArray(layout[k].domain));
+  const rowOf = (axis) => String((layout["yaxis" + (axis.anchor || "y").slice(1)] || {}).domain);  // its y's domain
+  let out = layout;
+  for (const name of axes) {
+    const axis = layout[name], [d0, d1] = axis.domain;
+    const next = axes.map((k) => layout[k]).find((b) => b !== axis && b.domain[0] >= d1 - 1e-9
+      && b.domain[0] - d1 < 0.2 && rowOf(b) === rowOf(axis));  // the panel right of it, in its row
+    if (!next) continue;
+    const size = (axis.tickfont || {}).size || (layout.font || {}).size || 12;
+    const vals = axis.tickvals, text = axis.ticktext, span = axis.range;
+    const per = plotW * (d1 - d0) / Math.abs(span[1] - span[0]);  // px per position
+    const widest = Math.max(...text.map((t) => textWidth(String(t), size, family)));
+    if (Math.min(...vals.slice(1).map((v, i) => v - vals[i])) * per < widest + 4) continue;  // turned 90°
+    const right = textWidth(String(text[text.length - 1]), size, family) / 2 - (Math.max(...span) - vals[vals.length - 1]) * per;
+    const nextPer = plotW * (next.domain[1] - next.domain[0]) / Math.abs(next.range[1] - next.range[0]);
+    const left = textWidth(String(next.ticktext[0]), size, family) / 2 - (next.tickvals[0] - Math.min(...next.range)) * nextPer;
+    if (Math.max(0, right) + Math.max(0, left) + 4 > plotW * (next.domain[0] - d1)) {
+      if (out === layout) out = Object.assign({}, layout);
+      out[name] = Object.assign({}, axis, {tickvals: vals.slice(0, -1), ticktext: text.slice(0, -1)});
+    }
+  }
   return out;
 }
 
