@@ -505,6 +505,10 @@ def test_on_a_touch_screen_the_toolbar_keeps_three_buttons_and_every_title_keeps
         tables = tab.evaluate("""() => [...document.querySelectorAll('[data-testid="stElementToolbar"]')].map((t) => {
             const above = t.closest('[data-testid="stElementContainer"]').previousElementSibling;
             return [t.getBoundingClientRect().top, above.getBoundingClientRect().bottom, getComputedStyle(t).opacity]; })""")
+        tab.goto(f"{streamlit_url}/?views=attention")  # the ◂ ▸ buttons: no key hints without a keyboard
+        wait_idle(tab)
+        hints = tab.evaluate("""() => [...document.querySelectorAll('[data-testid="stMain"] button kbd')]
+            .map((k) => k.getBoundingClientRect().width)""")
         tab.locator(".st-key-preset button:visible").first.click()  # the Examples menu: on the screen, wrapped
         tab.wait_for_selector('[role="menuitem"]')
         menu = tab.evaluate("""() => [...document.querySelectorAll('[role="menuitem"]')].map((e) =>
@@ -521,6 +525,7 @@ def test_on_a_touch_screen_the_toolbar_keeps_three_buttons_and_every_title_keeps
     assert len(tables) == 3, tables  # A, B, and the two side by side: shown without hovering, under the heading
     assert all(float(opacity) > 0.5 and top >= bottom - 1 for top, bottom, opacity in tables), tables
     assert len(menu) >= 5 and all(inside and whole for _, inside, whole in menu), menu  # 393 px on a 390 screen
+    assert len(hints) >= 4 and not any(hints), hints  # hidden ("⇧←" means nothing on a phone)
 
 
 def test_a_chart_goes_full_screen_and_back_and_follows_the_page_width(page):
