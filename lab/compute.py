@@ -137,7 +137,7 @@ def _shown(piece: str) -> str:
     it sits on a dotted circle, as Unicode's charts show one (it had sat on the quote mark)."""
     if not piece.isprintable():
         return " ".join(f"U+{ord(c):04X}" for c in piece)
-    if unicodedata.category(piece[0]).startswith("M"):
+    if piece and unicodedata.category(piece[0]).startswith("M"):
         piece = "◌" + piece
     if any(unicodedata.bidirectional(c) in ("R", "AL") for c in piece):
         piece = f"\u2068{piece}\u2069"
