@@ -32,7 +32,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from viz.crisp import crisp_pdf, crisp_svg
-from viz.theme import ALONE, PDF_FONTS, fit_cell_values
+from viz.theme import ALONE, PDF_FONTS, ROUND, fit_cell_values
 
 FORMATS = ("svg", "pdf", "png")
 MIME = {"svg": "image/svg+xml", "pdf": "application/pdf", "png": "image/png",
@@ -223,12 +223,12 @@ def alone(data: dict) -> dict:
 
 
 def round_height(data: dict, width: int, height: int) -> int:
-    """The height to draw a figure of round panels at (layout.meta["round"]: viz.positional.pe_rotation's
+    """The height to draw a figure of round panels at (layout.meta[ROUND]: viz.positional.pe_rotation's
     circles, kept round, their y axes giving up domain toward the top): its plot only as tall as its widest
     panel needs at `width`, not a blank band under the circles (ui/chart.py roundPanels, the app's twin).
     `height` for any other figure, or where the panels need all of it."""
     layout = data.get("layout") or {}
-    if not (layout.get("meta") or {}).get("round"):
+    if not (layout.get("meta") or {}).get(ROUND):
         return height
     m = layout.get("margin") or {}
     plot_w, plot_h = width - m.get("l", 0) - m.get("r", 0), height - m.get("t", 0) - m.get("b", 0)

@@ -285,8 +285,8 @@ def shorter_for_rows(fig: Fig, theme: str, n_rows: int, n_cols: int, pw: float, 
     t = theme_spec(theme)
     if t["height"] or n_rows >= SHORT_ROWS:
         return ph
-    four = panel_px(theme)[1] / SHORT_ROWS  # the theme's, not this figure's: its notes and bars vary (mask, weights)
-    row = max(min(pw / max(1, n_cols), four), 2 * 1.3 * t["font_size"])
+    cap = panel_px(theme)[1] / SHORT_ROWS  # the theme's, not this figure's: its notes and bars vary (mask, weights)
+    row = max(min(pw / max(1, n_cols), cap), 2 * 1.3 * t["font_size"])
     # and room for its colour bar's ticks and the y axis's title beside it (a row of 21 narrow keys: 36 px)
     want = max(n_rows * row, 7 * 1.3 * t["font_size"])
     if want >= ph:

@@ -36,11 +36,6 @@ def sub(text: str) -> str:
     return f"<sub>{text}</sub>"
 
 
-def sup(text: str) -> str:
-    """A superscript, as sub."""
-    return f"<sup>{text}</sup>"
-
-
 def escape_text(text: object) -> str:
     """User text -> a string Plotly shows literally (HTML tags and $...$ math disabled); a Markup as it is."""
     if isinstance(text, Markup):

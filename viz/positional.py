@@ -27,7 +27,7 @@ from viz.heatmap import (
     unique_notes,
 )
 from viz.labels import display_labels, num
-from viz.theme import DOT, NARROW_WIDTH, QUALITATIVE, apply_theme, theme_spec
+from viz.theme import DOT, NARROW_WIDTH, QUALITATIVE, ROUND, apply_theme, theme_spec
 
 
 def _position_text(n: int, labels: Sequence[str] | None) -> list[str]:
@@ -436,5 +436,5 @@ def pe_rotation(
                          title_text=f"cos (dim {2 * i + 1})", tickvals=[-1, 1],
                          row=1, col=c)
     # round: the app's chart script makes the plot only as tall as the round panels need at the width drawn
-    fig.update_layout(title=title_layout(title, notes), height=ROTATION_HEIGHT, meta={"round": True})
+    fig.update_layout(title=title_layout(title, notes), height=ROTATION_HEIGHT, meta={ROUND: True})
     return apply_theme(fig, theme)

@@ -150,6 +150,9 @@ NARROW_LEGEND = "narrow_legend"
 # layout.meta[ALONE] = {"margin": {side: px}, "theme": name}: the margins a figure laid out beside others (one
 # margin for a column of figures, viz.attention.attention_step_figures) takes when drawn alone (viz.export.alone)
 ALONE = "alone"
+# layout.meta[ROUND] = True: a figure of round panels (viz.positional.pe_rotation's circles), drawn only as tall as
+# they need at the width drawn (ui/chart.py roundPanels, viz.export.round_height)
+ROUND = "round"
 # A line break that apply_theme inserted to wrap a long title or note (it re-wraps from scratch
 # each time). User text is escaped, so it can never contain this tag itself.
 SOFT_BREAK = '<br class="wrap">'
