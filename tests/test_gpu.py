@@ -200,14 +200,15 @@ def blocks(trace):
     return out
 
 
+@pytest.mark.parametrize("t_tgt", [D // H, D // H + 2])  # cross-attention queries replayed (T <= d_k), kept
 @pytest.mark.parametrize(("dtype", "tol"), [(torch.float64, 1e-10), (torch.float32, 2e-5)])
-def test_the_trace_on_the_gpu_is_the_trace_on_the_cpu(dtype, tol):
+def test_the_trace_on_the_gpu_is_the_trace_on_the_cpu(dtype, tol, t_tgt):
     torch.manual_seed(5)
     cpu_model = Transformer(cfg()).eval().to(dtype)
     gpu_model = Transformer(cfg()).eval().to(dtype)
     gpu_model.load_state_dict(cpu_model.state_dict())
     gpu_model = gpu_model.to(CUDA)
-    src, tgt = torch.randint(1, 40, (2, 9)), torch.randint(1, 37, (2, 6))
+    src, tgt = torch.randint(1, 40, (2, 9)), torch.randint(1, 37, (2, t_tgt))
     src[1, 6:] = 0
     with torch.no_grad():
         want, want_trace = cpu_model(src, tgt, cpu_model.src_mask(src), cpu_model.tgt_mask(tgt), return_trace=True)
@@ -221,6 +222,18 @@ def test_the_trace_on_the_gpu_is_the_trace_on_the_cpu(dtype, tol):
             on_cuda(a)
             torch.testing.assert_close(a.cpu(), b, atol=tol, rtol=0, msg=name)
         assert torch.equal(mine.allowed.cpu(), theirs.allowed)
+    # what the trace replays rather than keeps (README "The trace"): looked up or computed again on the GPU
+    for stack in ("encoder", "decoder"):
+        mine, theirs = getattr(got_trace, stack), getattr(want_trace, stack)
+        for name in ("tokens", "positional", "summed"):
+            a = getattr(mine.embeddings, name)
+            on_cuda(a)
+            torch.testing.assert_close(a.cpu(), getattr(theirs.embeddings, name), atol=tol, rtol=0, msg=name)
+        for i, (a, b) in enumerate(zip(mine.layers, theirs.layers, strict=True)):
+            torch.testing.assert_close(a.output.cpu(), b.output, atol=tol, rtol=0, msg=f"{stack} layer {i}")
+    on_cuda(got_trace.logits)
+    torch.testing.assert_close(got_trace.logits.cpu(), want_trace.logits, atol=tol, rtol=0)
+    torch.testing.assert_close(got_trace.logits, got, atol=0, rtol=0)  # the generator replayed, bit for bit
 
 
 # -- the app's numbers: lab.compute and lab.views with device="cuda" ------------------------------
@@ -248,7 +261,8 @@ def numbers_equal(got, want, where: str, atol: float = 1e-4) -> None:
         assert got == want, where
 
 
-NUMBER = re.compile(r"[-−]?\d+(?:\.(\d+))?(?:e([-+−]?\d+))?")  # viz writes "3.6e−07" (viz.labels.num)
+# viz writes "3.6e−07" (viz.labels.num); a colour's hex digits ("#3e4989") are no number
+NUMBER = re.compile(r"(?<![\w#.])[-−]?\d+(?:\.(\d+))?(?:e([-+−]?\d+))?(?!\w)")
 
 
 def texts_equal(got: str, want: str, where: str, atol: float) -> None:
@@ -256,6 +270,8 @@ def texts_equal(got: str, want: str, where: str, atol: float) -> None:
     a whole number ("head 3") exactly, a decimal within one unit of its last printed digit or atol (float
     rounding differs between devices; "4.4e-15" against "1.1e-14" is noise on both)."""
     assert isinstance(got, str) and NUMBER.sub("#", got) == NUMBER.sub("#", want), (where, got, want)
+    if got == want:
+        return
     for g, w in zip(NUMBER.finditer(got), NUMBER.finditer(want), strict=True):
         gv, wv = (float(m[0].replace("−", "-")) for m in (g, w))
         if w[1] is None and w[2] is None:
