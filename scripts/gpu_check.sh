@@ -2,6 +2,10 @@
 # The GPU path on a machine with CUDA: its tests, then the benchmark on the GPU.
 #   bash scripts/gpu_check.sh [OUT_DIR]     (OUT_DIR gets the logs and the benchmark's JSON)
 # CI has no GPU: there tests/test_gpu.py skips itself and this script is not run.
+# A GPU image with torch but not this project's other packages: carry them as wheels for its Python
+# (`pip download --no-deps --only-binary=:all: --python-version 3.12 ...` of requirements.txt's pins and
+# what streamlit and kaleido need), `pip install --no-index --no-deps --target /tmp/site wheels/*.whl`,
+# then PYTHONPATH=/tmp/site bash scripts/gpu_check.sh.
 # Each step has a time limit, so that the whole check ends in about seven minutes on one H100.
 set -uo pipefail
 cd "$(dirname "$0")/.."
