@@ -636,7 +636,7 @@ def order_view(spec: FigureSpec, models: Models) -> ViewResult:
         # the verdict first: in a 1024 px window the table scrolls sideways, and these two carry the lesson
         rows.append({"model": name, "equivariant": rep.equivariant, "pooled equal": rep.pooled_equal,
                      "max |f(B) − P f(A)|": rep.max_abs_diff, "max |mean f(A) − mean f(B)|": rep.pooled_max_abs_diff,
-                     "B reorders A": rep.perm is not None})
+                     "max |W(B) − P W(A) Pᵀ|": rep.attention_max_abs_diff, "B reorders A": rep.perm is not None})
         out.panels.append(Panel(f"verdict-{slug}", f"Verdict {name}",
                                 caption=_verdict(rep, name[0].upper() + name[1:], pieces_b, with_pe=slug == "pe")))
         if rep.perm is not None:
@@ -652,6 +652,7 @@ def order_view(spec: FigureSpec, models: Models) -> ViewResult:
                     "|A − B|": viz.matrix_frame(np.abs(rep.outputs_a - rep.outputs_b[inv]), pieces_a)},
                     names=["panel"]),
             ))
+            out.panels.append(_attention_panel(spec, rep, name, slug, pieces_a, inv))
             out.panels.append(Panel(
                 f"diff-{slug}", f"|f(B) − P f(A)| {name} (rows in B's order)",
                 viz.order_difference_heatmap(rep.diff, row_labels=pieces_b, reference=reference, theme=spec.theme,
@@ -668,7 +669,8 @@ def order_view(spec: FigureSpec, models: Models) -> ViewResult:
     if causal is not None:
         rows.append({"model": "without PE, look-ahead mask", "equivariant": causal.equivariant,
                      "pooled equal": causal.pooled_equal, "max |f(B) − P f(A)|": causal.max_abs_diff,
-                     "max |mean f(A) − mean f(B)|": causal.pooled_max_abs_diff, "B reorders A": True})
+                     "max |mean f(A) − mean f(B)|": causal.pooled_max_abs_diff,
+                     "max |W(B) − P W(A) Pᵀ|": causal.attention_max_abs_diff, "B reorders A": True})
         text = ("Without PE but WITH a look-ahead (causal) mask, order still shows: "
                 f"max |f(B) − P f(A)| = {num(causal.max_abs_diff)}. Each token sees a different number of "
                 "predecessors, so the mask itself leaks position (Haviv et al. 2022)."
@@ -685,6 +687,36 @@ def order_view(spec: FigureSpec, models: Models) -> ViewResult:
         out.panels.insert(1, Panel("translations", "Translations with and without positional encoding",
                                    table=data.translations))
     return out
+
+
+def _attention_panel(spec: FigureSpec, rep: OrderReport, name: str, slug: str, pieces_a: list[str],
+                     inv: np.ndarray) -> Panel:
+    """One encoder layer and head (the spec's, within the model's): W(A), B's weights with rows and columns
+    in A's order (Pᵀ W(B) P), and their difference; the caption gives the largest over every layer and head."""
+    layers = len(rep.trace_a.layers)
+    layer = _clamp(spec.layer, layers)
+    head = _clamp(spec.head, rep.trace_a.layers[layer].self_attn.n_heads)
+    wa, wb = rep.attention(layer, head)  # (Ta, Ta), (Tb, Tb)
+    aligned = wb[np.ix_(inv, inv)]  # (Ta, Ta): row and column i are B's for A's token i
+    where = f"encoder layer {layer}, head {head}"
+    worst = rep.attention_max_abs_diff
+    if rep.attention_permuted:
+        caption = (f"{name[0].upper() + name[1:]}: B's attention weights are A's with rows and columns reordered, "
+                   f"W(B) = P W(A) Pᵀ, in every layer and head (max difference {num(worst)}, float rounding): "
+                   "attention alone cannot see where a token is, only which tokens are there.")
+    else:
+        caption = (f"{name[0].upper() + name[1:]}: B's attention weights are not A's reordered: max |W(B) − P W(A) Pᵀ| "
+                   f"= {num(worst)} over every layer and head ({layers} layer{'s' if layers != 1 else ''}). "
+                   "Choose the layer and head above.")
+    return Panel(
+        f"attn-{slug}", f"Attention weights {name}: A, B reordered to A's order, |A − B| ({where})",
+        viz.aligned_attention_figure(wa, aligned, labels=pieces_a, theme=spec.theme,
+                                     title=f"Self-attention weights {name}, {where}, B in A's order"),
+        lambda: pd.concat({"A": viz.matrix_frame(wa, pieces_a, pieces_a),
+                           "B (aligned)": viz.matrix_frame(aligned, pieces_a, pieces_a),
+                           "|A − B|": viz.matrix_frame(np.abs(wa - aligned), pieces_a, pieces_a)}, names=["panel"]),
+        caption=caption,
+    )
 
 
 # -- 7. translation ---------------------------------------------------------------------------

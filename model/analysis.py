@@ -16,7 +16,7 @@ import torch
 
 from model.attention import AttentionRecord
 from model.masks import causal_mask, combine_masks, padding_mask
-from model.transformer import Trace, Transformer
+from model.transformer import StackTrace, Trace, Transformer
 
 # Which cells each attention block may see, by mode (padding = keys that are [PAD]):
 #   paper:      encoder self = padding; decoder self = padding AND look-ahead; cross = padding
@@ -175,10 +175,23 @@ class OrderReport:
     pooled_b: np.ndarray
     pooled_max_abs_diff: float  # max |mean f(A) - mean f(B)|
     tolerance: float
+    trace_a: StackTrace | None = None  # A's encoder trace: every layer's attention weights, on demand
+    trace_b: StackTrace | None = None
+    attention_max_abs_diff: float | None = None  # max over layers and heads of |W(B) - P W(A) P^T|
 
     @property
     def equivariant(self) -> bool | None:
         return None if self.max_abs_diff is None else self.max_abs_diff <= self.tolerance
+
+    @property
+    def attention_permuted(self) -> bool | None:
+        """W(B) = P W(A) P^T in every layer and head: B's weights are A's, rows and columns reordered."""
+        return None if self.attention_max_abs_diff is None else self.attention_max_abs_diff <= self.tolerance
+
+    def attention(self, layer: int, head: int) -> tuple[np.ndarray, np.ndarray]:
+        """(A's (Ta, Ta), B's (Tb, Tb)) self-attention weights of one encoder layer and head, float64."""
+        return tuple(t.layers[layer].self_attn.weights[0, head].double().cpu().numpy()  # (T, T)
+                     for t in (self.trace_a, self.trace_b))
 
     @property
     def pooled_equal(self) -> bool:
@@ -195,17 +208,24 @@ def order_report(
     src_b = torch.tensor([list(ids_b)], dtype=torch.long, device=dev)
     mask_a = causal_mask(src_a.size(1), dev) if causal else None
     mask_b = causal_mask(src_b.size(1), dev) if causal else None
-    fa = model.encode(src_a, mask_a)[0].double().cpu().numpy()  # (Ta, d_model)
-    fb = model.encode(src_b, mask_b)[0].double().cpu().numpy()  # (Tb, d_model)
+    out_a, trace_a = model.encode(src_a, mask_a, return_trace=True)
+    out_b, trace_b = model.encode(src_b, mask_b, return_trace=True)
+    fa, fb = (o[0].double().cpu().numpy() for o in (out_a, out_b))  # (Ta, d_model), (Tb, d_model)
     perm = match_permutation(list(ids_a), list(ids_b))
-    aligned = diff = max_diff = None
+    aligned = diff = max_diff = attn_diff = None
     if perm is not None:
         aligned = fa[perm]  # (Tb, d_model): row i is A's output for the token that B has at i
         diff = np.abs(fb - aligned)
         max_diff = float(diff.max())
+        # B = P A permutes the attention matrix too: W(B)[i, j] = W(A)[perm[i], perm[j]] (P W(A) P^T)
+        p = torch.tensor(perm, device=dev)
+        attn_diff = 0.0
+        for la, lb in zip(trace_a.layers, trace_b.layers, strict=True):
+            wa, wb = la.self_attn.weights[0], lb.self_attn.weights[0]  # (H, Ta, Ta), (H, Tb, Tb)
+            attn_diff = max(attn_diff, float((wb - wa[:, p][:, :, p]).abs().max()))
     pa, pb = fa.mean(0), fb.mean(0)
     return OrderReport(
         perm=perm, outputs_a=fa, outputs_b=fb, aligned_a=aligned, diff=diff, max_abs_diff=max_diff,
         pooled_a=pa, pooled_b=pb, pooled_max_abs_diff=float(np.abs(pa - pb).max()) if pa.shape == pb.shape else float("inf"),
-        tolerance=tolerance,
+        tolerance=tolerance, trace_a=trace_a, trace_b=trace_b, attention_max_abs_diff=attn_diff,
     )

@@ -104,6 +104,55 @@ def test_match_permutation_handles_repeats_and_refuses_non_permutations():
     assert match_permutation(list("ab"), list("abc")) is None
 
 
+def layer0_weights(model, ids) -> torch.Tensor:
+    """(H, T, T) encoder layer 0's softmax(QKᵀ/√d_k) from its own weights, by hand (no trace, no record)."""
+    d = model.config.d_model
+    assert model.config.scale_embedding
+    with torch.no_grad():
+        x = model.src_embed.token(torch.tensor([ids])) * d ** 0.5  # (1, T, d_model), §3.4
+        if model.config.positional == "sinusoidal":  # §3.5, in closed form
+            pos, i = torch.arange(len(ids))[:, None].double(), torch.arange(0, d, 2).double()
+            angle = pos / 10000 ** (i / d)  # (T, d/2)
+            x = x + torch.stack([angle.sin(), angle.cos()], dim=-1).reshape(len(ids), d).float()  # sin, cos interleaved
+        att = model.encoder.layers[0].self_attn
+        H, dk = att.n_heads, att.d_k
+        q, k = (w(x).view(1, len(ids), H, dk).transpose(1, 2) for w in (att.w_q, att.w_k))  # (1, H, T, d_k)
+        return torch.softmax(q @ k.transpose(-1, -2) / dk ** 0.5, dim=-1)[0]  # (H, T, T)
+
+
+def test_order_report_permutes_the_attention_matrix_without_pe(model):
+    """B = P A permutes the attention matrix: W(B) = P W(A) Pᵀ, i.e. W(B)[i, j] = W(A)[perm[i], perm[j]], in
+    every layer and head, without PE; with PE not. A 5-cycle, so P and Pᵀ differ: aligning with the inverse
+    permutation, or permuting rows only, would not match."""
+    a, b = [5, 6, 7, 8, 9], [6, 7, 8, 9, 5]
+    perm = match_permutation(a, b)
+    inv = list(np.argsort(perm))
+    assert perm != inv
+    nope = with_positional(model, "none")
+    r = order_report(nope, a, b)
+    assert r.attention_permuted is True and r.attention_max_abs_diff <= 1e-6
+    for layer in range(2):
+        for head in range(4):
+            wa, wb = r.attention(layer, head)
+            np.testing.assert_allclose(wb, wa[np.ix_(perm, perm)], atol=1e-6)
+            assert np.abs(wb - wa[np.ix_(inv, inv)]).max() > 1e-3  # the other direction is not it
+            assert np.abs(wb - wa[perm]).max() > 1e-3  # nor rows alone
+    # the report's weights are the layer's softmax(QKᵀ/√d_k), computed here by hand
+    for m, rep in ((nope, r), (model, order_report(model, a, b))):
+        for ids, t in ((a, 0), (b, 1)):
+            want = layer0_weights(m, ids).double().numpy()
+            got = np.stack([rep.attention(0, h)[t] for h in range(4)])
+            np.testing.assert_allclose(got, want, atol=1e-6)
+    with_pe = order_report(model, a, b)
+    worst = max(np.abs(wb - wa[np.ix_(perm, perm)]).max()
+                for layer in range(2) for head in range(4) for wa, wb in [with_pe.attention(layer, head)])
+    assert with_pe.attention_permuted is False and with_pe.attention_max_abs_diff == pytest.approx(worst, abs=1e-7)
+    assert worst > 1e-3
+    causal = order_report(nope, a, b, causal=True)  # the mask leaks order into the weights too
+    assert causal.attention_permuted is False
+    assert order_report(nope, a, [5, 6, 7, 9, 9]).attention_max_abs_diff is None  # not a reordering
+
+
 def test_order_report_separates_pe_from_no_pe(model):
     a, b = [5, 6, 7, 8], [8, 6, 7, 5]
     with_pe = order_report(model, a, b)

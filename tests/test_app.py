@@ -645,12 +645,33 @@ def test_order_view_with_the_random_model_shows_equivariance_in_numbers(make_app
     assert list(numbers["pooled equal"]) == ["False", "True", "False"]
 
 
+def test_order_view_compares_the_attention_of_the_layer_and_head_chosen(make_app):
+    """View 6 draws the layer and head controls for its attention panels (W(A) beside B's weights in A's order):
+    a new head or layer redraws them there, and the numbers table holds the largest difference of all."""
+    at = make_app(view="order", **SMALL)
+    clean(at)
+    assert at.selectbox(key="layer").options == ["layer 0", "layer 1"] and len(at.selectbox(key="head").options) == 2
+    assert not [s for s in at.selectbox if s.key == "block"]  # view 6 compares the encoder only
+    figure_titled(at, "Self-attention weights without PE, encoder layer 0, head 0")
+    at.selectbox(key="head").set_value(1).run()
+    at.selectbox(key="layer").set_value(1).run()
+    clean(at)
+    fig = figure_titled(at, "Self-attention weights without PE, encoder layer 1, head 1")
+    a, b = (np.asarray(decode_array(t["z"]), dtype=float) for t in fig["data"][:2])
+    np.testing.assert_allclose(a, b, atol=1e-6)  # without PE: B's weights are A's, reordered
+    with_pe = figure_titled(at, "Self-attention weights with sinusoidal PE, encoder layer 1, head 1")
+    a, b = (np.asarray(decode_array(t["z"]), dtype=float) for t in with_pe["data"][:2])
+    assert np.abs(a - b).max() > 1e-3
+    numbers = next(d.value for d in at.dataframe if "equivariant" in d.value.columns).set_index("model")
+    assert numbers.loc["without PE", "max |W(B) − P W(A) Pᵀ|"] < 1e-5
+
+
 def test_order_view_puts_each_figure_without_pe_next_to_the_one_with_it(make_app):
     """Side by side where half the page holds it, else right under it: the token outputs without PE came
     after every pair, three charts away from the outputs with PE."""
     at = make_app(view="order", **SMALL)
     clean(at)
-    names = [title(f) for f in figures(at)]
+    names = [" ".join(re.sub(r"<br[^>]*>", " ", title(f)).split()) for f in figures(at)]  # as read, unwrapped
     for i, name in enumerate(names):
         if "with sinusoidal PE" in name:
             assert names[i + 1] == name.replace("with sinusoidal PE", "without PE"), names

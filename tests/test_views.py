@@ -10,7 +10,7 @@ import pytest
 
 from lab.compute import load_model
 from lab.spec import FigureSpec
-from lab.views import Models, build_view
+from lab.views import Models, build_view, order_data
 from tests.conftest import needs_trained, trained_available
 
 
@@ -65,6 +65,38 @@ def test_order_view_verdicts_follow_the_maths(models):
     # B's outputs reordered to A's token order match A's outputs without PE
     diff = p["diff-nope"].table.to_numpy()
     assert diff.max() <= 1e-5 and p["diff-pe"].table.to_numpy().max() > 1e-3
+
+
+@pytest.mark.parametrize("layer, head", [(1, 2), (5, 9)])  # (5, 9): past the model, the last layer and head
+def test_order_view_shows_b_attention_as_a_attention_reordered_without_pe(models, layer, head):
+    """View 6's attention panels: W(A), B's weights with rows and columns in A's order (Pᵀ W(B) P), and the
+    difference, for the chosen encoder layer and head; without PE the first two are equal."""
+    a, b = "我爱你们好", "们好我爱你"  # B = P A with P a 5-cycle: not its own inverse
+    spec = dataclasses.replace(SPEC, sentence_a=a, sentence_b=b, layer=layer, head=head)
+    p, _ = panels("order", spec, models)
+    data = order_data(spec, models)
+    shown = (min(layer, 1), min(head, 3))
+    for slug, (_, _, rep, _, _) in zip(("pe", "nope"), data.compared, strict=True):
+        panel = p[f"attn-{slug}"]
+        assert f"encoder layer {shown[0]}, head {shown[1]}" in panel.title
+        table = panel.table
+        got_a, got_b = table.loc["A"].to_numpy(), table.loc["B (aligned)"].to_numpy()
+        wa, wb = rep.attention(*shown)
+        np.testing.assert_allclose(got_a, wa, atol=1e-7)
+        pos_in_b = [b.index(ch) for ch in a]  # A's token i sits at position pos_in_b[i] in B
+        np.testing.assert_allclose(got_b, wb[np.ix_(pos_in_b, pos_in_b)], atol=1e-7)
+        np.testing.assert_allclose(table.loc["|A − B|"].to_numpy(), np.abs(got_a - got_b), atol=1e-12)
+        z = [np.asarray(tr.z, dtype=float) for tr in panel.figure.data[:3]]  # the three panels as drawn
+        np.testing.assert_allclose(z[0], wa, atol=1e-6)
+        np.testing.assert_allclose(z[1], got_b, atol=1e-6)
+        if slug == "nope":
+            assert np.abs(got_a - got_b).max() <= 1e-6 and "W(B) = P W(A) Pᵀ" in panel.caption
+        else:
+            assert np.abs(got_a - got_b).max() > 1e-3 and "not A's reordered" in panel.caption
+    numbers = p["order-numbers"].table.set_index("model")
+    column = numbers["max |W(B) − P W(A) Pᵀ|"]
+    assert column["without PE"] <= 1e-6 < 1e-3 < column["with sinusoidal PE"]
+    assert column["without PE, look-ahead mask"] > 1e-3
 
 
 @pytest.mark.parametrize("a, b", [("你喜欢她", "她喜欢你"), ("我爱我家", "我家我爱")])

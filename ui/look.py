@@ -26,8 +26,8 @@ BLOCK_HELP = ("encoder self: the source attends to itself. decoder self: the dec
 # which controls each view uses
 USES = {
     "block": {"attention", "heads", "query"},
-    "layer": {"attention", "heads", "query", "translate"},
-    "head": {"attention", "query", "translate"},
+    "layer": {"attention", "heads", "query", "order", "translate"},
+    "head": {"attention", "query", "order", "translate"},
     "heads": {"heads"},
     "sentence": {"positional", "attention", "heads", "query", "translate"},
     "query": {"query"},
@@ -50,7 +50,7 @@ def layers_heads(spec: FigureSpec, view: str) -> tuple[int, int]:
     if spec.model == "random":
         return spec.n_layers, spec.n_heads
     config = cache.load(model_fields(spec)).model.config
-    decoder = view == "translate" or spec.block != "encoder self"
+    decoder = view == "translate" or (view != "order" and spec.block != "encoder self")  # order: the encoder
     return (config.decoder_layers if decoder else config.n_layers), config.n_heads
 
 

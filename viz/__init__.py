@@ -19,7 +19,12 @@ from viz.attention import (
 )
 from viz.heatmap import LARGE_ABOVE, MAX_CELLS, matrix_heatmap, symmetric_range
 from viz.labels import escape_text, unique_labels, visible_whitespace
-from viz.order import aligned_outputs_figure, order_difference_heatmap, pooled_outputs_figure
+from viz.order import (
+    aligned_attention_figure,
+    aligned_outputs_figure,
+    order_difference_heatmap,
+    pooled_outputs_figure,
+)
 from viz.positional import (
     embedding_pe_figure,
     local_maxima,
@@ -60,6 +65,7 @@ __all__ = [
     "THEMES",
     "THEME_NAMES",
     "WEIGHTS_COLORSCALE",
+    "aligned_attention_figure",
     "aligned_outputs_figure",
     "apply_theme",
     "attention_step_figures",

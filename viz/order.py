@@ -14,6 +14,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from viz import fig as vf
+from viz.attention import heads_grid
 from viz.fig import Fig, subplots
 from viz.heatmap import (
     ValuePanel,
@@ -132,6 +133,38 @@ def aligned_outputs_figure(
         title=title_layout(title, unique_notes(notes)),
     )
     return apply_theme(fig, theme)
+
+
+def aligned_attention_figure(
+    weights_a: np.ndarray,
+    weights_b: np.ndarray,
+    *,
+    labels: Sequence[str] | None,
+    name_a: str = "A",
+    name_b: str = "B",
+    title: str | None = "Attention weights, B reordered to A's token order",
+    theme: str = "default",
+) -> go.Figure:
+    """A's self-attention weights W(A), B's aligned to A's tokens, and |difference|, on the weights' [0, 1] axis.
+
+    weights_b must already be aligned: row and column i are B's for the token that matches A's token i
+    (Pᵀ W(B) P where B = P A), so without positional information it equals W(A) (W(B) = P W(A) Pᵀ) and the
+    third panel is dark. labels are A's pieces, which label every panel's rows and keys.
+    """
+    a = np.asarray(weights_a, dtype=np.float64)
+    b = np.asarray(weights_b, dtype=np.float64)
+    if a.shape != b.shape or a.ndim != 2 or a.shape[0] != a.shape[1]:
+        raise ValueError(f"weights {a.shape} and {b.shape} must both be (tokens, tokens)")
+    diff = np.abs(a - b)
+    return heads_grid(
+        np.stack([a, b, diff]),  # (3, T, T)
+        row_labels=labels,
+        head_names=[name_a, f"{name_b} (aligned)", f"|{name_a} − {name_b}|"],
+        cols=3,
+        title=title,
+        theme=theme,
+        value_names=["weight", "weight", "|difference|"],
+    )
 
 
 def pooled_outputs_figure(
