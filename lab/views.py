@@ -652,7 +652,7 @@ def order_view(spec: FigureSpec, models: Models) -> ViewResult:
                     "|A − B|": viz.matrix_frame(np.abs(rep.outputs_a - rep.outputs_b[inv]), pieces_a)},
                     names=["panel"]),
             ))
-            out.panels.append(_attention_panel(spec, rep, name, slug, pieces_a, inv))
+            out.panels.append(_attention_panel(spec, rep, name, slug, pieces_a, pieces_b, inv))
             out.panels.append(Panel(
                 f"diff-{slug}", f"|f(B) − P f(A)| {name} (rows in B's order)",
                 viz.order_difference_heatmap(rep.diff, row_labels=pieces_b, reference=reference, theme=spec.theme,
@@ -689,8 +689,18 @@ def order_view(spec: FigureSpec, models: Models) -> ViewResult:
     return out
 
 
+def _aligned_attention_table(wa, wb, aligned, pieces_a, pieces_b, inv) -> pd.DataFrame:
+    """The attention panels' numbers: B's rows keep B's own "position:piece" labels, as in the figure; the
+    key columns are named by A's tokens, which B's aligned columns hold too (one set of columns for all)."""
+    a = viz.matrix_frame(wa, pieces_a, pieces_a)
+    b = viz.matrix_frame(wb, pieces_b, pieces_b).iloc[inv, inv]  # (Ta, Ta) = aligned, B's labels
+    b.columns = a.columns
+    diff = viz.matrix_frame(np.abs(wa - aligned), pieces_a, pieces_a)
+    return pd.concat({"A": a, "B (aligned)": b, "|A − B|": diff}, names=["panel"])
+
+
 def _attention_panel(spec: FigureSpec, rep: OrderReport, name: str, slug: str, pieces_a: list[str],
-                     inv: np.ndarray) -> Panel:
+                     pieces_b: list[str], inv: np.ndarray) -> Panel:
     """One encoder layer and head (the spec's, within the model's): W(A), B's weights with rows and columns
     in A's order (Pᵀ W(B) P), and their difference; the caption gives the largest over every layer and head."""
     layers = len(rep.trace_a.layers)
@@ -709,12 +719,10 @@ def _attention_panel(spec: FigureSpec, rep: OrderReport, name: str, slug: str, p
                    f"= {num(worst)} over every layer and head ({layers} layer{'s' if layers != 1 else ''}). "
                    "Choose the layer and head above.")
     return Panel(
-        f"attn-{slug}", f"Attention weights {name}: A, B reordered to A's order, |A − B| ({where})",
-        viz.aligned_attention_figure(wa, aligned, labels=pieces_a, theme=spec.theme,
-                                     title=f"Self-attention weights {name}, {where}, B in A's order"),
-        lambda: pd.concat({"A": viz.matrix_frame(wa, pieces_a, pieces_a),
-                           "B (aligned)": viz.matrix_frame(aligned, pieces_a, pieces_a),
-                           "|A − B|": viz.matrix_frame(np.abs(wa - aligned), pieces_a, pieces_a)}, names=["panel"]),
+        f"attn-{slug}", f"Attention weights {name}: A, B in A's order, |A − B|",
+        viz.aligned_attention_figure(wa, aligned, labels_a=pieces_a, labels_b=pieces_b, positions_b=inv.tolist(),
+                                     theme=spec.theme, title=f"Self-attention weights {name}, {where}, B in A's order"),
+        lambda: _aligned_attention_table(wa, wb, aligned, pieces_a, pieces_b, inv),
         caption=caption,
     )
 

@@ -78,7 +78,7 @@ def test_order_view_shows_b_attention_as_a_attention_reordered_without_pe(models
     shown = (min(layer, 1), min(head, 3))
     for slug, (_, _, rep, _, _) in zip(("pe", "nope"), data.compared, strict=True):
         panel = p[f"attn-{slug}"]
-        assert f"encoder layer {shown[0]}, head {shown[1]}" in panel.title
+        assert f"encoder layer {shown[0]}, head {shown[1]}" in panel.figure.layout.title.text
         table = panel.table
         got_a, got_b = table.loc["A"].to_numpy(), table.loc["B (aligned)"].to_numpy()
         wa, wb = rep.attention(*shown)
@@ -89,6 +89,8 @@ def test_order_view_shows_b_attention_as_a_attention_reordered_without_pe(models
         z = [np.asarray(tr.z, dtype=float) for tr in panel.figure.data[:3]]  # the three panels as drawn
         np.testing.assert_allclose(z[0], wa, atol=1e-6)
         np.testing.assert_allclose(z[1], got_b, atol=1e-6)
+        rows_b = list(panel.figure.layout.yaxis2.ticktext)  # B's panel: B's own "position:piece" labels
+        assert rows_b == [f"{pos}:{b[pos]}" for pos in pos_in_b] and list(table.loc["B (aligned)"].index) == rows_b
         if slug == "nope":
             assert np.abs(got_a - got_b).max() <= 1e-6 and "W(B) = P W(A) Pᵀ" in panel.caption
         else:

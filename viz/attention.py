@@ -343,15 +343,13 @@ def _grid_of_heads(
     title: str | None,
     theme: str,
     axis_names: tuple[str, str] = ("query", "key"),
-    value_names: Sequence[str] | None = None,
 ) -> go.Figure:
     """Small multiples of attention weights sharing one [0, 1] colour axis.
 
     Token labels go on the outer panels only (left column, bottom of each column), thinned to
     what fits one panel at the theme's size, in a slightly smaller font; inner panels carry no
     ticks. row_titles name the rows as the left column's y axis titles. axis_names: what a matrix's
-    rows and columns are (axis titles and hover). value_names: what each panel's cells are in its hover
-    ("weight" unless given; a difference of weights shares their [0, 1] axis).
+    rows and columns are (axis titles and hover).
     """
     y_name, x_name = axis_names
     n, Tq, Tk = stack.shape
@@ -396,7 +394,7 @@ def _grid_of_heads(
             col=c + 1,
             kind="weights",
             coloraxis="coloraxis",
-            value_name=value_names[h] if value_names else "weight",
+            value_name="weight",
             x_name=x_name,
             y_name=y_name,
             masked_text="0",
@@ -439,11 +437,9 @@ def heads_grid(
     title: str | None = "All heads of one layer",
     theme: str = "default",
     axis_names: tuple[str, str] = ("query", "key"),
-    value_names: Sequence[str] | None = None,
 ) -> go.Figure:
     """Every head of a layer: weights (n_heads, T_q, T_k) as a grid of small heatmaps. axis_names: what the
-    rows and the columns are ("target token", "source token" for cross-attention); value_names: what each
-    panel's cells are, for its hover ("weight" unless given)."""
+    rows and the columns are ("target token", "source token" for cross-attention)."""
     stack = np.asarray(weights, dtype=np.float64)
     if stack.ndim != 3:
         raise ValueError(f"expected weights (n_heads, T_q, T_k), got shape {stack.shape}")
@@ -463,7 +459,6 @@ def heads_grid(
         title=title,
         theme=theme,
         axis_names=axis_names,
-        value_names=value_names,
     )
 
 

@@ -14,22 +14,25 @@ import numpy as np
 import plotly.graph_objects as go
 
 from viz import fig as vf
-from viz.attention import heads_grid
 from viz.fig import Fig, subplots
 from viz.heatmap import (
     ValuePanel,
+    add_panel,
     add_value_panels,
     color_range,
     coloraxis_layout,
     heatmap_figure,
     label_gap,
+    panel_px,
+    prepare_grid,
     set_column_gaps,
     symmetric_range,
+    tick_budget,
     title_layout,
     unique_notes,
 )
 from viz.labels import display_labels, escape_text, num
-from viz.theme import QUALITATIVE, apply_theme
+from viz.theme import QUALITATIVE, WEIGHTS_COLORSCALE, apply_theme, theme_spec
 
 
 def order_difference_heatmap(
@@ -139,32 +142,51 @@ def aligned_attention_figure(
     weights_a: np.ndarray,
     weights_b: np.ndarray,
     *,
-    labels: Sequence[str] | None,
+    labels_a: Sequence[str] | None,
+    labels_b: Sequence[str] | None,
+    positions_b: Sequence[int],
     name_a: str = "A",
     name_b: str = "B",
-    title: str | None = "Attention weights, B reordered to A's token order",
+    title: str | None = "Self-attention weights, B in A's order",
     theme: str = "default",
 ) -> go.Figure:
-    """A's self-attention weights W(A), B's aligned to A's tokens, and |difference|, on the weights' [0, 1] axis.
+    """A's self-attention weights W(A), B's aligned to A's tokens, and |A − B|, on the weights' [0, 1] axis.
 
-    weights_b must already be aligned: row and column i are B's for the token that matches A's token i
+    weights_b must already be aligned: its row and column i are B's for the token that matches A's token i
     (Pᵀ W(B) P where B = P A), so without positional information it equals W(A) (W(B) = P W(A) Pᵀ) and the
-    third panel is dark. labels are A's pieces, which label every panel's rows and keys.
+    third panel is dark. positions_b[i] is that token's position in B: B's panel labels its rows and keys
+    with B's own "position:piece" (as aligned_outputs_figure does), the other two with A's.
     """
     a = np.asarray(weights_a, dtype=np.float64)
     b = np.asarray(weights_b, dtype=np.float64)
     if a.shape != b.shape or a.ndim != 2 or a.shape[0] != a.shape[1]:
         raise ValueError(f"weights {a.shape} and {b.shape} must both be (tokens, tokens)")
     diff = np.abs(a - b)
-    return heads_grid(
-        np.stack([a, b, diff]),  # (3, T, T)
-        row_labels=labels,
-        head_names=[name_a, f"{name_b} (aligned)", f"|{name_a} − {name_b}|"],
-        cols=3,
-        title=title,
-        theme=theme,
-        value_names=["weight", "weight", "|difference|"],
+    T = a.shape[0]
+    own_a, own_b = display_labels(labels_a, T), display_labels(labels_b, T)
+    rows_b = [own_b[int(p)] for p in positions_b]  # (T,) B's labels in A's order
+    t = theme_spec(theme)
+    pw, ph = panel_px(theme, cols=3)
+    fig = subplots(rows=1, cols=3, subplot_titles=(
+        escape_text(name_a), escape_text(f"{name_b} (aligned)"), escape_text(f"|{name_a} − {name_b}|")))
+    set_column_gaps(fig, [label_gap(rows_b, theme, cols=3), 0.04])  # B's own labels sit between panels 1 and 2
+    notes: list[str] = []
+    panels = [(a, own_a, "weight"), (b, rows_b, "weight"), (diff, own_a, "|difference|")]
+    for c, (m, labels, value_name) in enumerate(panels):
+        grid = prepare_grid(m, row_text=labels, col_text=labels, panels=len(panels))
+        notes += grid.notes
+        notes += add_panel(
+            fig, grid, row=1, col=c + 1, kind="weights", coloraxis="coloraxis", value_name=value_name,
+            x_name="key", y_name="query", x_title="key", y_title="query" if c == 0 else "",
+            show_y_labels=c < 2, max_x_ticks=tick_budget(pw, t["font_size"]),
+            max_y_ticks=tick_budget(ph, t["font_size"]), panel=(pw, ph), theme=theme,
+        )
+    notes.append(f"max |{name_a} − {name_b}| = {num(float(diff.max()))}")
+    fig.update_layout(
+        coloraxis=coloraxis_layout("weights", 0.0, 1.0, WEIGHTS_COLORSCALE, "weight, |A − B|"),
+        title=title_layout(title, unique_notes(notes)),
     )
+    return apply_theme(fig, theme)
 
 
 def pooled_outputs_figure(
