@@ -96,6 +96,29 @@ def test_the_chosen_querys_lines_are_its_own_weights_in_colour_and_on_hover():
     assert list(keys.text) == [f"2:c → {k}" for k in fig.layout.yaxis2.ticktext]
 
 
+def test_a_vanishing_weight_of_the_chosen_query_draws_no_line_and_small_weights_still_differ():
+    """A researcher's walk: a weight of 1e-10 drew a line as plain as 0.099's (one opacity band for (0, 0.1)),
+    and at 73 keys, where every weight is small, 0.02 and 0.097 looked the same. The chosen query's lines now
+    go by weight over its largest, and none under 1% of that."""
+    W = np.array([[0.9, 0.0999999999, 1e-10, 1e-12 + 1e-10]])  # one query, four keys (rows need not sum to 1 here)
+    fig = viz.attention_lines(W, query_labels=["q"], key_labels=list("abcd"), query=0)
+    coloured = as_pairs(drawn(fig, "query-lines"), 1, 4)
+    assert set(coloured) == {(0, 0), (0, 1)}  # the 1e-10 weights: no line
+    assert "2 of its weights under 1% of that: no line" in notes(fig)
+    (keys,) = [t for t in fig.data if t.meta["role"] == "query-keys"]
+    np.testing.assert_allclose(np.asarray(keys.customdata), W[0], rtol=1e-6)  # every weight still on hover
+    n = 73  # the strongest keys drawn, all small: 0.02 .. 0.097, the rest ~0.008 each
+    top = np.linspace(0.02, 0.097, LINES_TOP)
+    row = np.full(n, (1 - top.sum()) / (n - LINES_TOP))
+    row[:LINES_TOP] = top
+    W = np.tile(row, (2, 1))
+    fig = viz.attention_lines(W, query_labels=None, key_labels=None, query=0)
+    coloured = as_pairs(drawn(fig, "query-lines"), 2, n)
+    assert {j for _, j in coloured} == set(range(LINES_TOP))
+    first, last = coloured[(0, 0)], coloured[(0, LINES_TOP - 1)]
+    assert alpha(first[1]) < alpha(last[1]) - 0.3 and first[2] < last[2]  # lighter and thinner, clearly
+
+
 @pytest.mark.parametrize("theme", ["default", "dark", "slide"])
 def test_the_chosen_querys_lines_stand_out_from_every_other_line(theme):
     """Even its lightest line is more opaque than the heaviest line of another query: on a dark page

@@ -790,6 +790,7 @@ def context_vector_figure(
 
 LINES_ALL_UP_TO = 16  # keys: up to this many, every non-zero weight is a line; beyond, each query's strongest
 LINES_TOP = 8
+LINE_FAINTEST = 0.01  # the chosen query's lines: none below 1% of its largest weight (a 1e-10 line showed)
 LINE_BANDS = 10  # weights in (0, 0.1), [0.1, 0.2), ... [0.9, 1]: one trace each, its opacity the band's middle
 
 
@@ -842,7 +843,9 @@ def attention_lines(
 
     A weight of exactly 0 (a masked key) gets no line. With more than LINES_ALL_UP_TO keys, each
     query keeps its LINES_TOP strongest keys (the title says so). The chosen `query`'s lines are drawn on
-    top in colour, as wide as their weight, with the weights on hover at the keys' ends.
+    top in colour, their opacity and width by weight relative to its largest (so that at long inputs,
+    where every weight is small, 0.02 and 0.097 still differ), none below LINE_FAINTEST of it (a weight
+    of 1e-10 drew a line as plain as 0.099's), with every weight on hover at the keys' ends.
     """
     W = np.asarray(weights, dtype=np.float64)
     if W.ndim != 2:
@@ -882,9 +885,18 @@ def attention_lines(
         ))
     if chosen is not None:
         colour = QUALITATIVE[0] if theme != "dark" else QUALITATIVE[4]
-        keys = np.flatnonzero(live[chosen])
+        row = np.where(live[chosen], W[chosen], 0.0)  # (n_k,)
+        top = float(row.max())
+        rel = row / top if top > 0 else row  # (n_k,) weight / the chosen query's largest
+        shown = live[chosen] & (rel >= LINE_FAINTEST)
+        keys = np.flatnonzero(shown)
+        rel_band = np.minimum((rel * LINE_BANDS).astype(np.int64), LINE_BANDS - 1)  # (n_k,)
+        if top > 0:
+            notes.append(f"{qt[chosen]}'s lines: opacity and width by weight ÷ its largest, {num(top)}")
+        if (faint_keys := int(live[chosen].sum() - shown.sum())):
+            notes.append(f"{faint_keys} of its weights under {LINE_FAINTEST:.0%} of that: no line")
         for b in range(LINE_BANDS):
-            js = keys[band[chosen, keys] == b]
+            js = keys[rel_band[keys] == b]
             if not len(js):
                 continue
             x, y = _segments(np.stack([np.full_like(js, chosen), js], axis=1), yq, yk)
