@@ -358,6 +358,7 @@ def attention_view(spec: FigureSpec, models: Models) -> ViewResult:
         q=a["q"], k=a["k"], v=a["v"], scores=a["scores"], scaled_scores=a["scaled"], weights=a["weights"],
         mask=a["allowed"], row_labels=rows, col_labels=cols, theme=spec.theme,  # always: step 3 is always shown
         where=f"{spec.block}, layer {layer}, head {head}",  # in each figure's title: full screen, exports
+        cross=spec.block == "cross",
     )
     d_k = rec.d_k
     titles = {

@@ -63,6 +63,8 @@ D_K = f"d{sub('k')}"
 # √ from DejaVu: the CJK fonts first in every theme's list draw it a full em wide ("√ d" with a gap)
 ROOT = '<span style="font-family:DejaVu Sans">√</span>'
 QKV_TITLE = Markup(f"Q = XW{sub('Q')}, K = XW{sub('K')}, V = XW{sub('V')} (one head)")
+# cross-attention (§3.2.3): queries from the decoder, keys and values from the encoder's output M ("memory")
+CROSS_QKV_TITLE = Markup(f"Q = XW{sub('Q')} (decoder), K = MW{sub('K')}, V = MW{sub('V')} (M: encoder output; one head)")
 NAN_SOFTMAX = "every key in this row is masked, so softmax over all −∞ is 0/0"
 
 
@@ -249,7 +251,7 @@ def qkv_figure(
         fig,
         [
             ValuePanel(mats[0], q_text, y_title="query" if k_labels else "token"),
-            ValuePanel(mats[1], k_text, show_y_labels=k_labels),
+            ValuePanel(mats[1], k_text, y_title="key" if k_labels else "", show_y_labels=k_labels),
             ValuePanel(mats[2], k_text, show_y_labels=False),
         ],
         theme=theme,
@@ -275,13 +277,15 @@ def attention_step_figures(
     col_labels: Sequence[str] | None = None,
     masked_text: str = "−∞",
     where: str = "",
+    cross: bool = False,
     theme: str = "default",
 ) -> dict[str, go.Figure]:
     """All steps of one head, with one colour range for every score figure.
 
     Keys: "qkv", "scores", "scaled", "mask" (only with a mask), "masked", "weights". `where` (e.g.
     "encoder self, layer 0, head 1") ends every title: a chart in full screen, or exported, says
-    which head it shows.
+    which head it shows. cross: the block is cross-attention, whose K and V come from the encoder's
+    output, not from the queries' X (the Q, K, V figure's title says so).
     """
     d_k = np.asarray(q).shape[-1]
     r = symmetric_range(scores, scaled_scores)  # raw scores are the widest: scaling shrinks them
@@ -291,7 +295,7 @@ def attention_step_figures(
         return markup(Markup(text), " — ", where) if where else Markup(text)
 
     figs = {
-        "qkv": qkv_figure(q, k, v, title=titled(QKV_TITLE), **kw),
+        "qkv": qkv_figure(q, k, v, title=titled(CROSS_QKV_TITLE if cross else QKV_TITLE), **kw),
         "scores": scores_heatmap(scores, zmax=r, title=titled("1. Scores QKᵀ"), **kw),
         "scaled": scores_heatmap(
             scaled_scores,
