@@ -7,6 +7,7 @@ import dataclasses
 import io
 import json
 import re
+import stat
 import subprocess
 import sys
 import time
@@ -414,6 +415,16 @@ def test_a_failure_half_way_writes_no_file(tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err.strip()
     assert "Chromium went away" in err and len(err.splitlines()) == 1
     assert len(calls) == 2 and (not out.exists() or not any(out.iterdir()))
+
+
+def test_written_files_are_readable_as_a_plain_open_would_make_them(tmp_path):
+    """A researcher's walk: exports were 0600 (mkstemp's mode) under a 022 umask, so co-authors, a web server
+    or a CI artifact could not read them."""
+    path = vx.write_atomic(tmp_path / "a.csv", "x\n1\n")
+    with open(tmp_path / "plain.csv", "w") as f:
+        f.write("x\n1\n")
+    assert stat.S_IMODE(path.stat().st_mode) == stat.S_IMODE((tmp_path / "plain.csv").stat().st_mode)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~vx.UMASK
 
 
 def test_write_atomic_leaves_no_temporary_file(tmp_path):

@@ -371,12 +371,26 @@ def png_with_dpi(png: bytes, dpi: float) -> bytes:
 
 
 # -- files ------------------------------------------------------------------------------------
+def _read_umask() -> int:
+    """The process's file-creation mask (reading it means setting it: set back at once, once, at import,
+    before the app's threads)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+UMASK = _read_umask()
+
+
 def write_atomic(path: str | os.PathLike, data: bytes | str) -> Path:
-    """Write via a temporary file in the same folder and os.replace: never a half-written file."""
+    """Write via a temporary file in the same folder and os.replace: never a half-written file. The file gets
+    the mode a plain open() would give it (0o666 less the umask): mkstemp's own 0o600 left co-authors and a web
+    server unable to read the figures."""
     path = Path(path)
     payload = data.encode("utf-8") if isinstance(data, str) else data
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, 0o666 & ~UMASK)
         with os.fdopen(fd, "wb") as f:
             f.write(payload)
             f.flush()
