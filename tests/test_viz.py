@@ -701,7 +701,7 @@ def test_pe_dot_curve_marks_its_local_peaks_and_never_says_strictly():
 
 
 def test_pe_curves_draw_chosen_dims_and_mark_sentence_positions():
-    pos = np.arange(0, 20, 0.5)
+    pos = np.arange(0, 10, 0.5)  # three tokens ~60 px apart: room for each label side by side
     pe = np.array([_pe(1, 8)[0] * 0 + np.sin(p) for p in pos])  # any table of the right shape
     fig = viz.pe_curves(
         pos, pe, dims=[0, 3], marked_positions=[0, 1, 2], marked_labels=list("你喜她")
@@ -1052,6 +1052,25 @@ def test_pe_curves_name_crowded_tokens_in_a_note_instead_of_stacking_labels():
                          marked_labels=[ZH[i % len(ZH)] for i in range(200)], theme="paper")
     ticks = list(many.layout.xaxis2.tickvals)
     assert 1 < len(ticks) <= 20 and ticks[1] - ticks[0] >= 5  # every k-th token
+
+
+@pytest.mark.parametrize("theme", viz.THEME_NAMES)
+@pytest.mark.parametrize("n", [13, 40, 73])
+def test_pe_curves_token_labels_lie_side_by_side_and_never_touch(theme, n):
+    """A researcher's walk: at 40 and 73 tokens Plotly turned the touching top labels 90°, and they ran up into
+    the title. They are now never turned, and thinned so that each keeps its own width of the axis."""
+    pos = np.arange(0, n, 0.25)
+    pe = np.tile(np.sin(pos)[:, None], (1, 8))
+    words = "Attention is all you need, said the paper in 2017, and the field changed. " * 2
+    fig = viz.pe_curves(pos, pe, dims=[0, 1], marked_positions=list(range(n)), marked_labels=list(words[:n]),
+                        theme=theme)
+    top = fig.layout.xaxis2
+    assert top.tickangle == 0
+    size = viz.THEMES[theme]["font_size"]
+    plot_w = viz.heatmap.panel_px(theme)[0]
+    vals = list(top.tickvals)
+    px_apart = (vals[1] - vals[0]) * plot_w / (pos.max() - pos.min())
+    assert px_apart >= max(viz.theme.text_width(x, size) for x in top.ticktext) + 0.5 * size  # room for each
 
 
 @pytest.mark.parametrize("theme", viz.THEME_NAMES)

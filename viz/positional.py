@@ -27,7 +27,7 @@ from viz.heatmap import (
     unique_notes,
 )
 from viz.labels import display_labels, num
-from viz.theme import DOT, NARROW_WIDTH, QUALITATIVE, ROUND, apply_theme, theme_spec
+from viz.theme import DOT, NARROW_WIDTH, QUALITATIVE, ROUND, apply_theme, theme_spec, widest
 
 
 def _position_text(n: int, labels: Sequence[str] | None) -> list[str]:
@@ -159,14 +159,16 @@ def pe_curves(
             fig.data.insert(0, vf.scatter(x=guide_x, y=guide_y, mode="lines", hoverinfo="skip", showlegend=False,
                                           line=dict(color=t["axis_line_color"], width=0.6, dash="dot"),
                                           meta={"role": "guides"}))
-        # The tokens label a second x axis on top, every k-th one where they would crowd (Plotly
-        # turns them 90° when they touch: then each needs about one line of text).
-        step = 1 if gap_px >= 1.3 * t["font_size"] else _nice_step(1.3 * t["font_size"] / gap_px)
+        # The tokens label a second x axis on top, every k-th one where they would crowd, and always
+        # side by side: Plotly turned touching labels 90°, and turned they ran up into the title (a
+        # researcher's walk, 40 tokens and more), which the top margin leaves one line's room under.
+        need = widest(mark_text, t["font_size"]) + 0.6 * t["font_size"]  # a label and a gap
+        step = 1 if gap_px >= need else _nice_step(need / gap_px)
         if step > 1 and marks.size <= 12:
             # A few tokens squeezed into a long axis: name them in a note instead.
             notes.append("● the sentence's tokens: " + "  ".join(mark_text))
         else:
-            fig.add_label_axis("x2", marks, marks[::step].tolist(), mark_text[::step], side="top")
+            fig.add_label_axis("x2", marks, marks[::step].tolist(), mark_text[::step], side="top", tickangle=0)
     fig.update_layout(
         title=title_layout(title, notes),
         xaxis_title="position (the sentence's tokens marked)" if marks.size else "position",
