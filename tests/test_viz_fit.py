@@ -174,3 +174,39 @@ def test_a_step_figure_drawn_alone_takes_its_own_margins_and_its_values_still_fi
     monkeypatch.setattr(vx, "png_with_dpi", lambda raw, dpi: raw)
     vx.render(figs["attention-scores"], "png", width=600, height=480)
     assert seen[0]["layout"]["margin"]["r"] < shared["r"] - 30  # every export draws it alone
+
+
+CJK_FONT_FILES = {"Noto Sans CJK SC": "NotoSansCJK-Regular.ttc", "Noto Serif CJK SC": "NotoSerifCJK-Regular.ttc"}
+
+
+@pytest.mark.parametrize("family", list(CJK_FONT_FILES))
+def test_the_width_estimate_is_generous_for_the_symbols_the_cjk_fonts_draw_an_em_wide(family):
+    """A researcher's walk: "−∞" in masked cells ran into the next cell's: the CJK fonts first in every theme's
+    list draw ∞ (and ±, ×, ÷, arrows, ␣, ...) a full em wide, which the estimate took for 0.58 em. Measured
+    here in the installed fonts (scripts/test.sh installs fonts-noto-cjk)."""
+    from pathlib import Path
+
+    from PIL import ImageFont
+
+    found = sorted(Path("/usr/share/fonts").rglob(CJK_FONT_FILES[family]))
+    if not found:
+        pytest.skip(f"{family} is not installed")
+    index = next(i for i in range(10) if ImageFont.truetype(str(found[0]), 10, index=i).getname()[0] == family)
+    font = ImageFont.truetype(str(found[0]), 100, index=index)
+    for text in ("−∞", "∞", "±0.5", "×", "÷", "→", "≤", "␣", "0:你", "−2.73", "16.44"):
+        assert text_width(text, 100) >= font.getlength(text) - 0.5, (text, text_width(text, 100), font.getlength(text))
+
+
+@pytest.mark.parametrize("theme", ["paper", "paper-sans", "default", "slide"])
+def test_masked_cells_write_minus_infinity_only_where_it_fits(models, theme):
+    """14 keys, 10 of them [PAD] (sentence B of a long A): "−∞" was written in every masked cell, run together."""
+    figs = figures(models, "attention", sentence_a="我喜欢她你喜欢他她喜欢我们吗", sentence_b="她喜欢你",
+                   sentence="b", theme=theme)
+    size = max(9, theme_spec(theme)["font_size"] - 3)
+    fig = figs["attention-masked"]
+    assert any((t.get("meta") or {}).get("role") == "mask" for t in fig["data"])  # the [PAD] keys are masked
+    for trace in fig["data"]:
+        if (trace.get("meta") or {}).get("role") == "mask_text":
+            w = cell_width(fig, theme, trace, 14)
+            assert text_width("−∞", size) + 4 <= w, (theme, w)
+            assert w >= 1.58 * size + 4  # the fonts' own "−∞" (0.58 + 1 em) fits too

@@ -593,7 +593,7 @@ def query_bars(
         subplot_titles=(
             f"score q{DOT}kⱼ",
             f"scaled score q{DOT}kⱼ / {ROOT}{D_K} (same axis)",
-            "weight = softmax(scaled)ⱼ" + (f"; outlined: without ÷ {ROOT}{D_K}" if u is not None else ""),
+            "weight = softmax(scaled)ⱼ" + (f"; outlined: without ÷{ROOT}{D_K}" if u is not None else ""),
         ),
     )
     def bars(vals: np.ndarray, row: int, name: str, marker: dict, role: str) -> np.ndarray:

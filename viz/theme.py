@@ -185,6 +185,12 @@ def too_narrow(theme: str, width: int) -> int | None:
 # as a full-width interpunct, "q・k"; U+22C5 comes from DejaVu Sans (next in the lists), as narrow as it should be.
 DOT = "⋅"
 _NARROW = set(" .,:;'|!()[]{}ijlrtfI/\\-·⋅")
+# Symbols the CJK fonts first in every theme's list draw a full em wide (measured in Noto Sans/Serif CJK):
+# "−∞" in a masked cell took two ems, not 1.2, and ran into the next cell's (a researcher's walk). The minus
+# U+2212 is not among them (0.56 em), nor ⋅ (from DejaVu, see DOT) and · (the narrow interpunct above).
+# √ is always set in DejaVu (viz.attention.ROOT), and ᵀ and ⋅ are not in them (drawn from the next font).
+_FULL_EM = (set("∞±×÷␣") | {chr(c) for c in range(0x2190, 0x2400)} | {chr(c) for c in range(0x2500, 0x2600)}) - {
+    "−", "⋅", "√"}
 _WIDE = set("mwMW@%&")
 
 
@@ -214,7 +220,7 @@ def _ems(text: str) -> float:
     plain = re.sub(r"&[^;\s]+;", "x", re.sub(r"<[^<>]*>", "", text))
     width = 0.0
     for ch in plain:
-        if ord(ch) >= 0x2E80:
+        if ord(ch) >= 0x2E80 or ch in _FULL_EM:
             width += 1.0
         elif ch in _NARROW:
             width += 0.35
