@@ -29,6 +29,8 @@ def reference(z: np.ndarray, allowed: np.ndarray | None, panels: int = 1):
     masked = np.isneginf(z) if allowed is None else ~allowed
     side = max(16, int(MAX_CELLS / math.sqrt(panels)))
     fr, fc = max(1, math.ceil(R / side)), max(1, math.ceil(C / side))
+    if R * C <= side * side and max(R, C) <= 4 * MAX_CELLS:  # a thin matrix within a square's cells: whole
+        fr = fc = 1
     Rb, Cb = -(-R // fr), -(-C // fc)
     means = np.full((Rb, Cb), np.nan)
     blk_masked = np.zeros((Rb, Cb), dtype=bool)
@@ -77,6 +79,20 @@ def test_block_means_match_the_definition(shape, panels, holes):
         assert masked.any()  # the case really has masked blocks
     if holes == "causal+nan+inf":
         assert bad.any()  # a block of nothing but inf/NaN cells: bad, not masked
+
+
+@pytest.mark.parametrize(("shape", "panels", "whole"), [((5, 256), 3, True), ((511, 16), 3, True), ((64, 1024), 1, True),
+                                                     ((5, 1100), 1, False), ((300, 300), 1, False)])
+def test_a_thin_matrix_within_a_squares_cells_is_drawn_whole(shape, panels, whole):
+    """A researcher's walk: at d_model 256 the embedding + PE figure showed 5×128 block means, each the mean of a
+    dimension's sin and its cos, a flat wash. Tokens × d_model matrices within MAX_CELLS² cells are drawn whole."""
+    z = RNG.normal(size=shape).astype(np.float32)
+    grid = prepare_grid(z, row_text=labels(shape[0]), col_text=labels(shape[1]), panels=panels)
+    if whole:
+        np.testing.assert_array_equal(grid.z, z)
+        assert not [n for n in grid.notes if "mean of" in n]
+    else:
+        assert grid.z.shape != z.shape and any("mean of" in n for n in grid.notes)
 
 
 def test_small_matrix_keeps_every_cell_and_its_holes():

@@ -661,3 +661,17 @@ def test_the_qkv_figure_says_where_k_and_v_come_from(models, block):
         assert fig.layout.yaxis.title.text == "query"
     else:
         assert text.startswith("Q = XW<sub>Q</sub>, K = XW<sub>K</sub>, V = XW<sub>V</sub>"), text
+
+
+def test_a_wide_model_s_positional_encoding_is_drawn_dimension_by_dimension(models):
+    """d_model 256: the embedding + PE figure's PE panel is the closed form at every (position, dimension), not
+    block means of each sin with its cos (a flat wash of ~0.5 in a researcher's export)."""
+    spec = dataclasses.replace(SPEC, d_model=256, n_heads=8, views=("positional",), sentence_a="你喜欢她吗")
+    p, _ = panels("positional", spec, models)
+    fig = p["embedding-pe"].figure
+    pe = np.asarray(fig.data[1].z, dtype=np.float64)  # (T, d_model): the middle panel
+    pos, i = np.arange(pe.shape[0])[:, None], np.arange(0, 256, 2)[None, :]
+    want = np.empty((pe.shape[0], 256))
+    want[:, 0::2], want[:, 1::2] = np.sin(pos / 10000 ** (i / 256)), np.cos(pos / 10000 ** (i / 256))
+    assert pe.shape == (5, 256)
+    np.testing.assert_allclose(pe, want, atol=1e-6)

@@ -35,6 +35,7 @@ from viz.theme import (
 
 LARGE_ABOVE = 128  # more rows or columns than this is a "large input" (said in the title)
 MAX_CELLS = 256  # at most this many cells per side are sent; beyond it, block means
+MAX_SIDE = 4 * MAX_CELLS  # ... unless the matrix has no more cells than MAX_CELLS² in all, and no side above this
 MAX_TICKS = 48  # more cells than this per side: label every k-th one only
 HOVER_LABELS = "hover_labels"  # trace meta: each cell's axis labels for the hover (grid_heatmaps)
 VALUES_MAX = 24  # per-cell value text only for matrices up to this size
@@ -160,7 +161,12 @@ def prepare_grid(
     hole = masked | ~np.isfinite(z)  # cells without a value to draw: masked, or NaN/inf
     notes = []
     side = max(16, int(MAX_CELLS / math.sqrt(max(panels, 1))))  # cells per side for this panel
-    fr, fc = max(1, math.ceil(R / side)), max(1, math.ceil(C / side))
+    if R * C <= side * side and max(R, C) <= MAX_SIDE:
+        # a long, thin matrix within a square's cells (tokens × d_model: embeddings, PE, Q/K/V, outputs) is
+        # drawn whole: a block mean over dimensions averaged each sin with its cos at d_model 256, a flat wash
+        fr = fc = 1
+    else:
+        fr, fc = max(1, math.ceil(R / side)), max(1, math.ceil(C / side))
     y, y_edges, row_text = _blocks(R, fr, list(row_text))
     x, x_edges, col_text = _blocks(C, fc, list(col_text))
     if fr > 1 or fc > 1:
