@@ -75,10 +75,10 @@ VIEW_INTROS = {
              "step by step with the buttons under the grid.",
     "query": "One query token: its score against every key, the weights softmax makes of them, and the context "
              "vector they mix from the values.",
-    "order": "B reorders A's tokens. Without positional encoding the encoder gives B's tokens A's outputs (to "
-             "float rounding), reordered (permutation-equivariant), and the same mean: it cannot tell the "
+    "order": "When B reorders A's tokens, without positional encoding the encoder gives B's tokens A's outputs "
+             "(to float rounding), reordered (permutation-equivariant), and the same mean: it cannot tell the "
              "sentences apart.",
-    "translate": "The trained model translates greedily: the decoder reads [BOS] and its own outputs, and "
+    "translate": "The trained zh-en model translates greedily: the decoder reads [BOS] and its own outputs, and "
                  "cross-attention looks back at the source at every step.",
 }
 INTRO = ("Type two sentences and follow them through a Transformer: tokens → positional encoding → scores → "

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -533,8 +534,15 @@ def query_view(spec: FigureSpec, models: Models) -> ViewResult:
 
 
 # -- 6. order and positional encoding ---------------------------------------------------------
+def compared_pe(spec: FigureSpec) -> str:
+    """The encoding view 6 compares with none: the random model's learned one where the sidebar chose it
+    (a student's walk: under "learned" the view showed sinusoidal numbers), else sinusoidal (the trained pair
+    has that and none)."""
+    return "learned" if spec.model == "random" and spec.positional == "learned" else "sinusoidal"
+
+
 def _pe_pair(spec: FigureSpec, models: Models) -> tuple[Loaded, Loaded]:
-    with_pe = models.model(dataclasses.replace(spec, positional="sinusoidal"))
+    with_pe = models.model(dataclasses.replace(spec, positional=compared_pe(spec)))
     without = models.model(dataclasses.replace(spec, positional="none"))
     return with_pe, without
 
@@ -576,6 +584,24 @@ def _verdict(report, pe_name: str, pieces_b: list[str], *, with_pe: bool) -> str
             f"{num(report.pooled_max_abs_diff)}): the model sees word order.{_matched_in_order(pieces_b)}")
 
 
+def _unmatched(pieces_a: list[str], pieces_b: list[str], spec: FigureSpec) -> str:
+    """Which tokens keep B from being a reordering of A (a student's walk: with the bpe tokenizer "I like her" and
+    "her like I" are not, " like" and "like" being two pieces, and nothing said why)."""
+    a, b = Counter(pieces_a), Counter(pieces_b)
+    only_a, only_b = sorted((a - b).elements()), sorted((b - a).elements())
+
+    def listed(pieces: list[str]) -> str:
+        return ", ".join(f"'{viz.visible_whitespace(p)}'" for p in pieces[:8]) + (" …" if len(pieces) > 8 else "")
+
+    if not only_a and not only_b:
+        return ""
+    text = " Tokens only in A: " + (listed(only_a) or "none") + "; only in B: " + (listed(only_b) or "none") + "."
+    if spec.model == "random" and spec.tokenizer != "char" and any(p != p.strip() for p in only_a + only_b):
+        text += (f" The {spec.tokenizer} tokenizer keeps a word's leading space in its token (see view 1): "
+                 "the char tokenizer reads one character per token.")
+    return text
+
+
 @dataclass(eq=False)
 class OrderData:
     """What the order view computes with the models: with and without PE, A and B encoded alone."""
@@ -590,7 +616,7 @@ def order_data(spec: FigureSpec, models: Models) -> OrderData:
     """Encode A and B alone with and without PE (and without PE, causally) and compare them."""
     with_pe, without = _pe_pair(spec, models)
     compared, notices = [], []
-    for name, loaded in (("with sinusoidal PE", with_pe), ("without PE", without)):
+    for name, loaded in ((f"with {compared_pe(spec)} PE", with_pe), ("without PE", without)):
         own: list[str] = []
         (source_a, ea, _), (source_b, eb, _) = (read_source(loaded, k, t, own) for k, t in
                                                 (("a", spec.sentence_a), ("b", spec.sentence_b)))
@@ -621,11 +647,16 @@ def _aligned_top(rep) -> float:
 def order_view(spec: FigureSpec, models: Models) -> ViewResult:
     if not spec.sentence_a.strip() or not spec.sentence_b.strip():
         return ViewResult(hint="Type two sentences — e.g. 你喜欢她 and 她喜欢你 — to compare their order.")
-    if spec.model == "random" and spec.d_model % 2:
+    if compared_pe(spec) == "sinusoidal" and spec.model == "random" and spec.d_model % 2:
         return ViewResult(hint=f"This view compares the model with and without sinusoidal PE, which needs pairs of "
-                               f"dimensions: d_model is {spec.d_model}. Choose an even d_model (Model size).")
+                               f"dimensions: d_model is {spec.d_model}. Choose an even d_model (Model size), or "
+                               "learned positional encoding.")
     data = models.order(spec)
     out = ViewResult(notices=list(data.notices))
+    if spec.mask == "look-ahead":  # the sidebar's Mask does not reach the first two rows: say where it is
+        out.notices.append("Mask 'look-ahead': this view encodes A and B each alone, with no padding and no mask, "
+                           "with and without PE; the look-ahead case is its last row and verdict, 'without PE, "
+                           "look-ahead mask'.")
     rows = []
     compared = data.compared
     # one colour range for both difference maps, so "with" and "without" compare side by side: the outputs'
@@ -638,8 +669,10 @@ def order_view(spec: FigureSpec, models: Models) -> ViewResult:
         rows.append({"model": name, "equivariant": rep.equivariant, "pooled equal": rep.pooled_equal,
                      "max |f(B) − P f(A)|": rep.max_abs_diff, "max |mean f(A) − mean f(B)|": rep.pooled_max_abs_diff,
                      "max |W(B) − P W(A) Pᵀ|": rep.attention_max_abs_diff, "B reorders A": rep.perm is not None})
-        out.panels.append(Panel(f"verdict-{slug}", f"Verdict {name}",
-                                caption=_verdict(rep, name[0].upper() + name[1:], pieces_b, with_pe=slug == "pe")))
+        caption = _verdict(rep, name[0].upper() + name[1:], pieces_b, with_pe=slug == "pe")
+        if rep.perm is None:
+            caption += _unmatched(pieces_a, pieces_b, spec)
+        out.panels.append(Panel(f"verdict-{slug}", f"Verdict {name}", caption=caption))
         if rep.perm is not None:
             inv = np.argsort(rep.perm)  # A's token j sits at position inv[j] in B
             out.panels.append(Panel(

@@ -666,6 +666,43 @@ def test_order_view_compares_the_attention_of_the_layer_and_head_chosen(make_app
     assert numbers.loc["without PE", "max |W(B) − P W(A) Pᵀ|"] < 1e-5
 
 
+def test_order_view_compares_the_learned_encoding_chosen_and_says_where_the_look_ahead_mask_is(make_app):
+    """A student's walk: under positional 'learned' view 6 showed sinusoidal numbers beneath a model line saying
+    learned, and under Mask 'look-ahead' said nothing of the mask its first two rows do not use."""
+    at = make_app(view="order", positional="learned", mask="look-ahead", **SMALL)
+    clean(at)
+    numbers = next(d.value for d in at.dataframe if "equivariant" in d.value.columns).set_index("model")
+    assert list(numbers.index) == ["with learned PE", "without PE", "without PE, look-ahead mask"]
+    assert numbers.loc["with learned PE", "equivariant"] == "False"  # random learned positions: order shows
+    assert figure_titled(at, "Self-attention weights with learned PE")
+    warned = [w.value.replace("\\", "") for w in at.warning]  # markdown-escaped on the page
+    assert [w for w in warned if "Mask 'look-ahead'" in w and "last row" in w], warned
+    at = make_app(view="order", positional="learned", **(SMALL | {"d_model": 15, "n_heads": 1}))  # odd: learned fits
+    clean(at)
+    assert not at.info or not [i for i in at.info if "pairs of dimensions" in i.value]
+
+
+def test_order_view_names_the_tokens_that_keep_b_from_reordering_a(make_app):
+    """'I like her' / 'her like I' with the bpe tokenizer are not a reordering (' like' against 'like'): the page
+    said 'B reorders A's tokens' above a verdict saying it does not, and nothing said why."""
+    at = make_app(view="order", tokenizer="bpe", sentence_a="I like her", sentence_b="her like I", **SMALL)
+    clean(at)
+    said = (" ".join(c.value for c in at.caption) + " ".join(m.value for m in at.markdown)).replace("\\", "")
+    assert "When B reorders A's tokens" in said and "B reorders A's tokens. Without" not in said
+    verdicts = [t.replace("\\", "") for t in [m.value for m in at.markdown] + [c.value for c in at.caption]
+                + [i.value for i in at.info] if "not a reordering" in t]
+    assert verdicts and all("Tokens only in A: " in v and "char tokenizer" in v for v in verdicts), verdicts
+
+
+def test_the_translate_view_with_a_random_model_draws_no_controls_that_do_nothing(make_app):
+    at = make_app(view="translate", **SMALL)
+    at.sidebar.selectbox(key="model").set_value("random").run()
+    clean(at)
+    assert at.session_state["model"] == "random"
+    assert not [s for s in at.selectbox if s.key in ("layer", "head")]
+    assert [i for i in at.info if "zh-en" in i.value.replace("\\", "")]
+
+
 def test_order_view_puts_each_figure_without_pe_next_to_the_one_with_it(make_app):
     """Side by side where half the page holds it, else right under it: the token outputs without PE came
     after every pair, three charts away from the outputs with PE."""

@@ -104,9 +104,11 @@ def stepped_select(key: str, count: int, notes: list[str]) -> None:
 
 
 def look_controls(view: str, base: FigureSpec | None, notes: list[str]) -> None:
-    """The controls `view` uses, in one horizontal row; values out of range become the first option."""
+    """The controls `view` uses, in one horizontal row; values out of range become the first option. The
+    translate view with a random model draws none: it only asks for the trained model (a student's walk: its
+    layer and head did nothing there)."""
     used = uses(view)
-    if not used:
+    if not used or (view == "translate" and base is not None and base.model == "random"):
         return
     ss = st.session_state
     with st.container(horizontal=True, gap="small", vertical_alignment="bottom", key="look"):
