@@ -210,3 +210,27 @@ def test_masked_cells_write_minus_infinity_only_where_it_fits(models, theme):
             w = cell_width(fig, theme, trace, 14)
             assert text_width("−∞", size) + 4 <= w, (theme, w)
             assert w >= 1.58 * size + 4  # the fonts' own "−∞" (0.58 + 1 em) fits too
+
+
+@pytest.mark.parametrize("key", ["attention-scores", "attention-scaled", "attention-masked"])
+def test_a_step_figure_exported_alone_writes_the_values_its_own_cells_hold(models, key):
+    """A researcher's walk: 8 BPE tokens in the paper theme, the score figures exported alone had no values,
+    though their own (wider) cells held one decimal: the app's pass at the five figures' shared margins had
+    taken the texts off for good. viz.export.alone now writes them again, fitted to the cells as laid out."""
+    import copy
+
+    from viz.export import alone
+
+    fig = figures(models, "attention", sentence_a=EN[0], sentence_b=EN[1], tokenizer="bpe", theme="paper")[key]
+    assert not value_texts(fig)  # in the app: the shared margins leave no room
+    own = alone(copy.deepcopy(fig))
+    found = value_texts(own)
+    assert found, key
+    size = max(9, theme_spec("paper")["font_size"] - 3)
+    for trace, texts in found:
+        w = cell_width(own, "paper", trace, len(texts[0]))
+        assert max(text_width(x, size) for row in texts for x in row if x) + 4 <= w
+        z = np.asarray(trace["z"], dtype=float)
+        for value, text in zip(z.ravel(), (x for row in texts for x in row), strict=True):
+            if text:
+                assert float(text.replace("\u2212", "-")) == pytest.approx(value, abs=0.051)

@@ -346,6 +346,7 @@ def _contrast_cell_texts(trace, layout) -> None:
                       for text, c in zip(row, crow, strict=True)] for row, crow in zip(plain, colors, strict=True)]
 
 
+VALUES_OFF = "values_off"  # trace meta: the cell texts' template, where they did not fit the cells last laid out
 CELL_PAD_EM = 0.3  # room a value keeps in its cell (of its text size): less, and neighbours read as one number
 
 
@@ -360,22 +361,35 @@ def fit_cell_values(data, layout, theme: str) -> None:
     size = max(9, t["font_size"] - 3)
     width, height = (layout.get("width") or t["width"] or APP_WIDTH), (layout.get("height") or t["height"] or APP_HEIGHT)
     for trace in data:
-        if trace.get("type") != "heatmap" or not trace.get("texttemplate") or _role(trace) != "values":
-            continue
-        texts = [[cell_text(x)[0] for x in row] for row in trace["text"]]
-        w, h = _cell_px(trace, layout, width, height, (len(texts), len(texts[0]) if texts else 0))
         meta = trace.get("meta") or {}
-        shorter = meta.get("format") if meta.get("kind") != "weights" else None  # "0.0" for a weight hides too much
+        off = meta.get(VALUES_OFF)  # the template of values an earlier pass took off: narrower cells then
+        if trace.get("type") != "heatmap" or _role(trace) != "values" or not (trace.get("texttemplate") or off):
+            continue
+        z = trace.get("z")
+        first = meta.get("format0") or meta.get("format")  # as the figure was made, before any pass
+        if first and not isinstance(z, dict):  # every pass starts from there (a typed array: restyled, keep)
+            texts, current = cell_texts(z, first), first
+        elif trace.get("text") is not None:
+            texts, current = [[cell_text(x)[0] for x in row] for row in trace["text"]], meta.get("format")
+        else:
+            continue
+        w, h = _cell_px(trace, layout, width, height, (len(texts), len(texts[0]) if texts else 0))
+        shorter = current if meta.get("kind") != "weights" else None  # "0.0" for a weight hides too much
         # down to one decimal, not whole numbers ("−17" and "0" would hide a score of −0.4)
         fewer = f".{int(shorter[1:-1]) - 1}f" if shorter and re.fullmatch(r"\.[2-9]f", shorter) else None
-        z = trace.get("z")
-        if not _texts_fit(texts, w, h, size) and fewer and not isinstance(z, dict):  # (a typed array: restyled)
-            texts = cell_texts(z, fewer)
-            trace["meta"] = {**meta, "format": fewer}  # what a later pass (narrower cells) starts from
+        meta = {**meta, "format0": first} if first else dict(meta)
+        if not _texts_fit(texts, w, h, size) and fewer and not isinstance(z, dict):
+            texts, meta["format"] = cell_texts(z, fewer), fewer
+        elif first and not isinstance(z, dict):
+            meta["format"] = first
         if _texts_fit(texts, w, h, size):
-            trace["text"] = texts
+            trace["text"], trace["texttemplate"] = texts, trace.get("texttemplate") or off
+            meta.pop(VALUES_OFF, None)
+            trace["meta"] = meta
             _contrast_cell_texts(trace, layout)
-        else:
+        else:  # a figure exported alone, with wider cells, writes them again (viz.export.alone)
+            meta[VALUES_OFF] = trace.get("texttemplate") or off
+            trace["meta"] = meta
             trace.pop("text", None)
             trace.pop("texttemplate", None)
 
