@@ -98,7 +98,9 @@ def build_spec(spec, models) -> list[tuple[str, ViewResult]]:
         for panel in result.panels:  # each at the size it is exported at (a tall grid keeps its own height)
             if panel.figure is not None:
                 try:
-                    vx.check_size(spec.format, *spec.export_size(layout_value(panel.figure, "height")), scale)
+                    size = spec.export_size(layout_value(panel.figure, "height"))
+                    vx.check_size(spec.format, *size, scale)
+                    vx.check_room(panel.figure, *size)
                 except ValueError as exc:
                     field, _, message = str(exc).partition(": ")
                     raise SpecError(field, f"{view}-{panel.key}: {message}") from None

@@ -361,3 +361,19 @@ def test_one_head_disables_the_head_buttons(make_app):
     clean(at)
     assert at.button(key="head-next").disabled and at.button(key="head-prev").disabled
     assert not at.button(key="layer-next").disabled
+
+
+def test_an_export_size_too_small_for_the_margins_turns_the_downloads_off_and_says_why(make_app):
+    """A researcher's walk: a size below the theme's margins failed as 'rendering failed' (lab.export, after the
+    figures before it were drawn); in the app the click would have failed. The buttons now say why instead."""
+    if not find_browser():
+        pytest.skip("SVG/PDF/PNG downloads need Chromium on the server")
+    at = make_app(view="attention", width=120, height=120, **SMALL)
+    at.session_state["numbers-attention-attention-qkv"] = True
+    at.run()
+    clean(at)
+    buttons = {b.proto.label: b.proto for b in at.get("download_button")}
+    assert buttons["CSV"].disabled is False  # the numbers need no room
+    for label in ("SVG", "PDF", "PNG 300 dpi"):
+        assert buttons[label].disabled and "Export size (sidebar): 120 px leaves the plot" in buttons[label].help
+    assert [c for c in at.caption if "Export size (sidebar)" in c.value]

@@ -364,6 +364,9 @@ def test_heatmaps_stay_crisp_in_viewers_that_smooth_images(server, figures, mode
         ({"views": ["translate"]}, "views"),  # the random model does not translate
         ({"views": ["order"], "sentence_b": " "}, "views"),  # order needs two sentences
         ({"views": ["query"], "query": 9, **SMALL}, "query"),  # 你喜欢她 has 4 query tokens
+        # sizes below the theme's margins: a bad spec before anything is drawn (it was "rendering failed")
+        ({"views": ["query"], "width": 340, "height": 260, "theme": "paper"}, "height"),
+        ({"views": ["attention"], "width": 100, "height": 100, "format": "png"}, "width"),
     ],
 )
 @pytest.mark.parametrize("browser", ["as found", "missing"])

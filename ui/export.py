@@ -85,6 +85,12 @@ def export_buttons(fig: go.Figure | None, key: str, spec: FigureSpec) -> None:
     size = spec.export_size(layout_value(fig, "height"))  # as `python -m lab.export` does
     w, h = round(size[0] * spec.scale), round(size[1] * spec.scale)
     too_big = max(w, h) > vx.MAX_PIXELS_PER_SIDE
+    try:  # an export size too small for the theme's margins: said here, not as a failed render on a click
+        vx.check_room(fig, *size)
+        cramped = ""
+    except ValueError as exc:
+        cramped = f"Export size (sidebar): {str(exc).partition(': ')[2]}."
+        st.caption(f"⚠️ {cramped}")
     row = st.container(horizontal=True, gap="small", key=f"{key}-row")
     for fmt in vx.FORMATS:
         label = _LABELS[fmt]
@@ -98,10 +104,18 @@ def export_buttons(fig: go.Figure | None, key: str, spec: FigureSpec) -> None:
             key=f"{key}-{fmt}",
             on_click="ignore",
             icon=":material/download:",
-            disabled=fmt == "png" and too_big,
-            help=(f"{w}×{h} px is more than Chromium can draw: lower the scale" if fmt == "png" and too_big
-                  else _HELP[fmt].format(dpi=vx.CSS_DPI * spec.scale, w=w, h=h)),
+            disabled=bool(cramped) or (fmt == "png" and too_big),
+            help=_help(fmt, cramped, too_big, w, h, spec.scale),
         )
+
+
+def _help(fmt: str, cramped: str, too_big: bool, w: int, h: int, scale: float) -> str:
+    """A download button's tooltip: why it is off, or what it gives."""
+    if cramped:
+        return cramped
+    if fmt == "png" and too_big:
+        return f"{w}×{h} px is more than Chromium can draw: lower the scale"
+    return _HELP[fmt].format(dpi=vx.CSS_DPI * scale, w=w, h=h)
 
 
 TRACE_DOWNLOAD_BYTES = 256 * 2**20  # the largest trace (its attention maps) the app builds for a download

@@ -32,6 +32,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from viz.crisp import crisp_pdf, crisp_svg
+from viz.fig import layout_value
 from viz.theme import ALONE, PDF_FONTS, ROUND, fit_cell_values
 
 FORMATS = ("svg", "pdf", "png")
@@ -279,6 +280,27 @@ def check_size(fmt: str, width: int, height: int, scale: float = 1.0) -> None:
                     f"scale: {name} {value} x scale {scale:g} = {round(value * scale)} px is more "
                     f"than the {MAX_PIXELS_PER_SIDE} px Chromium can draw; lower scale or {name}"
                 )
+
+
+MIN_PLOT_PX = 20  # a plot smaller than this beside the margins: plotly.js fails ("axis scaling") or draws a sliver
+
+
+def check_room(fig: go.Figure | dict, width: int, height: int) -> None:
+    """Raise ValueError naming width or height where the figure's margins, its own as exported alone, leave its
+    plot under MIN_PLOT_PX at that size: said before anything is rendered, as a bad spec (a researcher's walk:
+    340x260 failed as 'rendering failed' after the figures before it were drawn). Figures are laid out for
+    their theme's size and not again for a smaller one (README, "Sizes")."""
+    margin = dict(layout_value(fig, "margin") or {})
+    meta = layout_value(fig, "meta")
+    own = meta.get(ALONE) if isinstance(meta, dict) else None
+    if own:
+        margin.update(own["margin"])
+    for name, size, a, b in (("width", width, "l", "r"), ("height", height, "t", "b")):
+        taken = margin.get(a, 0) + margin.get(b, 0)
+        if size - taken < MIN_PLOT_PX:
+            raise ValueError(f"{name}: {size} px leaves the plot {size - taken} px beside this theme's margins "
+                             f"({taken} px): give at least {taken + MIN_PLOT_PX}, or 0 for the theme's size (then "
+                             "scale the vector file)")
 
 
 def render(fig: go.Figure | dict, fmt: str, *, width: int, height: int, scale: float = 1.0) -> bytes:
