@@ -21,7 +21,7 @@ from conftest import needs_trained, svg_pngs, trained_available
 from PIL import Image
 
 from lab import export as lx
-from lab.spec import FigureSpec
+from lab.spec import FigureSpec, SpecError
 from lab.tracefile import load_trace, save_trace, trace_arrays
 from lab.views import build_view
 from viz import export as vx
@@ -669,10 +669,13 @@ def test_the_query_bars_export_at_their_own_height_and_a_figure_that_cannot_fit_
     assert bars.layout.height > 480 and vx.png_size(files["query-query-bars.png"]) == (600, bars.layout.height)
 
     def cramped(fig, fmt, **kw):
-        raise vx.ExportError("the plot does not fit in 340x260 px")
+        raise vx.ExportError("the plot does not fit in 600x480 px")
 
     monkeypatch.setattr(vx, "render", cramped)
-    with pytest.raises(vx.ExportError, match=r"^query-query-bars: the plot does not fit"):
+    with pytest.raises(vx.ExportError, match=r"^query-query-bars: the plot does not fit"):  # a render's failure
+        lx.plan_spec(spec, models)
+    # a size the margins leave no plot in is a bad spec naming the figure, before anything is rendered
+    with pytest.raises(SpecError, match=r"^height: query-query-context: 260 px leaves the plot"):
         lx.plan_spec(dataclasses.replace(spec, width=340, height=260), models)
 
 
