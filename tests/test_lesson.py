@@ -122,6 +122,12 @@ def test_step_6_with_pe_the_translations_differ_without_pe_they_are_identical(mo
     numbers = p["order-numbers"].table.set_index("model")
     assert bool(numbers.loc["without PE", "pooled equal"]) is True
     assert bool(numbers.loc["without PE", "equivariant"]) is True
+    # "without PE ... B's attention weights, put back in A's order, are A's; with PE they are not"
+    assert numbers.loc["without PE", "max |W(B) − P W(A) Pᵀ|"] < 1e-5
+    assert numbers.loc["with sinusoidal PE", "max |W(B) − P W(A) Pᵀ|"] > 1e-2
+    for slug, equal in (("nope", True), ("pe", False)):
+        diff = p[f"attn-{slug}"].table.loc["|A − B|"].to_numpy()
+        assert bool(diff.max() < 1e-5) == equal
 
 
 def test_step_7_the_translation(models):
