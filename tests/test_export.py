@@ -808,3 +808,25 @@ def test_the_manifest_keeps_what_the_app_says_above_a_view(models):
     plain = json.loads(next(f.data for f in lx.plan_spec(FigureSpec(views=("tokens",)), models)
                             if f.name == "manifest.json"))
     assert plain and all("notices" not in e for e in plain)  # 你喜欢她 / 她喜欢你: nothing to say
+
+
+def test_a_library_logging_what_it_ignores_with_a_traceback_prints_one_line(capfd):
+    """choreographer logs "JSONError decoding message. Ignoring" with its traceback now and then (a researcher's
+    walk saw it once in four exports); the export says one line, never a traceback."""
+    import logging
+
+    vx.quiet_chatty_loggers()  # as the export server does when it starts
+    logger = logging.getLogger(vx.CHATTY_LOGGERS[0])
+    assert hasattr(logger, "debug2")  # still logistro's own logger
+    handler = logging.StreamHandler()
+    logger.addHandler(handler)
+    try:
+        try:
+            json.loads("{not json")
+        except ValueError:
+            logger.exception("JSONError decoding message. Ignoring")
+    finally:
+        logger.removeHandler(handler)
+    err = capfd.readouterr().err.strip()
+    assert err.startswith("JSONError decoding message. Ignoring: Expecting property name")
+    assert "Traceback" not in err and len(err.splitlines()) == 1

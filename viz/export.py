@@ -18,6 +18,7 @@ import atexit
 import copy
 import io
 import json
+import logging
 import math
 import os
 import re
@@ -79,6 +80,33 @@ def browser_available() -> bool:
     return find_browser() is not None
 
 
+class _OneLine(logging.Filter):
+    """A record logged with its exception (logger.exception) becomes one line: the message and the error, no
+    traceback. choreographer logs 'JSONError decoding message. Ignoring' so, now and then, and carries on:
+    `python -m lab.export` printed a library's traceback (a researcher's walk), where it says one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info:
+            error = record.exc_info[1]
+            record.msg, record.args = f"{record.getMessage()}: {one_line(error) if error else ''}".rstrip(": "), ()
+            record.exc_info = record.exc_text = None
+        return True
+
+
+CHATTY_LOGGERS = ("choreographer.channels.pipe",)  # logs what it ignores with a traceback
+
+
+def quiet_chatty_loggers() -> None:
+    """_OneLine on CHATTY_LOGGERS, once. After choreographer made them: logistro's loggers have methods a plain
+    logging.Logger lacks (debug2), and one made first by logging.getLogger would stand in for them."""
+    import choreographer.channels.pipe  # noqa: F401  (its logger, made by logistro)
+
+    for name in CHATTY_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _OneLine) for f in logger.filters):
+            logger.addFilter(_OneLine())
+
+
 class _Server:
     """One kaleido.Kaleido (one headless Chromium tab) living in its own event-loop thread.
 
@@ -108,6 +136,7 @@ class _Server:
                 raise NoBrowserError(INSTALL_HELP)
             import kaleido
 
+            quiet_chatty_loggers()
             loop = asyncio.new_event_loop()
             thread = threading.Thread(target=loop.run_forever, name="kaleido-server", daemon=True)
             thread.start()
