@@ -56,6 +56,12 @@ def validate_for_export(spec, models) -> None:
         raise SpecError("views", "'translate' needs model 'zh-en' (the random model does not translate)")
     if not spec.sentence_a.strip() and not spec.sentence_b.strip():
         raise SpecError("sentence_a", "both sentences are empty: nothing to draw")
+    if "order" in spec.views:  # its attention panels: the encoder's layer and head (a bad-input walk: clamped)
+        config = models.model(spec).model.config
+        for name, value, count in (("layer", spec.layer, config.n_layers), ("head", spec.head, config.n_heads)):
+            if value >= count:
+                raise SpecError(name, f"{name} {value} does not exist: view 'order' compares the encoder's "
+                                      f"self-attention, which has {count} {name}s (0..{count - 1})")
     attention_views = {"attention", "heads", "query", "translate"} & set(spec.views)
     if not attention_views:
         return

@@ -569,7 +569,9 @@ def _verdict(report, pe_name: str, pieces_b: list[str], *, with_pe: bool) -> str
         return (f"{pe_name}: B is not a reordering of A's tokens, so there is no permutation to compare; "
                 f"the mean-pooled outputs differ by up to {num(report.pooled_max_abs_diff)}.")
     if _same_tokens(report):
-        return f"{pe_name}: {SAME_TOKENS}"
+        unknown = " (Here the tokenizer reads their characters as [UNK]: A and B are the same tokens.)" if (
+            "[UNK]" in pieces_b) else ""
+        return f"{pe_name}: {SAME_TOKENS}{unknown}"
     if report.equivariant and not with_pe:
         return (f"{pe_name}: B's token outputs are A's, only reordered (max |f(B) − P f(A)| = "
                 f"{num(report.max_abs_diff)}, float rounding). Self-attention is permutation-EQUIVARIANT, and the "
@@ -644,19 +646,38 @@ def _aligned_top(rep) -> float:
     return viz.symmetric_range(a, b, np.abs(a - b[np.argsort(rep.perm)]))
 
 
-def order_view(spec: FigureSpec, models: Models) -> ViewResult:
+def _order_hint(spec: FigureSpec) -> str:
+    """Why view 6 has nothing to compare, or "" when it has."""
     if not spec.sentence_a.strip() or not spec.sentence_b.strip():
-        return ViewResult(hint="Type two sentences — e.g. 你喜欢她 and 她喜欢你 — to compare their order.")
+        return "Type two sentences — e.g. 你喜欢她 and 她喜欢你 — to compare their order."
     if compared_pe(spec) == "sinusoidal" and spec.model == "random" and spec.d_model % 2:
-        return ViewResult(hint=f"This view compares the model with and without sinusoidal PE, which needs pairs of "
-                               f"dimensions: d_model is {spec.d_model}. Choose an even d_model (Model size), or "
-                               "learned positional encoding.")
+        return (f"This view compares the model with and without sinusoidal PE, which needs pairs of "
+                f"dimensions: d_model is {spec.d_model}. Choose an even d_model (Model size), or "
+                "learned positional encoding.")
+    return ""
+
+
+def _compares_attention(rep: OrderReport) -> bool:
+    """B reorders A, other than A itself: the attention panels have something to show."""
+    return rep.perm is not None and not _same_tokens(rep)
+
+
+def order_draws_attention(spec: FigureSpec, models: Models) -> bool:
+    """Whether view 6 draws its attention panels, the only ones its layer and head choose (the app draws those
+    controls only then: a bad-input walk found them moving nothing)."""
+    return not _order_hint(spec) and any(_compares_attention(rep) for _, _, rep, _, _ in models.order(spec).compared)
+
+
+def order_view(spec: FigureSpec, models: Models) -> ViewResult:
+    if hint := _order_hint(spec):
+        return ViewResult(hint=hint)
     data = models.order(spec)
     out = ViewResult(notices=list(data.notices))
     if spec.mask == "look-ahead":  # the sidebar's Mask does not reach the first two rows: say where it is
+        where = ("the look-ahead case is its last row and verdict, 'without PE, look-ahead mask'" if data.causal
+                 else "its look-ahead comparison needs B to reorder A's tokens")
         out.notices.append("Mask 'look-ahead': this view encodes A and B each alone, with no padding and no mask, "
-                           "with and without PE; the look-ahead case is its last row and verdict, 'without PE, "
-                           "look-ahead mask'.")
+                           f"with and without PE; {where}.")
     rows = []
     compared = data.compared
     # one colour range for both difference maps, so "with" and "without" compare side by side: the outputs'
@@ -686,7 +707,8 @@ def order_view(spec: FigureSpec, models: Models) -> ViewResult:
                     "|A − B|": viz.matrix_frame(np.abs(rep.outputs_a - rep.outputs_b[inv]), pieces_a)},
                     names=["panel"]),
             ))
-            out.panels.append(_attention_panel(spec, rep, name, slug, pieces_a, pieces_b, inv))
+            if _compares_attention(rep):  # B = A: nothing to compare (the verdict says so)
+                out.panels.append(_attention_panel(spec, rep, name, slug, pieces_a, pieces_b, inv))
             out.panels.append(Panel(
                 f"diff-{slug}", f"|f(B) − P f(A)| {name} (rows in B's order)",
                 viz.order_difference_heatmap(rep.diff, row_labels=pieces_b, reference=reference, theme=spec.theme,
@@ -750,8 +772,7 @@ def _attention_panel(spec: FigureSpec, rep: OrderReport, name: str, slug: str, p
                    "attention alone cannot see where a token is, only which tokens are there.")
     else:
         caption = (f"{name[0].upper() + name[1:]}: B's attention weights are not A's reordered: max |W(B) − P W(A) Pᵀ| "
-                   f"= {num(worst)} over every layer and head ({layers} layer{'s' if layers != 1 else ''}). "
-                   "Choose the layer and head above.")
+                   f"= {num(worst)} over every layer and head ({layers} layer{'s' if layers != 1 else ''}).")
     return Panel(
         f"attn-{slug}", f"Attention weights {name}: A, B in A's order, |A − B|",
         viz.aligned_attention_figure(wa, aligned, labels_a=pieces_a, labels_b=pieces_b, positions_b=inv.tolist(),

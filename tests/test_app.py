@@ -6,6 +6,7 @@ tick labels, masked cells where the mask says, weight rows that sum to 1.
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from urllib.parse import parse_qsl, urlsplit
@@ -692,6 +693,30 @@ def test_order_view_names_the_tokens_that_keep_b_from_reordering_a(make_app):
     verdicts = [t.replace("\\", "") for t in [m.value for m in at.markdown] + [c.value for c in at.caption]
                 + [i.value for i in at.info] if "not a reordering" in t]
     assert verdicts and all("Tokens only in A: " in v and "char tokenizer" in v for v in verdicts), verdicts
+
+
+def test_order_view_draws_layer_and_head_only_where_they_choose_something(make_app):
+    """A bad-input walk: where B is not a reordering of A, view 6 has no attention panels, yet its layer and head
+    moved (and changed nothing)."""
+    at = make_app(view="order", sentence_b="我爱你", **SMALL)
+    clean(at)
+    assert not [s for s in at.selectbox if s.key in ("layer", "head")]
+    at = make_app(view="order", **SMALL)
+    clean(at)
+    assert [s for s in at.selectbox if s.key in ("layer", "head")]
+
+
+def test_order_view_numbers_show_small_differences_in_three_digits_and_no_row_numbers(make_app):
+    """A bad-input walk: st.dataframe's own format showed 5.96e-07 as 0.0000005 (one digit, cut), and a row index
+    0, 1, 2 beside the model names."""
+    at = make_app(view="order", **SMALL)
+    clean(at)
+    table = next(d for d in at.dataframe if "equivariant" in d.value.columns)
+    columns = json.loads(table.proto.columns)
+    assert columns["_index"]["hidden"] is True
+    for name in ("max |f(B) − P f(A)|", "max |W(B) − P W(A) Pᵀ|"):
+        assert columns[name]["type_config"]["format"] == "%.3g"
+        assert table.value[name].iloc[1] < 1e-5  # the value itself unchanged (the CSV and the table hold it)
 
 
 def test_the_translate_view_with_a_random_model_draws_no_controls_that_do_nothing(make_app):

@@ -3,6 +3,7 @@ specs that never leave half an export behind, and the whole trace on disk and ba
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import io
 import json
@@ -16,6 +17,7 @@ import zlib
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from conftest import needs_trained, svg_pngs, trained_available
 from PIL import Image
@@ -364,6 +366,8 @@ def test_heatmaps_stay_crisp_in_viewers_that_smooth_images(server, figures, mode
         ({"views": ["translate"]}, "views"),  # the random model does not translate
         ({"views": ["order"], "sentence_b": " "}, "views"),  # order needs two sentences
         ({"views": ["query"], "query": 9, **SMALL}, "query"),  # 你喜欢她 has 4 query tokens
+        ({"views": ["order"], "layer": 9, **SMALL}, "layer"),  # view 6's attention: the encoder's 2 layers
+        ({"views": ["order"], "head": 7, **SMALL}, "head"),
         # sizes below the theme's margins: a bad spec before anything is drawn (it was "rendering failed")
         ({"views": ["query"], "width": 340, "height": 260, "theme": "paper"}, "height"),
         ({"views": ["attention"], "width": 100, "height": 100, "format": "png"}, "width"),
@@ -541,9 +545,14 @@ def test_export_buttons_offer_every_format_or_explain_the_install(present, tmp_p
 
     if present and not HAS_BROWSER:
         pytest.skip("no Chromium")
+    from ui.export import _browser
+
     path = vx.find_browser() if present else str(tmp_path / "missing")
     monkeypatch.setenv("BROWSER_PATH", path or "")
-    at = AppTest.from_function(_app, args=(path,)).run(timeout=60)
+    try:
+        at = AppTest.from_function(_app, args=(path,)).run(timeout=60)
+    finally:  # the app's 30 s cache of "no browser" would turn off the downloads of the tests after this one
+        _browser.clear()
     assert not at.exception
     buttons = at.get("download_button")
     captions = " ".join(c.value for c in at.caption)
@@ -830,3 +839,14 @@ def test_a_library_logging_what_it_ignores_with_a_traceback_prints_one_line(capf
     err = capfd.readouterr().err.strip()
     assert err.startswith("JSONError decoding message. Ignoring: Expecting property name")
     assert "Traceback" not in err and len(err.splitlines()) == 1
+
+
+def test_text_a_spreadsheet_would_run_as_a_formula_is_quoted_in_the_csv():
+    """A bad-input walk: the translations CSV carried a sentence '=HYPERLINK("http://x","click")你' as it was,
+    which a spreadsheet runs. Such text now starts with ' (OWASP); numbers, negative ones too, stay numbers."""
+    table = pd.DataFrame({"sentence": ['=HYPERLINK("http://x","click")你', "@SUM(A1)", "-2+3", "-", "你喜欢她"],
+                          "score": [-0.5, 1.0, -2.0, 0.25, 3.0]})
+    rows = list(csv.reader(io.StringIO(vx.table_csv(table).decode("utf-8-sig"))))
+    assert rows[0] == ["sentence", "score"]
+    assert [r[0] for r in rows[1:]] == ["'=HYPERLINK(\"http://x\",\"click\")你", "'@SUM(A1)", "'-2+3", "-", "你喜欢她"]
+    assert [float(r[1]) for r in rows[1:]] == [-0.5, 1.0, -2.0, 0.25, 3.0]

@@ -10,7 +10,7 @@ import pytest
 
 from lab.compute import load_model
 from lab.spec import FigureSpec
-from lab.views import Models, build_view, order_data
+from lab.views import Models, build_view, order_data, order_draws_attention
 from tests.conftest import needs_trained, trained_available
 
 
@@ -682,3 +682,28 @@ def test_a_wide_model_s_positional_encoding_is_drawn_dimension_by_dimension(mode
     want[:, 0::2], want[:, 1::2] = np.sin(pos / 10000 ** (i / 256)), np.cos(pos / 10000 ** (i / 256))
     assert pe.shape == (5, 256)
     np.testing.assert_allclose(pe, want, atol=1e-6)
+
+
+def test_order_view_says_where_its_look_ahead_row_is_only_where_there_is_one(models):
+    """A bad-input walk: with Mask look-ahead and B not a reordering, the notice pointed at a last row and verdict
+    the page did not have."""
+    spec = dataclasses.replace(SPEC, mask="look-ahead")
+    _, shown = panels("order", spec, models)
+    assert any("its last row and verdict, 'without PE, look-ahead mask'" in n for n in shown.notices)
+    p, other = panels("order", dataclasses.replace(spec, sentence_b="我爱你"), models)
+    assert "verdict-causal" not in p and len(p["order-numbers"].table) == 2
+    notice = [n for n in other.notices if "Mask 'look-ahead'" in n]
+    assert notice and "needs B to reorder A's tokens" in notice[0] and "last row" not in notice[0]
+
+
+@pytest.mark.parametrize(("a", "b", "unknown"), [("你喜欢她", "你喜欢她", False), ("甲乙丙", "乙丙甲", True)])
+def test_order_view_draws_no_attention_comparison_where_b_is_a_token_for_token(models, a, b, unknown):
+    """A bad-input walk: with B = A (or A and B read as the same [UNK] tokens) the attention caption said B's
+    weights were A's reordered, beside a verdict saying there is nothing to compare."""
+    spec = dataclasses.replace(SPEC, sentence_a=a, sentence_b=b)
+    p, _ = panels("order", spec, models)
+    assert not [k for k in p if k.startswith("attn-")]
+    assert not order_draws_attention(spec, models)
+    caption = p["verdict-nope"].caption
+    assert "B is A token for token" in caption and ("[UNK]" in caption) is unknown
+    assert order_draws_attention(SPEC, models)  # 你喜欢她 / 她喜欢你

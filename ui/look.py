@@ -15,6 +15,7 @@ import streamlit as st
 
 from lab.compute import Run, model_fields
 from lab.spec import BLOCKS, FigureSpec
+from lab.views import order_draws_attention
 from ui import cache, focus
 from ui.state import keep_choice, step_choice
 from viz import visible_whitespace
@@ -110,6 +111,8 @@ def look_controls(view: str, base: FigureSpec | None, notes: list[str]) -> None:
     used = uses(view)
     if not used or (view == "translate" and base is not None and base.model == "random"):
         return
+    if view == "order" and (base is None or not order_draws_attention(base, cache.models())):
+        return  # its layer and head choose only the attention panels, drawn where B reorders A
     ss = st.session_state
     with st.container(horizontal=True, gap="small", vertical_alignment="bottom", key="look"):
         if "block" in used:

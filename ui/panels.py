@@ -50,7 +50,8 @@ def export_buttons(fig: go.Figure, key: str, spec: FigureSpec) -> None:
 
 
 def _plain_index(table: pd.DataFrame) -> bool:
-    """A 0..n-1 index says nothing (the token tables have a position column): hide it."""
+    """A 0..n-1 index says nothing (the token tables have a position column): hide it. Ask of the panel's own
+    table: _visible_tokens' renaming turns a RangeIndex into a plain Index (view 6's table showed 0, 1, 2)."""
     return isinstance(table.index, pd.RangeIndex) and table.index.name is None
 
 
@@ -94,7 +95,21 @@ def _table(panel: Panel, key: str, *, numbers: bool, slide: bool = False) -> Non
         gaps = {c: st.column_config.TextColumn(alignment="right") for c in table.columns
                 if isinstance(c, str) and pd.api.types.is_numeric_dtype(table[c])
                 and not pd.api.types.is_bool_dtype(table[c]) and not pd.api.types.is_numeric_dtype(frame[c])}
-        st.dataframe(shown, key=f"table-{key}", hide_index=_plain_index(table), column_config=gaps or None)
+        tiny = {} if numbers else {c: st.column_config.NumberColumn(format=SMALL_NUMBERS) for c in table.columns
+                                   if c not in gaps and _has_tiny(table[c])}
+        st.dataframe(shown, key=f"table-{key}", hide_index=_plain_index(panel.table),
+                     column_config={**gaps, **tiny} or None)
+
+
+SMALL_NUMBERS = "%.3g"  # a column with values under 1e-3: st.dataframe's own format cut 5.96e-07 to 0.0000005
+
+
+def _has_tiny(column: pd.Series) -> bool:
+    """A float column holding a value other than 0 under 1e-3 in size (view 6's max differences, ~1e-7)."""
+    if not pd.api.types.is_float_dtype(column):
+        return False
+    size = column.abs()
+    return bool(((size > 0) & (size < 1e-3)).any())
 
 
 def render_panel(panel: Panel, view: str, spec: FigureSpec, row: str = "") -> None:

@@ -464,11 +464,28 @@ def export_figure(fig: go.Figure | dict, path: str | os.PathLike, *, width: int,
     return write_atomic(path, render(fig, fmt, width=width, height=height, scale=scale))
 
 
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # a spreadsheet reads a cell starting so as a formula
+
+
+def _not_a_formula(value):
+    """A text cell a spreadsheet would run as a formula ('=HYPERLINK(…)' typed as a sentence), quoted with a
+    leading ' as OWASP advises; a lone '-' or '+' token, and numbers, as they are."""
+    if isinstance(value, str) and len(value) > 1 and value.startswith(FORMULA_START):
+        return "'" + value
+    return value
+
+
 def table_csv(table) -> bytes:
     """A panel's numbers as CSV at full float precision (the CSV is the data), the same bytes as
     the app's CSV button: UTF-8 with a byte-order mark, so spreadsheets read Chinese correctly. Every
-    column has a name: an index of bare row numbers (0, 1, ... unnamed) is left out."""
+    column has a name: an index of bare row numbers (0, 1, ... unnamed) is left out. Text that a spreadsheet
+    would run as a formula starts with a ' (a bad-input walk: a sentence '=HYPERLINK(…)' went out as it was)."""
     numbered = isinstance(table.index, pd.RangeIndex) and table.index.name is None
+    text = [c for c in table.columns if table[c].dtype == object or pd.api.types.is_string_dtype(table[c])]
+    if text:
+        table = table.copy()
+        for c in text:
+            table[c] = table[c].map(_not_a_formula)
     return table.to_csv(lineterminator="\n", index=not numbered).encode("utf-8-sig")
 
 
