@@ -880,3 +880,18 @@ def test_a_figures_numbers_show_a_space_token_as_its_chart_does():
     assert list(_visible_tokens(heads).index) == [("head 0", "0:I"), ("head 0", "1:␣"), ("head 0", "2:x")]
     other = pd.DataFrame({"max |f(B) − P f(A)|": [1.0]}, index=pd.Index(["with sinusoidal PE"], name="model"))
     assert _visible_tokens(other).equals(other)  # not token labels: as they are
+
+
+def test_the_slide_themes_order_table_names_its_rows_and_writes_small_numbers_in_four_digits(make_app):
+    """A regression walk: on the projector (slide theme, st.table) view 6's table showed 0.0000 for 7.8e-07,
+    beside row numbers 0, 1, 2."""
+    import pyarrow as pa
+
+    at = make_app(view="order", theme="slide", **SMALL)
+    clean(at)
+    (table,) = [t for t in at.table if "equivariant" in t.value.columns]
+    assert list(table.value.index) == ["with sinusoidal PE", "without PE", "without PE, look-ahead mask"]
+    shown = pa.ipc.open_stream(table.proto.arrow_data.styler.display_values).read_all().to_pandas()
+    written = shown.loc["without PE", "max |f(B) − P f(A)|"]
+    assert "e-0" in written and float(written) == pytest.approx(table.value.loc["without PE", "max |f(B) − P f(A)|"],
+                                                                 rel=1e-3)

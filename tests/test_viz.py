@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import itertools
 import math
 import re
 import subprocess
@@ -1056,21 +1057,26 @@ def test_pe_curves_name_crowded_tokens_in_a_note_instead_of_stacking_labels():
 
 @pytest.mark.parametrize("theme", viz.THEME_NAMES)
 @pytest.mark.parametrize("n", [13, 40, 73])
-def test_pe_curves_token_labels_lie_side_by_side_and_never_touch(theme, n):
+@pytest.mark.parametrize("unknown", [False, True])
+def test_pe_curves_token_labels_lie_side_by_side_and_never_touch(theme, n, unknown):
     """A researcher's walk: at 40 and 73 tokens Plotly turned the touching top labels 90°, and they ran up into
-    the title. They are now never turned, and thinned so that each keeps its own width of the axis."""
+    the title. They are now never turned, and each keeps its own width of the axis; one wide label ("[UNK]")
+    does not thin all the others (a regression walk: 13 tokens kept only the first)."""
     pos = np.arange(0, n, 0.25)
     pe = np.tile(np.sin(pos)[:, None], (1, 8))
-    words = "Attention is all you need, said the paper in 2017, and the field changed. " * 2
-    fig = viz.pe_curves(pos, pe, dims=[0, 1], marked_positions=list(range(n)), marked_labels=list(words[:n]),
-                        theme=theme)
+    words = list("Attention is all you need, said the paper in 2017, and the field changed. " * 2)[:n]
+    if unknown:
+        words[6] = "[UNK]"
+    fig = viz.pe_curves(pos, pe, dims=[0, 1], marked_positions=list(range(n)), marked_labels=words, theme=theme)
     top = fig.layout.xaxis2
     assert top.tickangle == 0
     size = viz.THEMES[theme]["font_size"]
-    plot_w = viz.heatmap.panel_px(theme)[0]
-    vals = list(top.tickvals)
-    px_apart = (vals[1] - vals[0]) * plot_w / (pos.max() - pos.min())
-    assert px_apart >= max(viz.theme.text_width(x, size) for x in top.ticktext) + 0.5 * size  # room for each
+    per = viz.heatmap.panel_px(theme)[0] / (pos.max() - pos.min())
+    ticks = list(zip(top.tickvals, top.ticktext, strict=True))
+    for (a, ta), (b, tb) in itertools.pairwise(ticks):  # room for each, beside its neighbour
+        width = viz.theme.text_width
+        assert (b - a) * per >= (width(ta, size) + width(tb, size)) / 2 + 0.5 * size, (ta, tb)
+    assert len(ticks) >= min(n, (pos.max() - pos.min()) * per // (6 * size))  # about a label per 6 em at least
 
 
 @pytest.mark.parametrize("theme", viz.THEME_NAMES)

@@ -95,26 +95,50 @@ def test_key_labels_of_panels_side_by_side_never_run_into_each_other(models, the
     side by side) ends before the next label's starts, across panels too."""
     figs = figures(models, "heads", sentence_a=EN[0], sentence_b=EN[1], tokenizer=tokenizer, theme=theme)
     for key in ("heads-grid", "layers-heads"):
+        labels_never_meet(figs[key], theme, key)
+
+
+@pytest.mark.parametrize("theme", ["paper", "default", "slide"])
+def test_view_6s_attention_panels_keep_their_key_labels_apart(models, theme):
+    """A regression walk: at 12 tokens in the paper theme B's last key label and |A − B|'s first read "2:宜0:春"."""
+    figs = figures(models, "order", sentence_a="春风拂面桃花盛开景色宜人", sentence_b="景色宜人桃花盛开春风拂面",
+                   theme=theme, layer=1, head=2)
+    for key in ("attn-pe", "attn-nope"):
         fig = figs[key]
-        layout = fig["layout"]
         left, right, _, _ = plot_box(fig, theme)
-        size = (layout["xaxis"].get("tickfont") or {}).get("size") or theme_spec(theme)["font_size"]
-        axes = [a for k, a in layout.items() if k.startswith("xaxis") and a.get("ticktext")
-                and a.get("showticklabels") is not False]
-        assert len(axes) >= 2, key
-        spans = []
-        for axis in sorted(axes, key=lambda a: a["domain"][0]):
+        size = theme_spec(theme)["font_size"]
+        ends = []  # per panel: (left end of its first key label, right end of its last), as if side by side
+        for axis in sorted((a for k, a in fig["layout"].items() if k.startswith("xaxis")), key=lambda a: a["domain"][0]):
             lo, hi = sorted(axis["range"])
             x0, x1 = (left + (right - left) * d for d in axis["domain"])
-            ticks = [(x0 + (v - lo) / (hi - lo) * (x1 - x0), text_width(t, size)) for v, t in
-                     zip(axis["tickvals"], axis["ticktext"], strict=True)]
-            gaps = np.diff([x for x, _ in ticks])
-            if len(ticks) > 1 and gaps.min() < max(w for _, w in ticks) + 4:
-                continue  # turned 90°: they do not reach sideways
-            spans += [(x - w / 2, x + w / 2) for x, w in ticks]
-        spans.sort()
-        for (_, end), (start, _) in itertools.pairwise(spans):
-            assert end <= start, (key, theme, spans)
+            at = [x0 + (v - lo) / (hi - lo) * (x1 - x0) for v in axis["tickvals"]]
+            ends.append((at[0] - text_width(axis["ticktext"][0], size) / 2,
+                         at[-1] + text_width(axis["ticktext"][-1], size) / 2))
+        for (_, last_end), (first_start, _) in itertools.pairwise(ends):
+            assert last_end <= first_start, (key, theme, ends)
+
+
+def labels_never_meet(fig: dict, theme: str, key: str) -> None:
+    """Along the bottom row, each key label's extent ends before the next label's starts, across panels too."""
+    layout = fig["layout"]
+    left, right, _, _ = plot_box(fig, theme)
+    size = (layout["xaxis"].get("tickfont") or {}).get("size") or theme_spec(theme)["font_size"]
+    axes = [a for k, a in layout.items() if k.startswith("xaxis") and a.get("ticktext")
+            and a.get("showticklabels") is not False]
+    assert len(axes) >= 2, key
+    spans = []
+    for axis in sorted(axes, key=lambda a: a["domain"][0]):
+        lo, hi = sorted(axis["range"])
+        x0, x1 = (left + (right - left) * d for d in axis["domain"])
+        ticks = [(x0 + (v - lo) / (hi - lo) * (x1 - x0), text_width(t, size)) for v, t in
+                 zip(axis["tickvals"], axis["ticktext"], strict=True)]
+        gaps = np.diff([x for x, _ in ticks])
+        if len(ticks) > 1 and gaps.min() < max(w for _, w in ticks) + 4:
+            continue  # turned 90°: they do not reach sideways
+        spans += [(x - w / 2, x + w / 2) for x, w in ticks]
+    spans.sort()
+    for (_, end), (start, _) in itertools.pairwise(spans):
+        assert end <= start, (key, theme, spans)
 
 
 @pytest.mark.parametrize("theme", ["paper", "default", "slide"])

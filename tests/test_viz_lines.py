@@ -117,6 +117,11 @@ def test_a_vanishing_weight_of_the_chosen_query_draws_no_line_and_small_weights_
     assert {j for _, j in coloured} == set(range(LINES_TOP))
     first, last = coloured[(0, 0)], coloured[(0, LINES_TOP - 1)]
     assert alpha(first[1]) < alpha(last[1]) - 0.3 and first[2] < last[2]  # lighter and thinner, clearly
+    # a regression walk: 1.1% and 9% of the largest drew one line (ten steps); now in steps of 5%
+    W = np.array([[1.0, 0.09, 0.011, 0.5]])
+    coloured = as_pairs(drawn(viz.attention_lines(W, query_labels=["q"], key_labels=list("abcd"), query=0),
+                              "query-lines"), 1, 4)
+    assert alpha(coloured[(0, 2)][1]) < alpha(coloured[(0, 1)][1]) < alpha(coloured[(0, 3)][1])
 
 
 @pytest.mark.parametrize("theme", ["default", "dark", "slide"])

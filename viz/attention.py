@@ -251,7 +251,7 @@ def qkv_figure(
         fig,
         [
             ValuePanel(mats[0], q_text, y_title="query" if k_labels else "token"),
-            ValuePanel(mats[1], k_text, y_title="key" if k_labels else "", show_y_labels=k_labels),
+            ValuePanel(mats[1], k_text, show_y_labels=k_labels),  # no title: it sat on Q's heatmap (slide, paper)
             ValuePanel(mats[2], k_text, show_y_labels=False),
         ],
         theme=theme,
@@ -795,6 +795,7 @@ def context_vector_figure(
 LINES_ALL_UP_TO = 16  # keys: up to this many, every non-zero weight is a line; beyond, each query's strongest
 LINES_TOP = 8
 LINE_FAINTEST = 0.01  # the chosen query's lines: none below 1% of its largest weight (a 1e-10 line showed)
+CHOSEN_BANDS = 20  # the chosen query's lines: steps of 5% of its largest weight, from 0.55 opaque (above the rest)
 LINE_BANDS = 10  # weights in (0, 0.1), [0.1, 0.2), ... [0.9, 1]: one trace each, its opacity the band's middle
 
 
@@ -894,20 +895,20 @@ def attention_lines(
         rel = row / top if top > 0 else row  # (n_k,) weight / the chosen query's largest
         shown = live[chosen] & (rel >= LINE_FAINTEST)
         keys = np.flatnonzero(shown)
-        rel_band = np.minimum((rel * LINE_BANDS).astype(np.int64), LINE_BANDS - 1)  # (n_k,)
+        rel_band = np.minimum((rel * CHOSEN_BANDS).astype(np.int64), CHOSEN_BANDS - 1)  # (n_k,)
         if top > 0:
-            notes.append(f"{qt[chosen]}'s lines: opacity and width by weight ÷ its largest, {num(top)}")
+            notes.append(f"{qt[chosen]}'s lines: darker and wider by weight ÷ its largest, {num(top)}")
         if (faint_keys := int(live[chosen].sum() - shown.sum())):
             notes.append(f"{faint_keys} of its weights under {LINE_FAINTEST:.0%} of that: no line")
-        for b in range(LINE_BANDS):
+        for b in range(CHOSEN_BANDS):
             js = keys[rel_band[keys] == b]
             if not len(js):
                 continue
             x, y = _segments(np.stack([np.full_like(js, chosen), js], axis=1), yq, yk)
             fig.add_trace(vf.scatter(
                 x=x, y=y, mode="lines", hoverinfo="skip", showlegend=False,
-                line=dict(color=_rgba(colour, 0.55 + 0.45 * (b + 0.5) / LINE_BANDS),
-                          width=t["line_width"] * (0.75 + 2.5 * (b + 0.5) / LINE_BANDS)),
+                line=dict(color=_rgba(colour, 0.55 + 0.45 * (b + 0.5) / CHOSEN_BANDS),
+                          width=t["line_width"] * (0.75 + 2.5 * (b + 0.5) / CHOSEN_BANDS)),
                 meta={"role": "query-lines", "band": b},
             ))
         fig.add_trace(vf.scatter(

@@ -169,7 +169,10 @@ def aligned_attention_figure(
     pw, ph = panel_px(theme, cols=3)
     fig = subplots(rows=1, cols=3, subplot_titles=(
         escape_text(name_a), escape_text(f"{name_b} (aligned)"), escape_text(f"|{name_a} − {name_b}|")))
-    set_column_gaps(fig, [label_gap(rows_b, theme, cols=3), 0.04])  # B's own labels sit between panels 1 and 2
+    # B's own row labels sit between panels 1 and 2; between 2 and 3 a key label's width, so that B's last key
+    # label and the next panel's first never meet, turned or not (a regression walk: "2:宜0:春", 12 tokens, paper)
+    gaps = [label_gap(rows_b, theme, cols=3), max(0.04, label_gap(own_a + rows_b, theme, cols=3))]
+    set_column_gaps(fig, gaps)
     notes: list[str] = []
     panels = [(a, own_a, "weight"), (b, rows_b, "weight"), (diff, own_a, "|difference|")]
     for c, (m, labels, value_name) in enumerate(panels):

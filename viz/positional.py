@@ -16,7 +16,6 @@ from viz import fig as vf
 from viz.fig import Fig, subplots
 from viz.heatmap import (
     ValuePanel,
-    _nice_step,
     add_value_panels,
     color_range,
     coloraxis_layout,
@@ -27,7 +26,7 @@ from viz.heatmap import (
     unique_notes,
 )
 from viz.labels import display_labels, num
-from viz.theme import DOT, NARROW_WIDTH, QUALITATIVE, ROUND, apply_theme, theme_spec, widest
+from viz.theme import DOT, NARROW_WIDTH, QUALITATIVE, ROUND, apply_theme, text_width, theme_spec
 
 
 def _position_text(n: int, labels: Sequence[str] | None) -> list[str]:
@@ -162,13 +161,13 @@ def pe_curves(
         # The tokens label a second x axis on top, every k-th one where they would crowd, and always
         # side by side: Plotly turned touching labels 90°, and turned they ran up into the title (a
         # researcher's walk, 40 tokens and more), which the top margin leaves one line's room under.
-        need = widest(mark_text, t["font_size"]) + 0.6 * t["font_size"]  # a label and a gap
-        step = 1 if gap_px >= need else _nice_step(need / gap_px)
-        if step > 1 and marks.size <= 12:
+        shown = _labels_that_fit(marks, mark_text, pw / span, float(pos.min()), t["font_size"])
+        if len(shown) < marks.size and marks.size <= 12:
             # A few tokens squeezed into a long axis: name them in a note instead.
             notes.append("● the sentence's tokens: " + "  ".join(mark_text))
         else:
-            fig.add_label_axis("x2", marks, marks[::step].tolist(), mark_text[::step], side="top", tickangle=0)
+            fig.add_label_axis("x2", marks, [float(marks[i]) for i in shown], [mark_text[i] for i in shown],
+                               side="top", tickangle=0)
     fig.update_layout(
         title=title_layout(title, notes),
         xaxis_title="position (the sentence's tokens marked)" if marks.size else "position",
@@ -178,6 +177,19 @@ def pe_curves(
                     yanchor="bottom", yref="container", traceorder="normal"),
     )
     return apply_theme(fig, theme)
+
+
+def _labels_that_fit(marks: np.ndarray, text: list[str], px_per_pos: float, start: float, font_px: float) -> list[int]:
+    """Which of the marks' labels go on the top axis: from the first, each one that starts a gap (0.6 em) after
+    the last one kept ends, by its own width. One wide label ("6:[UNK]") no longer sets the spacing of all (a
+    regression walk: 13 tokens kept only "0:我")."""
+    kept, end = [], -math.inf
+    for i, (p, label) in enumerate(zip(marks.tolist(), text, strict=True)):
+        x, half = (p - start) * px_per_pos, text_width(label, font_px) / 2
+        if x - half >= end + 0.6 * font_px:
+            kept.append(i)
+            end = x + half
+    return kept
 
 
 def pe_dot_matrix(
