@@ -518,8 +518,9 @@ def query_view(spec: FigureSpec, models: Models) -> ViewResult:
         lambda: viz.matrix_frame(a["weights"], rows, cols),
         caption="The same softmax weights as the heatmap of view 3, drawn as lines: queries on the left, keys on "
                 "the right, each line as opaque as its weight; a masked key (weight exactly 0) gets no line. "
-                "The chosen query's lines are in colour and on top; hover over (or tap) a key's dot for its weight, or "
-                "open the numbers below for every weight.",
+                "The chosen query's lines are in colour and on top, darker and wider the nearer its largest weight "
+                "(none under 1% of it); hover over (or tap) a key's dot for its weight, or open the numbers below "
+                "for every weight.",
     ))
     out.panels.append(Panel(
         "query-context", f"Context vector of {qlabel} = Σⱼ weightⱼ · vⱼ ({spec.block}, layer {layer}, head {head})",
