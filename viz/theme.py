@@ -346,7 +346,6 @@ def _contrast_cell_texts(trace, layout) -> None:
                       for text, c in zip(row, crow, strict=True)] for row, crow in zip(plain, colors, strict=True)]
 
 
-VALUES_OFF = "values_off"  # trace meta: the cell texts' template, where they did not fit the cells last laid out
 CELL_PAD_EM = 0.3  # room a value keeps in its cell (of its text size): less, and neighbours read as one number
 
 
@@ -355,41 +354,34 @@ def fit_cell_values(data, layout, theme: str) -> None:
     margins, times the axes' domains), in cell_text_colors' colours; otherwise with one decimal fewer, down to
     one (scores and values: "16.4", not "16.44" run into the next cell's "−2.73"), otherwise none (the hover
     and the CSV keep every value). Run again after a figure's margins change (viz.attention.attention_step_figures
-    gives five figures one margin). `data` and `layout` are the figure's own (a Fig's, or a lean Figure's
-    pending dict): changed in place."""
+    gives five figures one margin; viz.export.alone gives a figure its own again). Every pass starts from the
+    format the figure was made with (meta "format", viz.heatmap.add_heatmap), so wider cells get back what
+    narrower ones took off. `data` and `layout` are the figure's own (a Fig's, or a lean Figure's pending dict):
+    changed in place."""
     t = theme_spec(theme)
     size = max(9, t["font_size"] - 3)
     width, height = (layout.get("width") or t["width"] or APP_WIDTH), (layout.get("height") or t["height"] or APP_HEIGHT)
     for trace in data:
-        meta = trace.get("meta") or {}
-        off = meta.get(VALUES_OFF)  # the template of values an earlier pass took off: narrower cells then
-        if trace.get("type") != "heatmap" or _role(trace) != "values" or not (trace.get("texttemplate") or off):
+        made = (trace.get("meta") or {}).get("format")  # set where the figure was made with values in its cells
+        if trace.get("type") != "heatmap" or _role(trace) != "values" or not made:
             continue
         z = trace.get("z")
-        first = meta.get("format0") or meta.get("format")  # as the figure was made, before any pass
-        if first and not isinstance(z, dict):  # every pass starts from there (a typed array: restyled, keep)
-            texts, current = cell_texts(z, first), first
-        elif trace.get("text") is not None:
-            texts, current = [[cell_text(x)[0] for x in row] for row in trace["text"]], meta.get("format")
+        if isinstance(z, dict):  # a typed array (restyled): the texts it has, as they are
+            if not trace.get("text"):
+                continue
+            texts, fewer = [[cell_text(x)[0] for x in row] for row in trace["text"]], None
         else:
-            continue
+            texts = cell_texts(z, made)
+            shorter = made if trace["meta"].get("kind") != "weights" else None  # "0.0" for a weight hides too much
+            # down to one decimal, not whole numbers ("−17" and "0" would hide a score of −0.4)
+            fewer = f".{int(shorter[1:-1]) - 1}f" if shorter and re.fullmatch(r"\.[2-9]f", shorter) else None
         w, h = _cell_px(trace, layout, width, height, (len(texts), len(texts[0]) if texts else 0))
-        shorter = current if meta.get("kind") != "weights" else None  # "0.0" for a weight hides too much
-        # down to one decimal, not whole numbers ("−17" and "0" would hide a score of −0.4)
-        fewer = f".{int(shorter[1:-1]) - 1}f" if shorter and re.fullmatch(r"\.[2-9]f", shorter) else None
-        meta = {**meta, "format0": first} if first else dict(meta)
-        if not _texts_fit(texts, w, h, size) and fewer and not isinstance(z, dict):
-            texts, meta["format"] = cell_texts(z, fewer), fewer
-        elif first and not isinstance(z, dict):
-            meta["format"] = first
+        if not _texts_fit(texts, w, h, size) and fewer:
+            texts = cell_texts(z, fewer)
         if _texts_fit(texts, w, h, size):
-            trace["text"], trace["texttemplate"] = texts, trace.get("texttemplate") or off
-            meta.pop(VALUES_OFF, None)
-            trace["meta"] = meta
+            trace["text"], trace["texttemplate"] = texts, "%{text}"
             _contrast_cell_texts(trace, layout)
-        else:  # a figure exported alone, with wider cells, writes them again (viz.export.alone)
-            meta[VALUES_OFF] = trace.get("texttemplate") or off
-            trace["meta"] = meta
+        else:
             trace.pop("text", None)
             trace.pop("texttemplate", None)
 
