@@ -99,6 +99,16 @@ class Sentence:
     tgt_pieces: list[str]
     translation: str | None = None  # trained models: the greedy translation
     cut_from: int | None = None  # number of tokens before cutting, when the input was too long
+    predicted: list[str] | None = None  # trained models: what step t wrote, having read tgt_pieces[t]
+
+    def step_labels(self) -> list[str]:
+        """Each decoding step as "read→written" ("[BOS]→she"; no spaces, which a figure shows as ␣) where the model
+        translates: labelled by the token it reads alone, a cross-attention row looked like a word alignment one
+        step behind (a numbers walk: the row "you" put its weight on 喜欢, the word for the "like" it writes).
+        Else (a random model) the tokens read."""
+        if self.predicted is None:
+            return list(self.tgt_pieces)
+        return [f"{read}→{wrote}" for read, wrote in zip(self.tgt_pieces, self.predicted, strict=True)]
 
 
 @dataclass(eq=False)
@@ -234,7 +244,8 @@ def prepare(loaded: Loaded, key: str, text: str, notices: list[str]) -> Sentence
         info = loaded.demo.translate_ids(source)  # greedy: [BOS] y1 .. yn [EOS]
         dec_ids = list(info.decoder_input)  # what the decoder read: [BOS] y1 .. yn, one step behind
         return Sentence(key, text, enc, list(enc.ids), dec_ids, list(info.out_pieces[: len(dec_ids)]),
-                        translation=info.text, cut_from=cut_from)
+                        translation=info.text, cut_from=cut_from,
+                        predicted=list(info.out_pieces[1: len(dec_ids) + 1]))  # step t read out[t], wrote out[t + 1]
     # random model: the decoder reads [BOS] + the same tokens (there is no translation to show)
     tgt_ids = [BOS_ID] + list(enc.ids)
     tgt_pieces = ["[BOS]"] + list(enc.pieces)

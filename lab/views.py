@@ -450,6 +450,13 @@ def heads_view(spec: FigureSpec, models: Models) -> ViewResult:
 
 
 # -- 5. one query -----------------------------------------------------------------------------
+def _context_frame(v: np.ndarray, context: np.ndarray, keys: list[str], query: str) -> pd.DataFrame:
+    """The context panel's numbers: each key's value vector v ("v of 1: like"), then z = Σⱼ wⱼ vⱼ of the query
+    ("z of 2:我"). Under bare positions a numbers walk read "8:context" as a ninth token."""
+    names = [f"v of {key}" for key in viz.unique_labels(keys)] + [f"z of {query}"]
+    return pd.DataFrame(np.vstack([v, context]), index=pd.Index(names, name="row"))  # (Tk + 1, d_k)
+
+
 def _journey_panels(spec: FigureSpec) -> list[Panel]:
     ex = journey_example()
     with torch.no_grad():
@@ -467,7 +474,8 @@ def _journey_panels(spec: FigureSpec) -> list[Panel]:
         Panel("journey-context", f"Context vector z for '{words[q]}' = Σⱼ αⱼ vⱼ",
               viz.context_vector_figure(a["weights"][q], a["v"], key_labels=words, query_label=words[q],
                                         context=a["context"][q], theme=spec.theme),
-              viz.matrix_frame(a["context"][q : q + 1], [words[q]], ["z0", "z1"]),
+              pd.DataFrame(a["context"][q : q + 1], columns=["z0", "z1"],  # (1, 2): the query at its own position
+                           index=pd.Index([f"z of {q}:{words[q]}"], name="row")),
               caption=f"z = {np.round(_np(context[q]), 4).tolist()}"
                       + (" — the tutorial prints tensor([0.3061, 0.8210]) for it." if words[q] == "journey" else
                          ". The tutorial prints z for 'journey' only (query 1 here): tensor([0.3061, 0.8210]).")),
@@ -489,8 +497,9 @@ def query_view(spec: FigureSpec, models: Models) -> ViewResult:
     unscaled = unscaled_weights(rec, row, head)[q]  # (Tk,) softmax(q·k) without ÷√d_k: what the scaling prevents
 
     def table():
-        # the chart's key labels ("3:␣"): the position tells repeated pieces apart, and a space is seen
-        return pd.DataFrame({"key": viz.unique_labels(cols, show_whitespace=True), "score": a["scores"][q],
+        # the key labels every table and CSV of the app writes ("1: like", as matrix_frame does): a numbers walk
+        # found this one alone writing the charts' "1:␣like", so a join of two views' CSVs missed its keys
+        return pd.DataFrame({"key": viz.unique_labels(cols), "score": a["scores"][q],
                              "scaled": a["scaled"][q],
                              "may attend": allowed, "weight": a["weights"][q],
                              "weight without ÷√d_k": unscaled})
@@ -517,7 +526,8 @@ def query_view(spec: FigureSpec, models: Models) -> ViewResult:
                                                     f"— {where}"),
         lambda: viz.matrix_frame(a["weights"], rows, cols),
         caption="The same softmax weights as the heatmap of view 3, drawn as lines: queries on the left, keys on "
-                "the right, each line as opaque as its weight; a masked key (weight exactly 0) gets no line. "
+                "the right, every other query's line half as opaque as its weight (in steps of a tenth), so that the "
+                "chosen one stands out; a masked key (weight exactly 0) gets no line. "
                 "The chosen query's lines are in colour and on top, darker and wider the nearer its largest weight "
                 "(none under 1% of it); hover over (or tap) a key's dot for its weight, or open the numbers below "
                 "for every weight.",
@@ -527,7 +537,7 @@ def query_view(spec: FigureSpec, models: Models) -> ViewResult:
         viz.context_vector_figure(a["weights"][q], a["v"], key_labels=cols, query_label=qlabel,
                                   context=a["context"][q], theme=spec.theme,
                                   title=f"Context vector of query {qlabel} = Σⱼ wⱼ vⱼ — {where}"),
-        lambda: viz.matrix_frame(np.vstack([a["v"], a["context"][q]]), cols + ["context"]),
+        lambda: _context_frame(a["v"], a["context"][q], cols, viz.unique_labels(rows)[q]),
     ))
     if run_.sentences[row].text.strip() == JOURNEY_TEXT:
         out.panels.extend(_journey_panels(spec))
@@ -830,28 +840,31 @@ def translate_view(spec: FigureSpec, models: Models) -> ViewResult:
     tgt, src = tgt[:n_dec], src[:n_src]
     cross_w, cross_ok = ca["weights"][:n_dec, :n_src], ca["allowed"][:n_dec, :n_src]  # (Tt, Ts)
     self_w, self_ok = sa["weights"][:n_dec, :n_dec], sa["allowed"][:n_dec, :n_dec]  # (Tt, Tt)
+    steps = s.step_labels()  # (Tt,) "[BOS]→she": the row of the step that read [BOS] and wrote "she"
     out.panels.append(Panel(
-        "cross", f"Cross-attention, layer {layer} head {head}: each output step (row) over the source",
-        viz.cross_attention_heatmap(cross_w, target_labels=tgt, source_labels=src,
+        "cross", f"Cross-attention, layer {layer} head {head}: each decoding step (row: the token it reads → "
+                 "the token it writes) over the source",
+        viz.cross_attention_heatmap(cross_w, target_labels=tgt, source_labels=src, step_labels=steps,
                                     mask=None if cross_ok.all() else cross_ok, theme=spec.theme,
-                                    title=f"Cross-attention: each target token over the source, layer {layer} "
+                                    title=f"Cross-attention: each decoding step over the source, layer {layer} "
                                           f"head {head}"),
-        viz.matrix_frame(cross_w, tgt, src),
+        viz.matrix_frame(cross_w, steps, src),
     ))
     out.panels.append(Panel(
         "decoder-self", f"Decoder masked self-attention, layer {layer} head {head}",
-        viz.decoder_self_attention_heatmap(self_w, target_labels=tgt, mask=self_ok, theme=spec.theme,
-                                           title=f"Decoder self-attention (causal: each token sees itself and the "
-                                                 f"past), layer {layer} head {head}"),
-        viz.matrix_frame(self_w, tgt, tgt),
+        viz.decoder_self_attention_heatmap(self_w, target_labels=tgt, step_labels=steps, mask=self_ok,
+                                           theme=spec.theme,
+                                           title=f"Decoder self-attention (causal: each step sees the tokens read so "
+                                                 f"far), layer {layer} head {head}"),
+        viz.matrix_frame(self_w, steps, tgt),
     ))
     every = cross_rec.select(row).weights[0, :, :n_dec, :n_src].double().cpu().numpy()  # (H, Tt, Ts)
     out.panels.append(Panel(
         "cross-heads", f"Cross-attention: every head of decoder layer {layer}",  # one chart: full screen stays
-        viz.heads_grid(every, row_labels=tgt, col_labels=src, head_names=[f"head {h}" for h in range(len(every))],
+        viz.heads_grid(every, row_labels=steps, col_labels=src, head_names=[f"head {h}" for h in range(len(every))],
                        theme=spec.theme, title=f"Cross-attention: every head of decoder layer {layer}",
-                       axis_names=("target token", "source token")),  # as the cross-attention chart above
-        lambda: pd.concat({f"head {h}": viz.matrix_frame(w, tgt, src) for h, w in enumerate(every)}, names=["head"]),
+                       axis_names=("decoding step (reads → writes)", "source token")),  # as the chart above
+        lambda: pd.concat({f"head {h}": viz.matrix_frame(w, steps, src) for h, w in enumerate(every)}, names=["head"]),
     ))
     return out
 

@@ -131,7 +131,9 @@ def test_step_6_with_pe_the_translations_differ_without_pe_they_are_identical(mo
 
 
 def test_step_7_the_translation(models):
-    assert panels(7, models)["translation"].caption == "你喜欢她 → you like her"
+    p = panels(7, models)
+    assert p["translation"].caption == "你喜欢她 → you like her"
+    assert "1:you→like" in LESSON.read_text(encoding="utf-8") and list(p["cross"].table.index)[1] == "1:you→like"  # the row the lesson names
 
 
 def test_the_sidebar_shows_the_lesson_with_links_to_this_app(make_app):

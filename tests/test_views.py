@@ -410,11 +410,34 @@ def test_the_translate_views_figures_hold_the_sentences_own_steps_not_the_batchs
         np.testing.assert_allclose(np.asarray(trace.z, dtype=float), every[h, :4, :4], rtol=1e-5, atol=1e-7)
     table = p["cross-heads"].table
     np.testing.assert_allclose(table.loc["head 1"].to_numpy(), every[1, :4, :4], rtol=1e-5, atol=1e-7)
-    # its axes say what the cross-attention chart above says: rows are target tokens, columns source tokens
+    # its axes say what the cross-attention chart above says: rows are decoding steps, columns source tokens
     lay = p["cross-heads"].figure.layout
-    assert lay.yaxis.title.text == "target token" and lay.xaxis4.title.text == "source token"
-    assert p["cross"].figure.layout.yaxis.title.text.startswith("target token")
-    assert "target token" in heads[0].hovertemplate and "source token" in heads[0].hovertemplate
+    assert lay.yaxis.title.text == "decoding step (reads → writes)" and lay.xaxis4.title.text == "source token"
+    assert p["cross"].figure.layout.yaxis.title.text == "decoding step (reads → writes)"
+    assert "decoding step" in heads[0].hovertemplate and "source token" in heads[0].hovertemplate
+
+
+@needs_trained
+def test_the_translate_views_rows_name_the_token_each_step_reads_and_the_one_it_writes(models):
+    """A numbers walk read the row "1:you" (weight on 喜 and 欢) as an alignment you ↔ 喜欢: that step writes "like".
+    Each row is labelled "read → written", the written one the model's own argmax at that row."""
+    spec = FigureSpec(model="zh-en", sentence_a="你喜欢她", views=("translate",))
+    p, _ = panels("translate", spec, models)
+    from lab.views import decoding_spec
+
+    run = models.run(decoding_spec(spec))
+    loaded = models.model(spec)
+    s = run.sentences[0]
+    wrote = [loaded.tgt_tokenizer.id_to_piece(int(i)) for i in run.trace.logits[0, :len(s.tgt_ids)].argmax(-1)]
+    read = [loaded.tgt_tokenizer.id_to_piece(int(i)) for i in run.tgt[0, :len(s.tgt_ids)]]
+    assert wrote[-1] == "[EOS]" and read[0] == "[BOS]" and read[1:] == wrote[:-1]  # greedy: each step reads the last
+    expected = [f"{i}:{r}→{w}" for i, (r, w) in enumerate(zip(read, wrote, strict=True))]
+    for key in ("cross", "decoder-self"):
+        assert list(p[key].table.index) == expected, key
+    assert list(p["decoder-self"].table.columns) == [f"{i}:{r}" for i, r in enumerate(read)]  # keys: tokens read
+    assert list(p["cross-heads"].table.loc["head 0"].index) == expected
+    rows = [t for t in p["cross"].figure.data if (t.meta or {}).get("role") == "values"][0]
+    assert "1:you→like" in p["cross"].figure.layout.yaxis.ticktext
 
 
 @pytest.mark.parametrize("view, says", [
@@ -592,13 +615,14 @@ def test_a_product_in_a_figure_is_written_with_the_dot_operator(models, view):
         assert products > 0
 
 
-def test_the_query_views_numbers_name_each_key_as_its_chart_does(models):
-    """The numbers behind the query bars name each key "i:piece" as the chart's axis does: two "t"s of "the cat
-    sat" are told apart, and the space is "␣", not an empty cell."""
+def test_the_query_views_numbers_name_each_key_by_its_position(models):
+    """The numbers behind the query bars name each key "i:piece": two "t"s of "the cat sat" are told apart, and a
+    space token is "3: ", its position showing in the cell, as every table and CSV of the app writes it (the
+    charts' axes write "3:␣"; the data keeps the piece itself)."""
     spec = dataclasses.replace(SPEC, sentence_a="the cat sat", views=("query",))
     table = panels("query", spec, models)[0]["query-bars"].table
     keys = list(table["key"])
-    assert keys == [f"{i}:{c}" for i, c in enumerate("the␣cat␣sat")]
+    assert keys == [f"{i}:{c}" for i, c in enumerate("the cat sat")]
     assert len(set(keys)) == len(keys)
 
 
@@ -707,3 +731,19 @@ def test_order_view_draws_no_attention_comparison_where_b_is_a_token_for_token(m
     caption = p["verdict-nope"].caption
     assert "B is A token for token" in caption and ("[UNK]" in caption) is unknown
     assert order_draws_attention(SPEC, models)  # 你喜欢她 / 她喜欢你
+
+
+def test_the_query_views_tables_name_their_rows_and_keys_as_the_other_views_tables_do(models):
+    """A numbers walk: the context table's last row read "8:context" (a ninth token?), the textbook's z for word 3
+    read "0:with", and the bars' CSV wrote "1:␣like" where view 3's writes "1: like"."""
+    spec = dataclasses.replace(SPEC, sentence_a="I like her", tokenizer="bpe", sentence="a", query=1)
+    p, _ = panels("query", spec, models)
+    keys = list(panels("attention", spec, models)[0]["attention-weights"].table.columns)
+    assert any(" " in k for k in keys) and not any("␣" in k for k in keys)  # BPE's leading spaces
+    assert list(p["query-bars"].table["key"]) == keys
+    context = p["query-context"].table
+    assert list(context.index) == [f"v of {k}" for k in keys] + [f"z of {keys[1]}"]
+    w = p["query-bars"].table["weight"].to_numpy()
+    np.testing.assert_allclose(w @ context.to_numpy()[:-1], context.to_numpy()[-1], atol=1e-6)
+    journey = dataclasses.replace(SPEC, sentence_a="Your journey starts with one step", query=3)
+    assert list(panels("query", journey, models)[0]["journey-context"].table.index) == ["z of 3:with"]

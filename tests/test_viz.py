@@ -1298,3 +1298,24 @@ def test_a_query_key_matrix_of_one_or_two_rows_is_not_drawn_330_px_tall():
         paper = viz.weights_heatmap(w, row_labels=list("abc")[:rows], col_labels=keys, theme="paper")
         assert paper.layout.height in (None, viz.theme.theme_spec("paper")["height"])  # its export size
     assert plot_height(viz.pe_heatmap(RNG.normal(size=(2, 16)), labels=["a", "b"])) > three * 0.9  # values: as before
+
+
+def test_a_block_mean_note_says_masked_cells_are_left_out_only_where_some_are():
+    """A numbers walk: the raw and scaled scores at 301 tokens, which have no masked cell, said "(masked cells
+    left out)"."""
+    n = 301
+    plain = viz.scores_heatmap(RNG.normal(size=(n, n)), row_labels=None)
+    assert "each the mean of a 2×2 block" in header(plain) and "masked cells left out" not in header(plain)
+    masked = viz.scores_heatmap(RNG.normal(size=(n, n)), row_labels=None, mask=causal(n))
+    assert "each the mean of a 2×2 block (masked cells left out)" in header(masked)
+
+
+def test_a_weight_in_a_note_is_never_rounded_to_exactly_one_or_zero():
+    from viz.labels import num_weight
+
+    assert num_weight(np.float32(0.9999995)) == "0.9999995"  # 3 digits read "1" (a numbers walk)
+    assert num_weight(1.0) == "1" and num_weight(0.0) == "0" and num_weight(0.25) == "0.25"
+    assert num_weight(4e-7) == "4e−07"
+    bars = viz.query_bars(np.array([9.0, -9.0]), np.array([2.25, -2.25]), np.array([0.98901, 0.01099]),
+                          key_labels=["a", "b"], query_label="a", unscaled_weights=np.array([1 - 1.5e-8, 1.5e-8]))
+    assert "it would be 0.999999985" in header(bars) and "largest weight 0.989; without" in header(bars)

@@ -212,3 +212,18 @@ def test_slide_type_gets_a_taller_chart_so_that_the_lines_keep_their_spread():
     assert heights["slide"] >= 360 * size / 14 - 1 and heights["slide"] > heights["default"]
     many = viz.attention_lines(np.full((60, 60), 1 / 60), query_labels=None, key_labels=None, theme="slide")
     assert many.layout.height <= 900
+
+
+def test_the_query_views_caption_says_how_opaque_the_other_querys_lines_are():
+    """A numbers walk: the caption said each line was "as opaque as its weight", and the others' were drawn at half
+    that once a query is chosen (which the app always does). The caption and the drawing agree."""
+    models = Models(load_model)
+    spec = FigureSpec(sentence_a="the cat sat on the mat", d_model=32, n_heads=4, n_layers=2, d_ff=64, query=2)
+    panel = {p.key: p for p in build_view("query", spec, models).panels}["query-lines"]
+    assert "every other query's line half as opaque as its weight" in panel.caption
+    W = panel.table.to_numpy()
+    lines = as_pairs(drawn(panel.figure, "lines"), *W.shape)
+    assert lines and all(i != 2 for i, _ in lines)
+    for (i, j), (band, colour, _) in lines.items():
+        assert band == min(int(W[i, j] * LINE_BANDS), LINE_BANDS - 1)
+        assert alpha(colour) == pytest.approx(0.5 * (band + 0.5) / LINE_BANDS, abs=1e-3)

@@ -28,7 +28,7 @@ def decoding_steps(run: Run, loaded: Loaded, spec: FigureSpec) -> None:
     row = _row(run, spec)
     sentence = run.sentences[row]
     n_dec, n_src = len(sentence.tgt_ids), len(sentence.src_ids)
-    tgt, src = list(sentence.tgt_pieces), list(sentence.encoding.pieces)
+    tgt, src, steps = list(sentence.tgt_pieces), list(sentence.encoding.pieces), sentence.step_labels()
     logits = run.trace.logits[row, :n_dec]  # (n_dec, V)
     predicted = [loaded.tgt_tokenizer.id_to_piece(int(i)) for i in logits.argmax(-1).tolist()]
     st.subheader("Watch it decode, one step at a time", anchor=False)
@@ -57,13 +57,14 @@ def decoding_steps(run: Run, loaded: Loaded, spec: FigureSpec) -> None:
     with left:
         render_panel(Panel(
             f"step{step}-self", f"Step {step}: decoder self-attention",
-            viz.decoder_self_attention_heatmap(self_w, target_labels=tgt[:step], mask=sa["allowed"][:step, :step],
+            viz.decoder_self_attention_heatmap(self_w, target_labels=tgt[:step], step_labels=steps[:step],
+                                               mask=sa["allowed"][:step, :step],
                                                title=f"Decoder self-attention, layer {layer} head {head}",
                                                theme=spec.theme),
-            viz.matrix_frame(self_w, tgt[:step], tgt[:step])), "translate", spec, row="translate-step")
+            viz.matrix_frame(self_w, steps[:step], tgt[:step])), "translate", spec, row="translate-step")
     with right:
         render_panel(Panel(
             f"step{step}-cross", f"Step {step}: cross-attention",
-            viz.cross_attention_heatmap(cross_w, target_labels=tgt[:step], source_labels=src,
+            viz.cross_attention_heatmap(cross_w, target_labels=tgt[:step], source_labels=src, step_labels=steps[:step],
                                         title=f"Cross-attention, layer {layer} head {head}", theme=spec.theme),
-            viz.matrix_frame(cross_w, tgt[:step], src)), "translate", spec, row="translate-step")
+            viz.matrix_frame(cross_w, steps[:step], src)), "translate", spec, row="translate-step")

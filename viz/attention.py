@@ -43,7 +43,7 @@ from viz.heatmap import (
     title_layout,
     unique_notes,
 )
-from viz.labels import Markup, display_labels, escape_text, markup, num, sub
+from viz.labels import Markup, display_labels, escape_text, markup, num, num_weight, sub
 from viz.theme import (
     ALONE,
     DOT,
@@ -664,7 +664,8 @@ def query_bars(
         outline = dict(color="rgba(0,0,0,0)", line=dict(width=max(1.5, t["line_width"]), color=t["font_color"]))
         ok = bars(u, 3, f"without ÷ {ROOT}{D_K}: softmax(score)", outline, "unscaled_weights")
         if ok.any():
-            notes.append(f"largest weight {num(np.nanmax(w[ok]))}; without ÷ {ROOT}{D_K} it would be {num(u[ok].max())}")
+            notes.append(f"largest weight {num_weight(np.nanmax(w[ok]))}; without ÷ {ROOT}{D_K} it would be "
+                         f"{num_weight(u[ok].max())}")
     fig.update_yaxes(range=[-peak, peak], row=1, col=1)
     fig.update_yaxes(range=[-peak, peak], row=2, col=1)
     fig.update_yaxes(range=[0, 1.05], row=3, col=1, title_text="weight")

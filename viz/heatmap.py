@@ -169,6 +169,7 @@ def prepare_grid(
         fr, fc = max(1, math.ceil(R / side)), max(1, math.ceil(C / side))
     y, y_edges, row_text = _blocks(R, fr, list(row_text))
     x, x_edges, col_text = _blocks(C, fc, list(col_text))
+    any_masked = bool(masked.any())  # (before the block means) the note says masked cells are left out only if any are
     if fr > 1 or fc > 1:
         values, masked = _block_means(z, masked, hole, fr, fc)
         bad = np.isnan(values) & ~masked
@@ -180,7 +181,7 @@ def prepare_grid(
         if fr > 1 or fc > 1:
             note += (
                 f": shown as {values.shape[0]}×{values.shape[1]} cells, each the mean of a "
-                f"{fr}×{fc} block (masked cells left out)"
+                f"{fr}×{fc} block" + (" (masked cells left out)" if any_masked else "")
             )
         note += "; values sent as float32"
         if max(len(row_text), len(col_text)) > MAX_TICKS:

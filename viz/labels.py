@@ -60,6 +60,17 @@ def num(value: float, spec: str = ".3g") -> str:
     return signed(format(value, spec))
 
 
+def num_weight(value: float) -> str:
+    """A softmax weight for a note: num(value), but never "1" or "0" for a weight that is not exactly that
+    (a numbers walk read "without ÷√d_k it would be 1" for 0.9999995): then the digits it takes to say so."""
+    text = num(value)
+    for digits in (7, 9, 17):  # float32's digits first; a float64 near 1 may need more
+        if text not in ("1", "0") or float(value) == float(text):
+            break
+        text = num(value, f".{digits}g")
+    return text
+
+
 def cell_texts(z, value_format: str) -> list[list[str]]:
     """Each cell of a matrix written with the Python format spec `value_format` (".2f", ".1e"), minus
     signs true minus signs; "" for a NaN or infinite cell (the overlays write those)."""

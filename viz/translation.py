@@ -13,27 +13,32 @@ from viz.fig import Fig
 from viz.heatmap import title_layout
 from viz.theme import QUALITATIVE, apply_theme
 
+STEP_AXIS = "decoding step (reads → writes)"  # a row labelled "[BOS]→she": the step that read [BOS] wrote "she"
+
 
 def decoder_self_attention_heatmap(
     weights: np.ndarray,
     *,
     target_labels: Sequence[str] | None,
     mask: np.ndarray | None,
+    step_labels: Sequence[str] | None = None,
     title: str | None = "Decoder self-attention (causal: each token sees itself and the past)",
     theme: str = "default",
 ) -> go.Figure:
     """Decoder self-attention weights (target × target), masked cells (mask False) drawn as masked.
 
     The mask is the one the model used (model/masks.py: True = may attend), never one made up here;
-    None draws every cell as attendable."""
+    None draws every cell as attendable. step_labels: each row as the decoding step it is, "read → written"
+    (lab.compute.Sentence.step_labels), where a model translates; the keys stay the tokens read."""
     w = np.asarray(weights)
     return weights_heatmap(
         w,
-        row_labels=target_labels,
+        row_labels=target_labels if step_labels is None else step_labels,
+        col_labels=target_labels,
         mask=mask,
         title=title,
         x_title="target token (attended to)",
-        y_title="target token (attending)",
+        y_title="target token (attending)" if step_labels is None else STEP_AXIS,
         theme=theme,
     )
 
@@ -44,18 +49,20 @@ def cross_attention_heatmap(
     target_labels: Sequence[str] | None,
     source_labels: Sequence[str] | None,
     mask: np.ndarray | None = None,
+    step_labels: Sequence[str] | None = None,
     title: str | None = "Cross-attention: each target token over the source",
     theme: str = "default",
 ) -> go.Figure:
-    """Cross-attention weights (target × source); mask (True = may attend) marks source padding."""
+    """Cross-attention weights (target × source); mask (True = may attend) marks source padding. step_labels:
+    each row as "read → written" (see decoder_self_attention_heatmap)."""
     return weights_heatmap(
         np.asarray(weights),
-        row_labels=target_labels,
+        row_labels=target_labels if step_labels is None else step_labels,
         col_labels=source_labels,
         mask=mask,
         title=title,
         x_title="source token (encoder)",
-        y_title="target token (decoder)",
+        y_title="target token (decoder)" if step_labels is None else STEP_AXIS,
         theme=theme,
     )
 
