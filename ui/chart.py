@@ -203,6 +203,7 @@ function rewrap(text, room, size, family) {
 // title's end; there it keeps the camera, full screen and reset (two fingers zoom, one drags).
 const TOUCH_SCREEN = () => Boolean(window.matchMedia && window.matchMedia("(hover: none)").matches);
 const TOUCH_REMOVED = ["zoom2d", "pan2d", "select2d", "lasso2d", "zoomIn2d", "zoomOut2d", "autoScale2d"];
+let toolbarSeen = 0;  // px: the widest toolbar plotly.js has drawn on this page, for a chart that has none yet
 
 function fitTitle(layout, width, wrapped, reserve = 0) {
   // The layout (a copy where changed) with its title, notes and top subplot titles wrapped for `width`
@@ -412,9 +413,12 @@ function draw(Plotly, gd) {
   // chart): a projector's slide title laid out for 1280 px ran under it. So it does on a touch screen (a phone,
   // a tablet), where no pointer hovers and plotly.js shows the toolbar all the time: there the toolbar keeps
   // only the buttons a finger uses (TOUCH_REMOVED goes), so that the title keeps most of a phone's width.
+  // Before plotly.js has drawn a toolbar in this chart, the widest one drawn so far stands for it; before any,
+  // a guess, and the chart is drawn again once its own is there where that was short (a narrow-screen walk: the
+  // guess of 100 px for a touch screen's 134 ran 820 px titles 12-31 px under it).
   const touch = TOUCH_SCREEN();
   const toolbar = fullscreen || touch
-    ? ((gd.querySelector(".modebar") || {}).offsetWidth || (touch ? 100 : 300)) / k + 8 : 0;
+    ? ((gd.querySelector(".modebar") || {}).offsetWidth || toolbarSeen || (touch ? 140 : 300)) / k + 8 : 0;
   let layout = legendBelow(fitTitle(sized, sized.width, figure.layout.width || wrapped, toolbar), sized.width);
   if (!fullscreen) layout = roundPanels(thinTicks(layout, sized.width, figure.layout.width || wrapped), sized.width);
   if (fullscreen) layout.height = window.innerHeight / k;  // the screen's, whatever the title takes
@@ -435,7 +439,11 @@ function draw(Plotly, gd) {
       {name: "fullscreen", title: "Full screen (Esc leaves)", icon: FULLSCREEN_ICON, click: toggleFullscreen},
     ],
   });
-  return Plotly.react(gd, figure.data || [], layout, full).then(() => describe(gd));
+  return Plotly.react(gd, figure.data || [], layout, full).then(() => {
+    const drawn = toolbar ? (gd.querySelector(".modebar") || {}).offsetWidth || 0 : 0;  // layout px: no CSS scale
+    toolbarSeen = Math.max(toolbarSeen, drawn);
+    return drawn / k + 8 > toolbar + 1 ? draw(Plotly, gd) : describe(gd);  // its title wrapped for too short a bar
+  });
 }
 
 function plainText(markup) {
