@@ -1129,6 +1129,11 @@ def test_slide_tables_are_html_in_projector_type_with_words_for_booleans_and_mar
         assert min(sizes) >= 18, sizes
         side = main.locator('[data-testid="stTable"]').last.inner_text()
         assert "True" in side and "False" in side  # positions 0 and 3 differ, 1 and 2 do not
+        # the tokens' positions, which lesson step 1 names ("only positions 0 and 3 differ"), are a column (a
+        # teacher's walk: the slide tables had taken the position column for row names and hidden it)
+        rows = main.locator('[data-testid="stTable"]').last.locator("tr").evaluate_all(
+            "trs => trs.map(tr => [...tr.children].map(c => c.innerText.trim()))")
+        assert rows[0][:2] == ["position", "A piece"] and [r[0] for r in rows[1:]] == ["0", "1", "2", "3"], rows
         page.screenshot(path=str(SCREENSHOTS / "browser-slide-table.png"))
         if trained_available():
             page.goto(f"{streamlit_url}/?views=order&model=zh-en&theme=slide&sentence_a={quote(HTML_A + '你喜欢她')}"

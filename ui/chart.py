@@ -442,7 +442,7 @@ function draw(Plotly, gd) {
   return Plotly.react(gd, figure.data || [], layout, full).then(() => {
     const drawn = toolbar ? (gd.querySelector(".modebar") || {}).offsetWidth || 0 : 0;  // layout px: no CSS scale
     toolbarSeen = Math.max(toolbarSeen, drawn);
-    return drawn / k + 8 > toolbar + 1 ? draw(Plotly, gd) : describe(gd);  // its title wrapped for too short a bar
+    return toolbar && drawn / k + 8 > toolbar + 1 ? draw(Plotly, gd) : describe(gd);  // wrapped for too short a bar
   });
 }
 

@@ -102,16 +102,20 @@ def _table(panel: Panel, key: str, *, numbers: bool, slide: bool = False) -> Non
 
 
 def _slide_table(table: pd.DataFrame, panel: Panel) -> None:
-    """A panel's own table on a projector, as HTML in the slide type (st.table): its first column as the row
-    names where its index is bare row numbers, and floats to 4 significant digits (a regression walk: the
-    pandas default wrote view 6's 5.96e-07 as 0.0000, beside row numbers 0, 1, 2)."""
-    if _plain_index(panel.table) and table.shape[1] > 1:
+    """A panel's own table on a projector, as HTML in the slide type (st.table): where its index is bare row
+    numbers, its first column of words as the row names (view 6's "without PE"), or with none where that column
+    is numbers (the tokens' positions, which lesson step 1 names: a teacher's walk found them gone), and floats
+    to 4 significant digits (a regression walk: the pandas default wrote view 6's 5.96e-07 as 0.0000, beside
+    row numbers 0, 1, 2)."""
+    plain = _plain_index(panel.table)
+    names = plain and table.shape[1] > 1 and not pd.api.types.is_numeric_dtype(table[table.columns[0]])
+    if names:
         table = table.set_index(table.columns[0])
     shown = viz.shown_table(table, differs=panel.highlight, dark=page_is_dark())
     styler = shown if isinstance(shown, Styler) else shown.style
     frame = styler.data
     floats = {c: SLIDE_NUMBERS for c in frame.columns if pd.api.types.is_float_dtype(frame[c])}
-    st.table(styler.format(floats) if floats else shown)
+    st.table(styler.format(floats) if floats else shown, hide_index=plain and not names)
 
 
 SLIDE_NUMBERS = "{:.4g}"
