@@ -227,6 +227,46 @@ def test_after_a_mouse_click_on_a_control_the_arrow_keys_still_flip_heads(page):
     right_to("head 0")
 
 
+def test_a_head_opened_with_the_mouse_from_far_down_view_4_opens_view_3_at_its_top(page):
+    """A teacher's walk: "head 2" under view 4's grid opened view 3 with the page still scrolled ~500 px, half way
+    down its Q, K, V. The view bar comes back on the screen, below Streamlit's header, mouse or keys."""
+    open_view(page, "4 · Heads")
+    drawn_charts(page)
+    button = page.locator(".st-key-open-head-2 button").first
+    button.scroll_into_view_if_needed()
+    assert page.locator(".st-key-view").evaluate("e => e.getBoundingClientRect().bottom") < 0  # scrolled past it
+    button.click()
+    wait_for_setting(page, "views", "attention")
+    page.wait_for_function("() => { const r = document.querySelector('.st-key-view').getBoundingClientRect();"
+                           " return r.top >= 0 && r.bottom <= innerHeight; }")
+    header = page.locator('[data-testid="stHeader"]').evaluate("e => e.getBoundingClientRect().bottom")
+    assert page.locator(".st-key-view").evaluate("e => e.getBoundingClientRect().top") >= header - 1
+    right = page.locator(".st-key-head [role='combobox']")
+    page.keyboard.press("ArrowRight")  # and the keys still flip heads (the mouse's click let the focus go)
+    page.wait_for_function("el => el.value === 'head 3'", arg=right.element_handle())
+
+
+def test_after_dragging_the_decoding_step_the_arrow_keys_flip_heads(page):
+    """A teacher's walk: after the decoding-step slider was dragged with the mouse, → moved the step, not the head."""
+    if not trained_available():
+        pytest.skip("the trained zh-en model is not shipped here")
+    open_view(page, "7 · Translate")  # switches to the trained zh-en model
+    step = page.locator(".st-key-translate_step input[type='range']")
+    step.wait_for(state="attached")
+    wait_idle(page)
+    track = page.locator(".st-key-translate_step [role='group'] > div").first
+    track.scroll_into_view_if_needed()
+    box = track.bounding_box()
+    page.mouse.click(box["x"] + box["width"] - 2, box["y"] + box["height"] / 2)  # the last step, with the mouse
+    page.wait_for_function("el => el.value === '4'", arg=step.element_handle())
+    wait_idle(page)
+    head = page.locator(".st-key-head [role='combobox']")
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function("el => el.value === 'head 1'", arg=head.element_handle())
+    wait_idle(page)
+    assert step.input_value() == "4"
+
+
 def test_every_control_of_the_one_query_view_fits_one_row_on_a_1500_px_screen(page):
     """The widest controls row (block, layer ◂ ▸, head ◂ ▸, sentence, query token) on one line; the
     layer buttons' hints read ⇧← ⇧→ (ui/style.py), the keys they name still step the layer."""

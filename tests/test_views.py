@@ -436,7 +436,6 @@ def test_the_translate_views_rows_name_the_token_each_step_reads_and_the_one_it_
         assert list(p[key].table.index) == expected, key
     assert list(p["decoder-self"].table.columns) == [f"{i}:{r}" for i, r in enumerate(read)]  # keys: tokens read
     assert list(p["cross-heads"].table.loc["head 0"].index) == expected
-    rows = [t for t in p["cross"].figure.data if (t.meta or {}).get("role") == "values"][0]
     assert "1:you→like" in p["cross"].figure.layout.yaxis.ticktext
 
 

@@ -472,6 +472,8 @@ def test_apply_theme_restyles_a_finished_figure_and_rejects_unknown_names():
     viz.apply_theme(fig, "slide")
     assert fig.layout.font.size == viz.THEMES["slide"]["font_size"]
     assert fig.data[0].line.width == viz.THEMES["slide"]["line_width"]
+    # a teacher's walk: hover labels kept plotly's 13 px on a projector, the only place view 4's numbers show
+    assert fig.layout.hoverlabel.font.size == viz.THEMES["slide"]["font_size"] >= 20
     with pytest.raises(ValueError, match="unknown theme"):
         viz.apply_theme(fig, "neon")
     with pytest.raises(ValueError, match="unknown theme"):

@@ -48,7 +48,7 @@ if (!window.__labFocusWatch) {
 }
 
 export default function ({data}) {
-  const {mode, selector, text, group} = JSON.parse(data);
+  const {mode, selector, text, group, reveal} = JSON.parse(data);
   const watch = window.__labFocusWatch;
   const within = (el) => el && el !== document.body && el.isConnected && group && el.closest(group);
   const presses = watch.presses;
@@ -72,8 +72,18 @@ export default function ({data}) {
   // the focus was lost (on the <body>, or on an element now gone) or is elsewhere in the same group (a view
   // bar's button that the browser gave it back to): a person who moved it meanwhile keeps theirs. After a
   // mouse click, the focus is only taken from the group (where the browser gave it back).
+  let shown = !reveal;
   const place = () => {
     if (watch.presses !== presses) return;  // a press since: the person has moved on
+    if (!shown) {  // a new view, opened from a button far down the page: its top on the screen, mouse or keys
+      const bar = document.querySelector(group);
+      const now = [...document.querySelectorAll(selector)].find((el) => el.offsetParent !== null);
+      if (bar && now && (!text || now.textContent.trim() === text)) {  // the bar shows the view opened
+        const r = bar.getBoundingClientRect();
+        if (r.top < 0 || r.bottom > innerHeight) bar.scrollIntoView({block: "start"});
+        shown = true;
+      }
+    }
     const active = document.activeElement;
     const lost = !active || active === document.body || !active.isConnected || within(active);
     if (!lost) return;
@@ -93,13 +103,17 @@ export default function ({data}) {
 
 CSS = """
 .st-key-refocus { display: none; }
+.st-key-view { scroll-margin-top: 4rem; }  /* revealed: below Streamlit's header, which lies over the page's top */
 """
 
 
-def ask(group: str, selector: str, text: str = "") -> None:
+def ask(group: str, selector: str, text: str = "", reveal: bool = False) -> None:
     """From a widget's callback: after this rerun, the keyboard focus goes to `selector` (the one whose
-    text is `text`, where given), in the element `group`; after a mouse click, it only leaves the group."""
-    st.session_state[PENDING] = {"mode": "place", "group": group, "selector": f"{group} {selector}", "text": text}
+    text is `text`, where given), in the element `group`; after a mouse click, it only leaves the group.
+    reveal: the page scrolls to `group` where it is off the screen, however the click came (a teacher's walk:
+    view 4's "head 2", far down the page, opened view 3 half way down its Q, K, V)."""
+    st.session_state[PENDING] = {"mode": "place", "group": group, "selector": f"{group} {selector}", "text": text,
+                                 "reveal": reveal}
 
 
 def release(group: str) -> None:

@@ -253,7 +253,7 @@ def open_head(layer: int, head: int, block: str, label: str = "") -> None:
     """From the heads overview to one head, step by step; the keyboard's focus (the button went with view
     4) to the view bar's option `label`, the view now shown."""
     st.session_state.update(layer=layer, head=head, block=block, view="attention")
-    focus.ask(*focus.VIEW_BAR, label)
+    focus.ask(*focus.VIEW_BAR, label, reveal=True)
 
 
 # -- keeping values inside what the widgets offer ------------------------------------------------

@@ -10,6 +10,7 @@ from lab.compute import Loaded, Run
 from lab.spec import FigureSpec
 from lab.views import Panel
 from model.analysis import head_arrays
+from ui import focus
 from ui.panels import render_panel
 from ui.text import md
 
@@ -39,7 +40,9 @@ def decoding_steps(run: Run, loaded: Loaded, spec: FigureSpec) -> None:
         if ss.get("_translate_step_of") != sentence.text:
             ss["_translate_step_of"], ss["translate_step"] = sentence.text, 1
         ss["translate_step"] = min(max(ss.get("translate_step", 1), 1), n_dec)
-        step = st.slider("Decoding step", 1, n_dec, key="translate_step",
+        # dragged with the mouse, it lets its focus go (ui/focus.py): ← → flip heads again, as after any control
+        # (a teacher's walk: after a drag → moved the step, not the head)
+        step = st.slider("Decoding step", 1, n_dec, key="translate_step", **focus.let_go("translate_step"),
                          help="Step t: the decoder has read t tokens ([BOS] and its own earlier outputs).")
     else:
         step = 1

@@ -421,7 +421,7 @@ def _patches(name: str) -> tuple[Patch, Patch, Patch | None, Patch]:
         title_font=dict(family=t["font_family"], size=t["title_size"], color=t["font_color"]),
         paper_bgcolor=t["paper_bgcolor"],
         plot_bgcolor=t["plot_bgcolor"],
-        hoverlabel=dict(font_family=t["font_family"]),
+        hoverlabel=dict(font_family=t["font_family"], font_size=t["font_size"]),  # a projector's too (plotly: 13 px)
         legend=dict(font=dict(family=t["font_family"], size=t["font_size"])),
         margin=dict(l=edge, r=edge, b=edge, pad=0),
     )
