@@ -1275,8 +1275,8 @@ def test_small_many_row_and_fixed_size_matrices_keep_their_height():
 def test_a_query_key_matrix_of_one_or_two_rows_is_not_drawn_330_px_tall():
     """A teacher's walk: the decoder's first step, [BOS] reading itself, was one cell 500 x 330 px. In the app's
     themes a weights or scores matrix of one or two rows keeps a 3-row matrix's row height (or its cells'
-    width, if narrower); a fixed-size theme (an export's size) and a matrix of values (positions x dimensions)
-    keep theirs."""
+    width, if narrower); a matrix of values (positions x dimensions) keeps its. So do the themes of a fixed
+    size (slide, paper): lesson step 7, in the slide theme, opened on one cell 766 x 315 px (a later walk)."""
     def plot_height(fig) -> float:
         layout = fig.layout
         height = layout.height or viz.theme.design_size("default")[1]
@@ -1297,8 +1297,9 @@ def test_a_query_key_matrix_of_one_or_two_rows_is_not_drawn_330_px_tall():
         assert scores.layout.height == fig.layout.height
         mask = viz.mask_heatmap(np.ones((rows, cols), bool), row_labels=list("abc")[:rows], col_labels=keys)
         assert plot_height(mask) == pytest.approx(plot_height(fig), rel=0.2)  # about as tall as the scores beside it
-        paper = viz.weights_heatmap(w, row_labels=list("abc")[:rows], col_labels=keys, theme="paper")
-        assert paper.layout.height in (None, viz.theme.theme_spec("paper")["height"])  # its export size
+        for theme in ("paper", "slide"):
+            fixed = viz.weights_heatmap(w, row_labels=list("abc")[:rows], col_labels=keys, theme=theme)
+            assert fixed.layout.height < viz.theme.theme_spec(theme)["height"], (theme, rows, cols)
     assert plot_height(viz.pe_heatmap(RNG.normal(size=(2, 16)), labels=["a", "b"])) > three * 0.9  # values: as before
 
 

@@ -286,11 +286,12 @@ def shorter_for_rows(fig: Fig, theme: str, n_rows: int, n_cols: int, pw: float, 
     """The plot height for a query x key matrix of fewer than SHORT_ROWS rows (a decoding step's first rows:
     1 x 1, 1 x 4): each row no taller than a SHORT_ROWS-row matrix's, nor than its cells are wide (two lines
     of text at least, and seven in all for the colour bar beside it), `fig` shrunk by what its plot sheds. A
-    teacher's walk found the decoder's first step, [BOS] reading itself, drawn as one cell 500 x 330 px.
-    Themes laid out at the app's height only (default, dark); `ph` and `fig` as they are otherwise, or where
-    nothing would change."""
+    teacher's walk found the decoder's first step, [BOS] reading itself, drawn as one cell 500 x 330 px; a later
+    one, in the slide theme (which lesson step 7 opens), as one cell 766 x 315 px: every theme, those with an
+    export size of their own too (the figure is then shorter than it). `ph` and `fig` as they are where nothing
+    would change."""
     t = theme_spec(theme)
-    if t["height"] or n_rows >= SHORT_ROWS:
+    if n_rows >= SHORT_ROWS:
         return ph
     cap = panel_px(theme)[1] / SHORT_ROWS  # the theme's, not this figure's: its notes and bars vary (mask, weights)
     row = max(min(pw / max(1, n_cols), cap), 2 * 1.3 * t["font_size"])
