@@ -227,6 +227,34 @@ def test_after_a_mouse_click_on_a_control_the_arrow_keys_still_flip_heads(page):
     right_to("head 0")
 
 
+def test_a_folded_sidebar_is_no_tab_stop_and_opened_from_the_keyboard_takes_the_focus(browser, streamlit_url):
+    """A teacher's walk, on a lesson link (slide theme: the sidebar starts folded): its 16 controls were the
+    page's first Tab stops, focused off the screen (↓ opened the Model list out of sight); Enter on » then left
+    the focus on the <body>, and the next Tab went past the sidebar."""
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    try:
+        tab = context.new_page()
+        tab.set_default_timeout(60_000)
+        tab.goto(f"{streamlit_url}/?views=attention&theme=slide")
+        wait_idle(tab)
+        focused = "() => [document.activeElement.getAttribute('aria-label'), document.activeElement.closest('[data-testid=\"stSidebar\"]') !== null]"
+        stops = []
+        for _ in range(4):
+            tab.keyboard.press("Tab")
+            stops.append(tab.evaluate(focused))
+        assert not any(inside for _, inside in stops), stops  # nothing in the folded sidebar
+        assert ["Expand sidebar", False] in stops, stops
+        while tab.evaluate(focused)[0] != "Expand sidebar":
+            tab.keyboard.press("Shift+Tab")
+        tab.keyboard.press("Enter")
+        tab.wait_for_function("() => document.activeElement.getAttribute('aria-label') === 'Model'")
+        assert tab.evaluate(focused) == ["Model", True]
+        box = tab.locator('[data-testid="stSidebar"] input[aria-label="Model"]').bounding_box()
+        assert box["x"] >= 0 and 0 <= box["y"] <= 720  # on the screen
+    finally:
+        context.close()
+
+
 def test_a_head_opened_with_the_mouse_from_far_down_view_4_opens_view_3_at_its_top(page):
     """A teacher's walk: "head 2" under view 4's grid opened view 3 with the page still scrolled ~500 px, half way
     down its Q, K, V. The view bar comes back on the screen, below Streamlit's header, mouse or keys."""

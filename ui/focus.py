@@ -45,6 +45,29 @@ if (!window.__labFocusWatch) {
     watch.pointer = false;
     watch.presses++;
   }, true);
+  // The sidebar opened from the keyboard (Enter on », a button that goes as it opens): the focus fell to the
+  // <body>, and the next Tab went past the sidebar into the main area (a teacher's walk). It goes to the
+  // sidebar's first control instead; a sidebar opened with the mouse leaves the focus alone.
+  new MutationObserver((records) => records.forEach(({target, oldValue}) => {
+    if (target.dataset.collapsed !== "false" || oldValue !== "true" || watch.pointer) return;
+    const presses = watch.presses;
+    let tries = 0;
+    const look = () => {  // until the » button has gone (~0.3 s): while it holds the focus, look again
+      if (watch.presses !== presses || target.dataset.collapsed !== "false") return;
+      const active = document.activeElement;
+      const lost = !active || active === document.body || !active.isConnected;
+      if (!lost && !active.closest('[data-testid="stExpandSidebarButton"]')) return;  // moved on
+      // its first box (Model), not a "?" beside it, nor the « button that folds it again (hidden until the pointer
+      // is over the sidebar)
+      const shown = (el) => el.offsetParent !== null && getComputedStyle(el).visibility === "visible" && !el.disabled;
+      const first = [...target.querySelectorAll("input")].find(shown) || [...target.querySelectorAll(
+        'button, a[href], [tabindex]:not([tabindex="-1"])')].find(shown);
+      if (lost && first) first.focus();
+      else if (++tries < 30) setTimeout(look, 50);
+    };
+    setTimeout(look, 50);
+  })).observe(document.body, {subtree: true, attributes: true, attributeFilter: ["data-collapsed"],
+                              attributeOldValue: true});
 }
 
 export default function ({data}) {

@@ -14,6 +14,8 @@ reruns keep it.
 - Captions (Streamlit's, and the charts' own in ui/chart.py) at 0.75 of the text colour, not Streamlit's 0.6:
   on a white page that was #828180, 3.9:1, under the 4.5:1 of WCAG AA for text of that size; now ~6:1 (and
   ~7.5:1 on the dark page). They carry the views' explanations (why ÷√d_k, what the model is).
+- A folded sidebar (a slide link opens so, a phone after a tap) is hidden, not only moved off the screen: its
+  controls were the first Tab stops, focused where nobody could see them.
 - Text panels side by side (ui/panels.py render_result: a container keyed "twins-<row>", e.g. the
   two verdicts of view 6) are one height, so the pair reads as a pair whatever each one says; and
   like the twin charts (ui/chart.py), the pair stacks where either would be narrower than 28rem.
@@ -62,6 +64,10 @@ CSS = """
 /* for screen readers only (the ◂ ▸ labels, the view's heading and its layout wrapper): one visually hidden rule */
 :is(.st-key-layer-prev, .st-key-layer-next, .st-key-head-prev, .st-key-head-next) button [data-testid="stMarkdownContainer"],
 [data-testid="stLayoutWrapper"]:has(> .st-key-view-heading), .st-key-view-heading { __HIDDEN__ }
+/* a folded sidebar is off the screen, not out of the way: its controls were the page's first Tab stops, focused
+   out of sight (a teacher's walk: ↓ on the hidden Model box opened its list off the screen). Hidden, they are no
+   Tab stops and no screen reader's; the » button that opens it is outside it */
+[data-testid="stSidebar"][data-collapsed="true"], [data-testid="stSidebar"][data-collapsed="true"] * { visibility: hidden !important; }
 [class*="st-key-twins-"] [data-testid="stColumn"] { min-width: min(100%, 28rem); }
 [class*="st-key-twins-"] [data-testid="stElementContainer"]:has(> [data-testid="stAlert"]) { flex-grow: 1; }
 [class*="st-key-twins-"] [data-testid="stAlert"],
