@@ -895,3 +895,14 @@ def test_the_slide_themes_order_table_names_its_rows_and_writes_small_numbers_in
     written = shown.loc["without PE", "max |f(B) − P f(A)|"]
     assert "e-0" in written and float(written) == pytest.approx(table.value.loc["without PE", "max |f(B) − P f(A)|"],
                                                                  rel=1e-3)
+
+
+def test_a_links_line_break_becomes_the_space_the_box_shows(make_app):
+    """A narrow-screen walk: a link's "你喜欢%0A她" showed "你喜欢她" in the one-line box (an <input> drops line
+    breaks) above figures of five tokens, ⏎ among them. The box and the figures now read the same text."""
+    at = make_app(link={"sentence_a": "你喜欢\n她", "sentence_b": "a\r\nb\rc", "views": "tokens"})
+    clean(at)
+    assert at.text_input(key="sentence_a").value == "你喜欢 她" and at.session_state["sentence_b"] == "a b c"
+    assert at.query_params["sentence_a"] == "你喜欢 她"  # the address bar: what is shown
+    shown = [d for d in at.dataframe if "piece" in d.value.columns][0].value["piece"].tolist()
+    assert "\n" not in "".join(shown) and len(shown) == 5  # 你 喜 欢 ␣ 她

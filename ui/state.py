@@ -78,7 +78,7 @@ def init_state() -> None:
             ss[FOLLOWS_PAGE] = True               # light or dark
         if spec is not None:  # a share link decides every setting it carries, and the defaults the rest
             for key, value in state_from_spec(spec).items():
-                ss[key] = value
+                ss[key] = one_line(value) if key in ("sentence_a", "sentence_b") else value
         if errors:  # said until a setting changes (app.py link_error_notice)
             ss["_link_error"] = link_error_message(errors, dropped, opened=spec is not None)
     for key, value in DEFAULTS.items():
@@ -88,6 +88,13 @@ def init_state() -> None:
             ss[key] = ss[key]
     if follows_page():
         ss["theme"] = page_theme()
+
+
+def one_line(text: str) -> str:
+    """A link's sentence as the one-line box can hold it: each line break a space, as the box makes of a pasted
+    one. The box (an <input>) drops line breaks from a value it is given, so a link's "你喜欢%0A她" showed
+    "你喜欢她" above figures of 你喜欢⏎她 (a narrow-screen walk), and Enter in the box changed them silently."""
+    return text.replace("\r\n", " ").replace("\r", " ").replace("\n", " ")
 
 
 def _repeated(params: dict[str, str]) -> list[SpecError]:
