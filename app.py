@@ -33,7 +33,7 @@ from lab.compute import model_fields  # noqa: E402  (set_page_config comes befor
 from lab.heap import freeze_startup_heap  # noqa: E402
 from lab.spec import VIEWS, FigureSpec, SpecError  # noqa: E402
 from lab.threads import app_torch_threads  # noqa: E402
-from lab.views import decoding_spec, traced_spec  # noqa: E402
+from lab.views import blank, decoding_spec, traced_spec  # noqa: E402
 from ui import cache, focus, look  # noqa: E402
 from ui.panels import render_result, ui_export  # noqa: E402
 from ui.sentences import sentences_row  # noqa: E402
@@ -129,7 +129,7 @@ def view_body(view: str, spec: FigureSpec) -> None:
     chosen, other = (spec.sentence_a, spec.sentence_b) if spec.sentence == "a" else (spec.sentence_b, spec.sentence_a)
     if view in ("positional", "attention", "heads", "query", "translate") and not chosen.strip() and other.strip():
         shown = "B" if spec.sentence == "a" else "A"
-        st.info(f"Sentence {spec.sentence.upper()} is empty: showing sentence {shown}.", icon=":material/info:")
+        st.info(f"Sentence {spec.sentence.upper()} {blank(chosen)}: showing sentence {shown}.", icon=":material/info:")
     result = cache.view_result(view, spec)  # shared by every session (ui/cache.py)
     after = {}
     if view == "heads":
@@ -194,9 +194,12 @@ def share(spec: FigureSpec) -> None:
                                                  config=cache.load(model_fields(traced)).model.config)
 
 
+SIDEBAR_NAMES = {"n_heads": "heads", "n_layers": "layers"}  # a spec's field as the sidebar's box names it
+
+
 def spec_error(exc: SpecError) -> None:
-    st.error(md(f"These settings cannot be drawn. {exc.field}: {str(exc).split(': ', 1)[-1]}"),
-             icon=":material/block:")
+    field = SIDEBAR_NAMES.get(exc.field, exc.field)
+    st.error(md(f"These settings cannot be drawn. {field}: {str(exc).split(': ', 1)[-1]}"), icon=":material/block:")
 
 
 @st.fragment(key="main")

@@ -92,10 +92,11 @@ class FigureSpec:
             raise SpecError("scale", f"{self.scale} is outside [0.1, 10]")
         if self.d_model % self.n_heads:
             divisors = [h for h in range(1, min(self.d_model, 64) + 1) if self.d_model % h == 0]
-            raise SpecError(
+            some = ", ".join(map(str, divisors[:-1])) + (" or " if len(divisors) > 1 else "") + str(divisors[-1])
+            raise SpecError(  # in words, not Python's list (a narrow-screen walk: "among [1, 2, 3, 5, 6, 10, 15, 30]")
                 "n_heads",
-                f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}; "
-                f"choose n_heads among {divisors}",
+                f"d_model {self.d_model} does not split into {self.n_heads} heads of a whole d_k = d_model / heads; "
+                f"{some} heads do (or choose another d_model)",
             )
         if self.positional == "sinusoidal" and self.d_model % 2:
             raise SpecError("d_model", f"sinusoidal encoding needs an even d_model, got {self.d_model}")

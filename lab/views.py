@@ -177,6 +177,13 @@ def _clamp(value: int, upper: int) -> int:
 
 
 # -- 1. tokens --------------------------------------------------------------------------------
+def blank(text: str) -> str:
+    """What a sentence with nothing to read is, in words: "is empty", or, where the student typed spaces or tabs,
+    "holds only spaces", which every view reads as nothing (a narrow-screen walk: "is empty" for "   " read as
+    wrong)."""
+    return "is empty" if not text else "holds only spaces, which the views read as nothing"
+
+
 def tokens_view(spec: FigureSpec, models: Models) -> ViewResult:
     loaded = models.model(spec)
     tok = loaded.src_tokenizer
@@ -184,7 +191,7 @@ def tokens_view(spec: FigureSpec, models: Models) -> ViewResult:
     encs = {}
     for key, text in (("a", spec.sentence_a), ("b", spec.sentence_b)):
         if not text.strip():
-            out.notices.append(f"Sentence {key.upper()} is empty: type some text to see its tokens.")
+            out.notices.append(f"Sentence {key.upper()} {blank(text)}: type some words to see its tokens.")
             continue
         source, enc, _ = read_source(loaded, key, text, out.notices)  # what the model reads (cut if too long)
         encs[key] = enc
@@ -604,7 +611,10 @@ def _unmatched(pieces_a: list[str], pieces_b: list[str], spec: FigureSpec) -> st
     only_a, only_b = sorted((a - b).elements()), sorted((b - a).elements())
 
     def listed(pieces: list[str]) -> str:
-        return ", ".join(f"'{viz.visible_whitespace(p)}'" for p in pieces[:8]) + (" …" if len(pieces) > 8 else "")
+        # a piece once with its count ('[UNK]' ×7): a narrow-screen walk read '[UNK]' seven times over
+        counts = sorted(Counter(pieces).items())
+        return ", ".join(f"'{viz.visible_whitespace(p)}'" + (f" ×{n}" if n > 1 else "") for p, n in counts[:8]) + (
+            " …" if len(counts) > 8 else "")
 
     if not only_a and not only_b:
         return ""

@@ -429,13 +429,15 @@ def test_an_export_size_under_the_smallest_becomes_the_smallest_and_the_figures_
     assert len(cut) == 1 and "laid out 700 px wide: at 300 px" in cut[0]  # the default theme's figures
 
 
-@pytest.mark.parametrize("empty", ["a", "b"])
-def test_an_empty_sentence_chosen_for_the_attention_views_says_the_other_is_shown(make_app, empty):
+@pytest.mark.parametrize("empty, text, said", [("a", "", "is empty"), ("b", "", "is empty"),
+                                                ("a", " \t ", "holds only spaces, which the views read as nothing")])
+def test_an_empty_sentence_chosen_for_the_attention_views_says_the_other_is_shown(make_app, empty, text, said):
+    """A narrow-screen walk: a sentence of spaces and tabs was called "empty"; it says what it holds."""
     shown = {"a": "b", "b": "a"}[empty]
-    at = make_app(view="attention", sentence=empty, **{f"sentence_{empty}": "", f"sentence_{shown}": "我爱我家"},
+    at = make_app(view="attention", sentence=empty, **{f"sentence_{empty}": text, f"sentence_{shown}": "我爱我家"},
                   **SMALL)
     clean(at)
-    assert f"Sentence {empty.upper()} is empty: showing sentence {shown.upper()}." in alerts(at.info)
+    assert f"Sentence {empty.upper()} {said}: showing sentence {shown.upper()}." in alerts(at.info)
     assert any(f"sentence {shown.upper()}" in t for t in texts(at) if t.startswith("Q, K, V"))
 
 
@@ -906,3 +908,13 @@ def test_a_links_line_break_becomes_the_space_the_box_shows(make_app):
     assert at.query_params["sentence_a"] == "你喜欢 她"  # the address bar: what is shown
     shown = [d for d in at.dataframe if "piece" in d.value.columns][0].value["piece"].tolist()
     assert "\n" not in "".join(shown) and len(shown) == 5  # 你 喜 欢 ␣ 她
+
+
+def test_impossible_heads_are_named_as_the_sidebar_names_them_and_the_choices_in_words(make_app):
+    """A narrow-screen walk: "n_heads: … choose n_heads among [1, 2, 3, 5, 6, 10, 15, 30]" (the code's name, a
+    Python list); the sidebar's box is "heads"."""
+    at = make_app(view="attention", d_model=30, n_heads=4)
+    (error,) = alerts(at.error)
+    assert "These settings cannot be drawn. heads: d_model 30 does not split into 4 heads" in error
+    assert "1, 2, 3, 5, 6, 10, 15 or 30 heads do" in error and "[" not in error and "n_heads" not in error
+    assert all(30 % h == 0 for h in (1, 2, 3, 5, 6, 10, 15, 30))

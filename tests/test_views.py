@@ -746,3 +746,10 @@ def test_the_query_views_tables_name_their_rows_and_keys_as_the_other_views_tabl
     np.testing.assert_allclose(w @ context.to_numpy()[:-1], context.to_numpy()[-1], atol=1e-6)
     journey = dataclasses.replace(SPEC, sentence_a="Your journey starts with one step", query=3)
     assert list(panels("query", journey, models)[0]["journey-context"].table.index) == ["z of 3:with"]
+
+
+def test_the_order_verdict_counts_a_token_only_one_sentence_has_rather_than_repeating_it(models):
+    """A narrow-screen walk: "Tokens only in A: '[UNK]', '[UNK]', '[UNK]', …" for an Arabic sentence."""
+    spec = dataclasses.replace(SPEC, sentence_a="aaccc xyz", sentence_b="xyz b")
+    verdicts = " ".join(p.caption for p in panels("order", spec, models)[0].values() if p.key.startswith("verdict"))
+    assert "Tokens only in A: 'a' ×2, 'c' ×3; only in B: 'b'." in verdicts, verdicts
