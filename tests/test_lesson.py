@@ -128,6 +128,10 @@ def test_step_6_with_pe_the_translations_differ_without_pe_they_are_identical(mo
     for slug, equal in (("nope", True), ("pe", False)):
         diff = p[f"attn-{slug}"].table.loc["|A − B|"].to_numpy()
         assert bool(diff.max() < 1e-5) == equal
+    # "the last verdict, 'A causal stack without PE still sees order', and the table's last row"
+    assert 'the last verdict, "A causal stack without PE still\n  sees order"' in LESSON.read_text(encoding="utf-8")
+    assert list(p)[-1] == "verdict-causal" and p["verdict-causal"].title == "A causal stack without PE still sees order"
+    assert numbers.index[-1] == "without PE, look-ahead mask" and not bool(numbers.iloc[-1]["equivariant"])
 
 
 def test_step_7_the_translation(models):
