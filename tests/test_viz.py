@@ -1322,3 +1322,28 @@ def test_a_weight_in_a_note_is_never_rounded_to_exactly_one_or_zero():
     bars = viz.query_bars(np.array([9.0, -9.0]), np.array([2.25, -2.25]), np.array([0.98901, 0.01099]),
                           key_labels=["a", "b"], query_label="a", unscaled_weights=np.array([1 - 1.5e-8, 1.5e-8]))
     assert "it would be 0.999999985" in header(bars) and "largest weight 0.989; without" in header(bars)
+
+
+def test_a_tokens_label_is_never_broken_after_its_position_and_few_fitting_labels_become_a_note():
+    """The PE curves at 14 tokens in the paper theme labelled 2 tokens on the 0-49 axis; they are named in a note
+    instead, and a wrapped note broke "8:丸" after "8:". The chart's script wraps with the same pieces."""
+    from viz.theme import wrap_text
+
+    note = "● the sentence's tokens: " + "  ".join(f"{i}:{chr(0x4E00 + 7 * i)}" for i in range(14))
+    for width in (150, 230, 400):
+        lines = wrap_text(note, width, 18)
+        assert "".join(lines) == note and len(lines) > 1
+        assert not any(re.search(r"\d:\s*$", line) for line in lines), lines  # "8:" never ends a line
+    assert wrap_text("你喜欢她你喜欢她", 40, 18)[0] == "你喜"  # CJK still breaks between characters
+    pos = np.arange(0, 50, 0.1)
+    table = np.stack([np.sin(pos), np.cos(pos)], axis=1)
+    labels = [chr(0x4E00 + 7 * i) for i in range(14)]
+    fig = viz.pe_curves(pos, table, dims=[0, 1], marked_positions=list(range(14)), marked_labels=labels,
+                        theme="paper")
+    assert "xaxis2" not in fig.to_dict()["layout"] and "13:" + labels[13] in header(fig)
+    many = viz.pe_curves(pos, table, dims=[0, 1], marked_positions=list(range(40)),
+                         marked_labels=[chr(0x4E00 + 7 * i) for i in range(40)], theme="paper")
+    assert "xaxis2" in many.to_dict()["layout"]  # 40 tokens: every k-th on the top axis, as before
+    script = (Path(__file__).resolve().parents[1] / "ui" / "chart.py").read_text(encoding="utf-8")
+    js = re.search(r"const BREAKABLE = /(.*)/gu;", script).group(1)
+    assert f'r"{js}"' in Path(viz.theme.__file__).read_text(encoding="utf-8")  # the very same pattern in both

@@ -162,7 +162,7 @@ function rowTop(row) {
 // the sidebar, half a page, a phone) they would run off the chart's right edge: they are wrapped again
 // to the width drawn, measured in the chart's own font, and the top margin grows by the lines added.
 const SOFT_BREAK = '<br class="wrap">';
-const BREAKABLE = /[\u2e80-\uffff]\s*|(?:<[^<>]*>|&[^;\s]+;|[^\s\u2e80-\uffff])+\s*|\s+/gu;  // viz.theme._tokens; u: an emoji is one character
+const BREAKABLE = /[\u2e80-\uffff]\s*|(?:<[^<>]*>|&[^;\s]+;|[^\s\u2e80-\uffff])+[\u2e80-\uffff]?\s*|\s+/gu;  // viz.theme._tokens; u: an emoji is one character
 const NUMBER = /^\d+[,.;:)]?\s*$/;  // viz.theme._NUMBER
 const LEGEND_BELOW_UNDER = __LEGEND_BELOW_UNDER__;  // viz.theme.LEGEND_BELOW_UNDER
 let ruler = null;

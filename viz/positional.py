@@ -162,8 +162,9 @@ def pe_curves(
         # side by side: Plotly turned touching labels 90°, and turned they ran up into the title (a
         # researcher's walk, 40 tokens and more), which the top margin leaves one line's room under.
         shown = _labels_that_fit(marks, mark_text, pw / span, float(pos.min()), t["font_size"])
-        if len(shown) < marks.size and marks.size <= 12:
-            # A few tokens squeezed into a long axis: name them in a note instead.
+        if len(shown) < marks.size and (marks.size <= 12 or (marks.size <= 24 and 2 * len(shown) < marks.size)):
+            # A few tokens squeezed into a long axis: name them in a note instead (up to 24 of them where fewer than
+            # half fit: 14 tokens in the paper theme kept 2 labels on the 0-49 axis).
             notes.append("● the sentence's tokens: " + "  ".join(mark_text))
         else:
             fig.add_label_axis("x2", marks, [float(marks[i]) for i in shown], [mark_text[i] for i in shown],

@@ -233,8 +233,9 @@ def _ems(text: str) -> float:
 
 def _tokens(line: str) -> list[str]:
     """Pieces a line may break between: single CJK characters and words (tags and entities
-    inside a word stay in it), each with its trailing spaces."""
-    return re.findall(r"[\u2e80-\uffff]\s*|(?:<[^<>]*>|&[^;\s]+;|[^\s\u2e80-\uffff])+\s*|\s+", line)
+    inside a word stay in it), each with its trailing spaces. A word keeps a CJK character that follows it
+    unspaced: a token's label "8:丸" is one piece (a note of PE curves' tokens broke after "8:")."""
+    return re.findall(r"[\u2e80-\uffff]\s*|(?:<[^<>]*>|&[^;\s]+;|[^\s\u2e80-\uffff])+[\u2e80-\uffff]?\s*|\s+", line)
 
 
 _NUMBER = re.compile(r"\d+[,.;:)]?\s*$")  # "0", "0,", "12)": a number that reads with the word before it
