@@ -240,7 +240,7 @@ def test_html_in_a_translation_caption_is_escaped(make_app):
 def test_impossible_sizes_are_refused_with_a_sentence_naming_the_field(make_app):
     at = make_app(view="attention", d_model=30, n_heads=4, n_layers=1, d_ff=32)
     assert not at.exception
-    assert len(at.error) == 1 and "n_heads" in plain(at.error[0].value)
+    assert len(at.error) == 1 and "heads: d_model 30 does not split into 4 heads" in plain(at.error[0].value)
     assert not figures(at)
     at.number_input(key="d_model").set_value(31)
     at.number_input(key="n_heads").set_value(1).run()  # odd d_model with sinusoidal PE
@@ -882,6 +882,13 @@ def test_a_figures_numbers_show_a_space_token_as_its_chart_does():
     assert list(_visible_tokens(heads).index) == [("head 0", "0:I"), ("head 0", "1:␣"), ("head 0", "2:x")]
     other = pd.DataFrame({"max |f(B) − P f(A)|": [1.0]}, index=pd.Index(["with sinusoidal PE"], name="model"))
     assert _visible_tokens(other).equals(other)  # not token labels: as they are
+    # view 5's tables (a regression walk: its keys and its context rows showed "1:" and "v of 1:" blank)
+    from lab.views import _context_frame
+
+    bars = pd.DataFrame({"key": viz.unique_labels(["I", " like"]), "weight": [0.4, 0.6]})
+    assert list(_visible_tokens(bars)["key"]) == ["0:I", "1:␣like"] and list(bars["key"]) == ["0:I", "1: like"]
+    context = _context_frame(np.eye(2), np.ones(2), ["I", " "], "1: ")
+    assert list(_visible_tokens(context).index) == ["v of 0:I", "v of 1:␣", "z of 1:␣"]
 
 
 def test_the_slide_themes_order_table_names_its_rows_and_writes_small_numbers_in_four_digits(make_app):

@@ -108,7 +108,7 @@ def test_impossible_settings_show_a_sentence_not_a_traceback(page, streamlit_url
     wait_idle(page)
     assert page.locator('[data-testid="stException"]').count() == 0
     error = page.locator('[data-testid="stAlertContentError"]')
-    assert error.count() == 1 and "n_heads" in error.inner_text()
+    assert error.count() == 1 and "heads: d_model 30 does not split into 4 heads" in error.inner_text()
     full_screenshot(page, str(SCREENSHOTS / "browser-impossible.png"))
 
 

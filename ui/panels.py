@@ -63,15 +63,18 @@ def _visible_tokens(table: pd.DataFrame) -> pd.DataFrame:
     shown = table.copy()
     for c in cols:
         shown[c] = shown[c].map(lambda v: viz.visible_whitespace(v) if isinstance(v, str) else v)
+    if "key" in shown.columns:  # view 5's keys, "1: like" in the CSV (as every table writes them), "1:␣like" here
+        shown["key"] = shown["key"].map(_visible_label)
     # and the token labels of a figure's numbers ("3: " beside the chart's "3:␣"; a phone walk read "3:" blank)
     return shown.rename(index=_visible_label, columns=_visible_label)
 
 
-_TOKEN_LABEL = re.compile(r"(\d+):(.*)", re.DOTALL)  # viz.labels.unique_labels: "i:piece"
+_TOKEN_LABEL = re.compile(r"((?:[a-z]+ of )?\d+):(.*)", re.DOTALL)  # viz.labels.unique_labels: "i:piece", "v of i:piece"
 
 
 def _visible_label(label):
-    """A token label "i:piece" with its piece's whitespace shown as the chart shows it; any other as it is."""
+    """A token label "i:piece" (or a row of a token's, "v of i:piece", view 5's context table) with its piece's
+    whitespace shown as the chart shows it; any other as it is."""
     match = _TOKEN_LABEL.fullmatch(label) if isinstance(label, str) else None
     return f"{match[1]}:{viz.visible_whitespace(match[2])}" if match else label
 
