@@ -3,7 +3,7 @@
     python -m lab.export SPEC.json --out DIR [--trace]
 
 renders every panel of every view a FigureSpec names, in spec.format at spec.export_size (width x
-height; 0 = the theme's own, or a figure's own height where it is laid out taller; PNG x spec.scale),
+height; 0 = the theme's own, or a figure's own height where it sets one (taller or shorter); PNG x spec.scale),
 plus each panel's numbers as CSV and the spec itself, so a figure in a paper can be regenerated
 exactly. Nothing is written unless everything validated and rendered.
 
@@ -211,7 +211,7 @@ def _parser() -> argparse.ArgumentParser:
         description=(
             "Render the figures of an Attention Lab figure spec: for each view in spec.views, every "
             "panel as <view>-<panel>.<format> (spec.format at spec.size, or a figure's own height where "
-            "taller; PNG x spec.scale, themed with spec.theme), its numbers as <view>-<panel>.csv, the spec "
+            "it sets one; PNG x spec.scale, themed with spec.theme), its numbers as <view>-<panel>.csv, the spec "
             "itself as spec.json (to regenerate the figures), manifest.json (titles, captions, the view's notices) and "
             "provenance.json (the Attention Lab commit, package versions, the model and tokenizer files' SHA-256)."
         ),

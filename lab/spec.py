@@ -121,11 +121,13 @@ class FigureSpec:
 
     def export_size(self, figure_height: float | None = None) -> tuple[int, int]:
         """(width, height) to export a figure laid out `figure_height` px tall at (its layout.height, if
-        set): `size`, except that where the spec's height is 0 a taller figure keeps its own height (a
-        grid of heads or three bar charts drawn at the theme's 480 px would crowd their parts)."""
+        set): `size`, except that where the spec's height is 0 a figure of its own height keeps it: a taller
+        one (a grid of heads or three bar charts drawn at the theme's 480 px would crowd their parts) and a
+        shorter one (a query x key matrix of one row, laid out short: drawn at the theme's 720 px it was one cell
+        920 x 565 px, a regression walk)."""
         width, height = self.size
         if not self.height and figure_height:
-            height = max(height, round(figure_height))
+            height = round(figure_height)
         return width, height
 
     # -- conversions ---------------------------------------------------------------------------

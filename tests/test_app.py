@@ -754,6 +754,12 @@ def test_translate_view_reveals_decoding_one_step_at_a_time(make_app):
     clean(at)
     assert values_z(figure_titled(at, "Decoder self-attention, layer")).shape == (2, 2)
     assert values_z(figure_titled(at, "Cross-attention, layer")).shape == (2, 4)
+    # the step charts, half a page wide, name each row "read→written" and leave the rows' Σ to the charts above:
+    # its ~85 px came out of the plot's (a regression walk: 15 source tokens in 93 px at step 9)
+    for step_title in ("Decoder self-attention, layer", "Cross-attention, layer"):
+        layout = figure_titled(at, step_title)["layout"]
+        assert "yaxis2" not in layout and layout["yaxis"]["ticktext"][1] == "1:you→like", step_title
+    assert "yaxis2" in figure_titled(at, "Cross-attention: each decoding step")["layout"]  # the whole one: Σ
     assert any("predicts “like”" in t for t in alerts(at.info))
     # the whole decoder self-attention (lab.views.translate_view) is causal
     z = values_z(figure_titled(at, "Decoder self-attention (causal"))

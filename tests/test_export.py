@@ -663,11 +663,14 @@ def test_a_trace_too_big_for_the_server_is_not_built_and_says_how_to_get_it(monk
         assert (len(buttons), len(said)) == ((2, 0) if offered else (0, 1)), (cap, size)
 
 
-def test_a_figure_laid_out_taller_than_the_theme_is_exported_at_its_own_height_unless_the_spec_says():
+def test_a_figure_laid_out_taller_or_shorter_than_the_theme_is_exported_at_its_own_height_unless_the_spec_says():
     spec = FigureSpec(theme="paper")  # 600 x 480
-    assert spec.export_size(None) == spec.export_size(300) == (600, 480)
+    assert spec.export_size(None) == (600, 480)
     assert spec.export_size(620) == (600, 620)  # view 5's three bar charts, laid out 620 px tall
+    # a one-row matrix laid out short: at the theme's 480 px its one cell was 300 x 330 px (a regression walk)
+    assert spec.export_size(288) == (600, 288)
     assert FigureSpec(theme="paper", height=400).export_size(620) == (600, 400)  # the spec's own size wins
+    assert FigureSpec(theme="paper", height=400).export_size(288) == (600, 400)
 
 
 @needs_browser

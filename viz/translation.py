@@ -23,6 +23,7 @@ def decoder_self_attention_heatmap(
     mask: np.ndarray | None,
     step_labels: Sequence[str] | None = None,
     title: str | None = "Decoder self-attention (causal: each token sees itself and the past)",
+    row_sums: bool = True,
     theme: str = "default",
 ) -> go.Figure:
     """Decoder self-attention weights (target × target), masked cells (mask False) drawn as masked.
@@ -39,6 +40,7 @@ def decoder_self_attention_heatmap(
         title=title,
         x_title="target token (attended to)",
         y_title="target token (attending)" if step_labels is None else STEP_AXIS,
+        row_sums=row_sums,
         theme=theme,
     )
 
@@ -51,10 +53,12 @@ def cross_attention_heatmap(
     mask: np.ndarray | None = None,
     step_labels: Sequence[str] | None = None,
     title: str | None = "Cross-attention: each target token over the source",
+    row_sums: bool = True,
     theme: str = "default",
 ) -> go.Figure:
     """Cross-attention weights (target × source); mask (True = may attend) marks source padding. step_labels:
-    each row as "read → written" (see decoder_self_attention_heatmap)."""
+    each row as "read → written" (see decoder_self_attention_heatmap). row_sums: "Σ = 1.000" beside each row
+    (off in a chart half a page wide, where its ~85 px came out of the plot's)."""
     return weights_heatmap(
         np.asarray(weights),
         row_labels=target_labels if step_labels is None else step_labels,
@@ -63,6 +67,7 @@ def cross_attention_heatmap(
         title=title,
         x_title="source token (encoder)",
         y_title="target token (decoder)" if step_labels is None else STEP_AXIS,
+        row_sums=row_sums,
         theme=theme,
     )
 
