@@ -816,14 +816,26 @@ def test_train_panel_trains_a_fresh_model_and_leaves_the_shipped_one_alone(make_
     clean(at)
     loss = figure_titled(at, "Training loss")
     assert decode_array(loss["data"][0]["y"]).shape == (10,)
-    assert "after 10 steps" in at.dataframe[-1].value.columns
+    assert "with PE, after 10 steps" in at.dataframe[-1].value.columns
 
-    outputs = list(at.dataframe[-1].value["after 10 steps"])
+    outputs = list(at.dataframe[-1].value["with PE, after 10 steps"])
     assert all(o.strip() for o in outputs)  # an empty translation ([EOS] at once, early on) is said: NOTHING_YET
+    # the lesson: "train with and without PE and compare" (a teacher's walk: each run replaced the last)
+    at.radio(key="train_positional").set_value("none")
+    at.slider(key="train_steps").set_value(20)
+    at.button(key="train_go").click().run()
+    clean(at)
+    table = at.dataframe[-1].value
+    assert list(table.columns) == ["Chinese", "reference", "with PE, after 10 steps", "no PE, after 20 steps"]
+    assert list(table["with PE, after 10 steps"]) == outputs  # the first run kept as it was
+    lines = [t for t in figure_titled(at, "Training loss")["data"] if (t.get("meta") or {}).get("role") == "line"]
+    assert [t["name"] for t in lines] == ["with PE, after 10 steps", "no PE, after 20 steps"]
+    assert [decode_array(t["y"]).shape for t in lines] == [(10,), (20,)]
+    assert len([f for f in figures(at) if title(f).startswith("Training loss")]) == 1  # the live one went into it
     at.selectbox(key="theme").set_value("slide").run()  # a projector: the slide type, as every panel's table (a
     clean(at)                                            # teacher's walk: its 13 px among tables of 18 px)
-    assert list(at.table[-1].value["after 10 steps"]) == outputs
-    assert not any("after 10 steps" in d.value.columns for d in at.dataframe)
+    assert list(at.table[-1].value["with PE, after 10 steps"]) == outputs
+    assert not any("with PE, after 10 steps" in d.value.columns for d in at.dataframe)
     after = shipped.state_dict()
     assert all(np.array_equal(before[k].numpy(), after[k].numpy()) for k in before)
 

@@ -37,7 +37,8 @@ def _corpus():
     return train_pairs, heldout, src_tok, tgt_tok, encode_pairs(train_pairs, src_tok, tgt_tok)
 
 
-def _train(steps: int, positional: str, theme: str) -> dict:
+def _train(steps: int, positional: str, theme: str, chart) -> dict:
+    """One run, its loss drawn live into the placeholder `chart` (st.empty)."""
     from model.train import Trainer, TrainSettings, demo_config, translate_batch
     from model.transformer import Transformer
 
@@ -45,7 +46,6 @@ def _train(steps: int, positional: str, theme: str) -> dict:
     # the paper's schedule (eq. 3) with a warm-up that fits a short run: ~150 steps already translate
     settings = TrainSettings(steps=steps, batch_size=64, warmup=max(10, min(400, steps // 4)), device="cpu")
     progress = st.progress(0.0, text="Training…")
-    chart = st.empty()
     losses: list[float] = []
     every = max(1, steps // 15)
     with torch.random.fork_rng(devices=[]):  # seeding here leaves the server's global RNG as it was
@@ -68,9 +68,27 @@ def _train(steps: int, positional: str, theme: str) -> dict:
     table = pd.DataFrame({
         "Chinese": texts,
         "reference": ["you like her", "she likes you"] + [p.en for p in pairs],
-        f"after {steps} steps": outputs,
+        run_name(positional, steps): outputs,
     })
     return {"losses": losses, "table": table, "steps": steps, "positional": positional}
+
+
+def run_name(positional: str, steps: int) -> str:
+    """A run as its column and its loss line are named: "with PE, after 150 steps", "no PE, after 150 steps"."""
+    return f"{'no PE' if positional == 'none' else 'with PE'}, after {steps} steps"
+
+
+def kept_runs(results: dict[str, dict]) -> tuple[dict[str, list[float]], pd.DataFrame]:
+    """The last run of each positional encoding, with PE first: their losses by name, and one table of their
+    translations side by side (a teacher's walk: the lesson says "train with and without PE and compare", and
+    each run replaced the last, so only one could be seen)."""
+    runs = [results[p] for p in ("sinusoidal", "none") if p in results]
+    losses = {run_name(r["positional"], r["steps"]): r["losses"] for r in runs}
+    table = runs[0]["table"]
+    for r in runs[1:]:
+        name = run_name(r["positional"], r["steps"])
+        table = table.assign(**{name: r["table"][name]})  # the same sentences, in the same order
+    return losses, table
 
 
 NOTHING_YET = "(nothing yet: [EOS] first)"  # an empty translation, said: early on the model ends at once
@@ -94,17 +112,23 @@ def train_panel(theme: str) -> None:
         st.radio("Positional encoding", ["sinusoidal", "none"], key="train_positional", horizontal=True)
     with right:
         go = st.button("Train", key="train_go", type="primary", icon=":material/play_arrow:")
+    results = st.session_state.setdefault("train_results", {})  # positional -> its last run
     if go:
-        result = _train(int(st.session_state["train_steps"]), st.session_state["train_positional"], theme)
-        st.session_state["train_result"] = result
-    else:
-        result = st.session_state.get("train_result")
-        if result is None:
-            return
-        ui_chart(viz.loss_curve(result["losses"], steps=list(range(1, len(result["losses"]) + 1)), theme=theme),
-                 key="chart-train-loss", config=viz.figure_config("training-loss"), theme=theme)
-    st.caption(f"Last run: {result['steps']} steps, positional encoding {result['positional']}.")
+        live = st.empty()
+        result = _train(int(st.session_state["train_steps"]), st.session_state["train_positional"], theme, live)
+        results[result["positional"]] = result
+    if not results:
+        return
+    losses, table = kept_runs(results)
+    if go and len(losses) > 1:
+        live.empty()  # the run just drawn live goes into the chart of both
+    if not go or len(losses) > 1:  # (one run just drawn live is its own chart)
+        ui_chart(viz.loss_curves(losses, theme=theme), key="chart-train-loss", config=viz.figure_config("training-loss"),
+                 theme=theme)
+    other = "none" if "sinusoidal" in results else "sinusoidal"
+    st.caption("The last run with each positional encoding is kept, side by side." + (
+        "" if len(losses) > 1 else f" Train with positional encoding '{other}' too to compare the two."))
     if theme == "slide":  # a projector: a static table in the slide type, as every panel's table (ui/panels.py)
-        st.table(result["table"])
+        st.table(table)
     else:
-        st.dataframe(result["table"], key="table-train")
+        st.dataframe(table, key="table-train")

@@ -53,7 +53,12 @@ from viz.theme import (
     apply_theme,
     figure_config,
 )
-from viz.translation import cross_attention_heatmap, decoder_self_attention_heatmap, loss_curve
+from viz.translation import (
+    cross_attention_heatmap,
+    decoder_self_attention_heatmap,
+    loss_curve,
+    loss_curves,
+)
 
 __all__ = [
     "FONT_SANS",
@@ -83,6 +88,7 @@ __all__ = [
     "layers_heads_grid",
     "local_maxima",
     "loss_curve",
+    "loss_curves",
     "mask_heatmap",
     "matrix_frame",
     "matrix_heatmap",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
@@ -11,6 +11,7 @@ from viz import fig as vf
 from viz.attention import weights_heatmap
 from viz.fig import Fig
 from viz.heatmap import title_layout
+from viz.labels import escape_text
 from viz.theme import QUALITATIVE, apply_theme
 
 STEP_AXIS = "decoding step (reads → writes)"  # a row labelled "[BOS]→she": the step that read [BOS] wrote "she"
@@ -125,4 +126,29 @@ def loss_curve(
         xaxis_title="training step",
         yaxis=dict(title_text=y_title, type="log" if log_y else "linear"),
     )
+    return apply_theme(fig, theme)
+
+
+def loss_curves(
+    runs: Mapping[str, Sequence[float]],
+    *,
+    title: str | None = "Training loss",
+    y_title: str = "cross-entropy loss",
+    theme: str = "default",
+) -> go.Figure:
+    """Several training runs' losses over their steps (1, 2, ...), one line each, named by `runs`' keys: the
+    "train it yourself" runs with and without positional encoding, side by side. Told apart by dash too, not
+    by colour alone."""
+    if not runs:
+        raise ValueError("no training run to draw")
+    fig = Fig()
+    for i, (name, losses) in enumerate(runs.items()):
+        y = np.asarray(losses, dtype=np.float64).ravel()
+        fig.add_trace(vf.scatter(
+            x=np.arange(1, y.size + 1), y=y.astype(np.float32), mode="lines", name=escape_text(name),
+            line=dict(color=QUALITATIVE[i % len(QUALITATIVE)], dash=("solid", "dash", "dot")[i % 3]),
+            meta={"role": "line"}, hovertemplate=f"{escape_text(name)}<br>step %{{x}}<br>loss %{{y:.4g}}<extra></extra>",
+        ))
+    fig.update_layout(title=title_layout(title), xaxis_title="training step", yaxis_title=y_title,
+                      legend=dict(orientation="h", x=0, xanchor="left", y=-0.25, yanchor="top"))
     return apply_theme(fig, theme)
