@@ -759,6 +759,10 @@ def test_translate_view_reveals_decoding_one_step_at_a_time(make_app):
     for step_title in ("Decoder self-attention, layer", "Cross-attention, layer"):
         layout = figure_titled(at, step_title)["layout"]
         assert "yaxis2" not in layout and layout["yaxis"]["ticktext"][1] == "1:you→like", step_title
+    at.selectbox(key="theme").set_value("slide").run()  # drawn at the slide's own width: Σ kept (a regression walk:
+    clean(at)                                            # without it the slide's keys were laid out turned, drawn flat)
+    assert all("yaxis2" in figure_titled(at, t)["layout"] for t in ("Decoder self-attention, layer", "Cross-attention, layer"))
+    at.selectbox(key="theme").set_value("default").run()
     assert "yaxis2" in figure_titled(at, "Cross-attention: each decoding step")["layout"]  # the whole one: Σ
     assert any("predicts “like”" in t for t in alerts(at.info))
     # the whole decoder self-attention (lab.views.translate_view) is causal

@@ -1351,3 +1351,19 @@ def test_a_tokens_label_is_never_broken_after_its_position_and_few_fitting_label
     script = (Path(__file__).resolve().parents[1] / "ui" / "chart.py").read_text(encoding="utf-8")
     js = re.search(r"const BREAKABLE = /(.*)/gu;", script).group(1)
     assert f'r"{js}"' in Path(viz.theme.__file__).read_text(encoding="utf-8")  # the very same pattern in both
+
+
+@pytest.mark.parametrize("theme", ["paper", "slide", "default"])
+def test_a_short_matrix_is_still_as_tall_as_its_turned_y_title(theme):
+    """A regression walk: view 7's first step in the paper theme, one row laid out short, ran its y title
+    "decoding step (reads → writes)" off the figure's top (and out of its export)."""
+    from viz.translation import STEP_AXIS
+
+    fig = viz.cross_attention_heatmap(np.array([[0.2, 0.8]]), target_labels=["[BOS]"], source_labels=["你", "她"],
+                                      step_labels=["[BOS]→you"], row_sums=False, theme=theme)
+    layout = fig.layout
+    height = layout.height or viz.theme.design_size(theme)[1]
+    plot = height - layout.margin.t - layout.margin.b
+    title = viz.theme.text_width(STEP_AXIS, viz.THEMES[theme]["font_size"])
+    assert (title - plot) / 2 <= layout.margin.t, (title, plot, layout.margin.t)  # its top end inside the figure
+    assert (title - plot) / 2 <= layout.margin.b

@@ -69,7 +69,7 @@ def _renderer(fig_json: str, fmt: str, size: tuple[int, int], spec: FigureSpec) 
 
 def export_buttons(fig: go.Figure | None, key: str, spec: FigureSpec) -> None:
     """SVG, PDF and PNG downloads of `fig` at spec.export_size (spec.size, or the figure's own height
-    where it is laid out taller; PNG × spec.scale).
+    where it sets one, taller or shorter; PNG × spec.scale).
 
     The figure is exported as drawn (it already carries spec.theme). Without a browser on the
     server, says how to install one instead.

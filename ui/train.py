@@ -59,7 +59,7 @@ def _train(steps: int, positional: str, theme: str, chart) -> dict:
                                   text=f"step {stats.step}/{steps}: loss {stats.loss:.3f}, "
                                        f"token accuracy {stats.accuracy:.0%}")
                 with chart:  # one key per update: each replaces the last in the placeholder
-                    ui_chart(viz.loss_curve(losses, steps=list(range(1, len(losses) + 1)), theme=theme),
+                    ui_chart(viz.loss_curves({run_name(positional, steps): losses}, theme=theme),  # named as kept
                              key=f"chart-train-progress-{stats.step}", config=viz.figure_config("training-loss"),
                              theme=theme)
     pairs = list(heldout[:5])

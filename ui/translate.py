@@ -56,12 +56,16 @@ def decoding_steps(run: Run, loaded: Loaded, spec: FigureSpec) -> None:
     ca = head_arrays(decoders[layer].cross_attn, row, head)
     self_w = sa["weights"][:step, :step]  # (t, t): what the decoder's own tokens attend to so far
     cross_w = ca["weights"][:step, :n_src]  # (t, Ts): each step over the source
+    # the rows' Σ: in the slide and paper themes, each chart drawn at its theme's width (shrunk to fit); in the
+    # page's themes, half a page wide, its ~85 px came out of the plot's (a regression walk: 15 source tokens in
+    # 93 px), so there they are left to the view's whole charts above
+    sums = spec.theme in ("slide", "paper")
     left, right = st.columns(2)
     with left:
         render_panel(Panel(
             f"step{step}-self", f"Step {step}: decoder self-attention",
             viz.decoder_self_attention_heatmap(self_w, target_labels=tgt[:step], step_labels=steps[:step],
-                                               mask=sa["allowed"][:step, :step], row_sums=False,
+                                               mask=sa["allowed"][:step, :step], row_sums=sums,
                                                title=f"Decoder self-attention, layer {layer} head {head}",
                                                theme=spec.theme),
             viz.matrix_frame(self_w, steps[:step], tgt[:step])), "translate", spec, row="translate-step")
@@ -69,6 +73,6 @@ def decoding_steps(run: Run, loaded: Loaded, spec: FigureSpec) -> None:
         render_panel(Panel(
             f"step{step}-cross", f"Step {step}: cross-attention",
             viz.cross_attention_heatmap(cross_w, target_labels=tgt[:step], source_labels=src, step_labels=steps[:step],
-                                        row_sums=False,
+                                        row_sums=sums,
                                         title=f"Cross-attention, layer {layer} head {head}", theme=spec.theme),
             viz.matrix_frame(cross_w, steps[:step], src)), "translate", spec, row="translate-step")

@@ -282,7 +282,7 @@ def taller_for_rows(fig: Fig, theme: str, n_rows: int, ph: float) -> float:
 SHORT_ROWS = 3  # a query x key matrix of fewer rows keeps the row height of one of this many
 
 
-def shorter_for_rows(fig: Fig, theme: str, n_rows: int, n_cols: int, pw: float, ph: float) -> float:
+def shorter_for_rows(fig: Fig, theme: str, n_rows: int, n_cols: int, pw: float, ph: float, y_title: str = "") -> float:
     """The plot height for a query x key matrix of fewer than SHORT_ROWS rows (a decoding step's first rows:
     1 x 1, 1 x 4): each row no taller than a SHORT_ROWS-row matrix's, nor than its cells are wide (two lines
     of text at least, and seven in all for the colour bar beside it), `fig` shrunk by what its plot sheds. A
@@ -295,8 +295,10 @@ def shorter_for_rows(fig: Fig, theme: str, n_rows: int, n_cols: int, pw: float, 
         return ph
     cap = panel_px(theme)[1] / SHORT_ROWS  # the theme's, not this figure's: its notes and bars vary (mask, weights)
     row = max(min(pw / max(1, n_cols), cap), 2 * 1.3 * t["font_size"])
-    # and room for its colour bar's ticks and the y axis's title beside it (a row of 21 narrow keys: 36 px)
-    want = max(n_rows * row, 7 * 1.3 * t["font_size"])
+    # and room for its colour bar's ticks and the y axis's title beside it (a row of 21 narrow keys: 36 px), the
+    # title turned along the plot and the margins above and below it (a regression walk: the paper theme's
+    # "decoding step (reads → writes)" ran off the figure's top at view 7's first step)
+    want = max(n_rows * row, 7 * 1.3 * t["font_size"], text_width(y_title, t["font_size"]) - 4 * t["font_size"])
     if want >= ph:
         return ph
     fig.update_layout(height=round(design_size(theme, fig)[1] - (ph - want)))
@@ -793,7 +795,7 @@ def heatmap_figure(
     fig = Fig()
     ph = taller_for_rows(fig, theme, len(grid.row_text), ph)
     if kind in ("weights", "scores"):  # query x key: a row or two is not drawn 330 px tall
-        ph = shorter_for_rows(fig, theme, len(grid.row_text), len(grid.col_text), pw, ph)
+        ph = shorter_for_rows(fig, theme, len(grid.row_text), len(grid.col_text), pw, ph, y_title)
     # the keys' labels are budgeted as if the row sums took no width: the attention view's five step matrices
     # share the weights' margins (viz.attention.attention_step_figures), so all five label their keys alike
     x_budget, y_budget = tick_budget(pw + sums_px, t["font_size"]), tick_budget(ph, t["font_size"])
