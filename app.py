@@ -140,7 +140,7 @@ def view_body(view: str, spec: FigureSpec) -> None:
     render_result(result, view, spec, after=after, side_by_side=view == "order")
     if view == "translate":
         st.divider()
-        train_panel(spec.theme)
+        train_panel(spec)
 
 
 def head_buttons(spec: FigureSpec, models) -> None:

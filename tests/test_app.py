@@ -836,6 +836,14 @@ def test_train_panel_trains_a_fresh_model_and_leaves_the_shipped_one_alone(make_
     assert [t["name"] for t in lines] == ["with PE, after 10 steps", "no PE, after 20 steps"]
     assert [decode_array(t["y"]).shape for t in lines] == [(10,), (20,)]
     assert len([f for f in figures(at) if title(f).startswith("Training loss")]) == 1  # the live one went into it
+    at.session_state["numbers-train-loss"] = True  # its numbers and downloads, as every figure's (a regression walk)
+    at.run()
+    clean(at)
+    numbers = next(d.value for d in at.dataframe if "no PE, after 20 steps" in d.value.columns and "reference"
+                   not in d.value.columns)
+    np.testing.assert_allclose(numbers["no PE, after 20 steps"].to_numpy(), decode_array(lines[1]["y"]), rtol=1e-6)
+    assert (numbers["with PE, after 10 steps"] != "—").sum() == 10 and "CSV" in [  # a shorter run: gaps
+        b.proto.label for b in at.get("download_button")]
     at.selectbox(key="theme").set_value("slide").run()  # a projector: the slide type, as every panel's table (a
     clean(at)                                            # teacher's walk: its 13 px among tables of 18 px)
     assert list(at.table[-1].value["with PE, after 10 steps"]) == outputs

@@ -13,7 +13,10 @@ import streamlit as st
 import torch
 
 import viz
+from lab.spec import FigureSpec
+from lab.views import Panel
 from ui.chart import chart as ui_chart
+from ui.panels import render_panel
 
 EXAMPLES = ("你喜欢她", "她喜欢你")
 
@@ -94,7 +97,8 @@ def kept_runs(results: dict[str, dict]) -> tuple[dict[str, list[float]], pd.Data
 NOTHING_YET = "(nothing yet: [EOS] first)"  # an empty translation, said: early on the model ends at once
 
 
-def train_panel(theme: str) -> None:
+def train_panel(spec: FigureSpec) -> None:
+    theme = spec.theme
     st.subheader("Train it yourself", anchor=False)
     if not available():
         st.info("The step-wise trainer (model/train.py) is not installed.")
@@ -122,13 +126,15 @@ def train_panel(theme: str) -> None:
     losses, table = kept_runs(results)
     if go and len(losses) > 1:
         live.empty()  # the run just drawn live goes into the chart of both
+    # as every panel of the views (ui/panels.py): the numbers behind the chart and its downloads in an expander,
+    # the table with its CSV (a regression walk: the loss curves had only the toolbar's SVG, and the slide
+    # theme's table no CSV)
+    every = pd.DataFrame({name: pd.Series(values, index=range(1, len(values) + 1)) for name, values in losses.items()})
+    every.index.name = "step"
     if not go or len(losses) > 1:  # (one run just drawn live is its own chart)
-        ui_chart(viz.loss_curves(losses, theme=theme), key="chart-train-loss", config=viz.figure_config("training-loss"),
-                 theme=theme)
+        render_panel(Panel("loss", "Training loss", viz.loss_curves(losses, theme=theme), every), "train", spec)
     other = "none" if "sinusoidal" in results else "sinusoidal"
-    st.caption("The last run with each positional encoding is kept, side by side." + (
-        "" if len(losses) > 1 else f" Train with positional encoding '{other}' too to compare the two."))
-    if theme == "slide":  # a projector: a static table in the slide type, as every panel's table (ui/panels.py)
-        st.table(table)
-    else:
-        st.dataframe(table, key="table-train")
+    render_panel(Panel("translations", "Translations after training", table=table,
+                       caption="The last run with each positional encoding is kept, side by side." + (
+                           "" if len(losses) > 1 else f" Train with positional encoding '{other}' too to compare "
+                                                      "the two.")), "train", spec)
