@@ -136,7 +136,7 @@ def view_body(view: str, spec: FigureSpec) -> None:
         after["heads-grid"] = lambda: head_buttons(spec, models)
     run = models.run(decoding_spec(spec)) if view == "translate" and spec.model == "zh-en" else None
     if run is not None:
-        after["translation"] = lambda: decoding_steps(run, models.model(spec), spec)
+        after["translation"] = lambda: decoding_steps(run, spec)
     render_result(result, view, spec, after=after, side_by_side=view == "order")
     if view == "translate":
         st.divider()

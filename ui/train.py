@@ -81,17 +81,19 @@ def run_name(positional: str, steps: int) -> str:
     return f"{'no PE' if positional == 'none' else 'with PE'}, after {steps} steps"
 
 
-def kept_runs(results: dict[str, dict]) -> tuple[dict[str, list[float]], pd.DataFrame]:
-    """The last run of each positional encoding, with PE first: their losses by name, and one table of their
-    translations side by side (a teacher's walk: the lesson says "train with and without PE and compare", and
-    each run replaced the last, so only one could be seen)."""
+def kept_runs(results: dict[str, dict]) -> tuple[dict[str, list[float]], pd.DataFrame, pd.DataFrame]:
+    """The last run of each positional encoding, with PE first: their losses by name, the same as a table (one
+    column a run, one row a step: the chart's numbers), and one table of their translations side by side (a
+    teacher's walk: the lesson says "train with and without PE and compare", and each run replaced the last)."""
     runs = [results[p] for p in ("sinusoidal", "none") if p in results]
     losses = {run_name(r["positional"], r["steps"]): r["losses"] for r in runs}
+    steps = pd.DataFrame({name: pd.Series(values, index=pd.RangeIndex(1, len(values) + 1, name="step"))
+                          for name, values in losses.items()})
     table = runs[0]["table"]
     for r in runs[1:]:
         name = run_name(r["positional"], r["steps"])
         table = table.assign(**{name: r["table"][name]})  # the same sentences, in the same order
-    return losses, table
+    return losses, steps, table
 
 
 NOTHING_YET = "(nothing yet: [EOS] first)"  # an empty translation, said: early on the model ends at once
@@ -123,16 +125,14 @@ def train_panel(spec: FigureSpec) -> None:
         results[result["positional"]] = result
     if not results:
         return
-    losses, table = kept_runs(results)
+    losses, steps, table = kept_runs(results)
     if go and len(losses) > 1:
         live.empty()  # the run just drawn live goes into the chart of both
     # as every panel of the views (ui/panels.py): the numbers behind the chart and its downloads in an expander,
     # the table with its CSV (a regression walk: the loss curves had only the toolbar's SVG, and the slide
     # theme's table no CSV)
-    every = pd.DataFrame({name: pd.Series(values, index=range(1, len(values) + 1)) for name, values in losses.items()})
-    every.index.name = "step"
     if not go or len(losses) > 1:  # (one run just drawn live is its own chart)
-        render_panel(Panel("loss", "Training loss", viz.loss_curves(losses, theme=theme), every), "train", spec)
+        render_panel(Panel("loss", "Training loss", viz.loss_curves(losses, theme=theme), steps), "train", spec)
     other = "none" if "sinusoidal" in results else "sinusoidal"
     render_panel(Panel("translations", "Translations after training", table=table,
                        caption="The last run with each positional encoding is kept, side by side." + (

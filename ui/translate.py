@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 import viz
-from lab.compute import Loaded, Run
+from lab.compute import Run
 from lab.spec import FigureSpec
 from lab.views import Panel
 from model.analysis import head_arrays
@@ -20,7 +20,7 @@ def _row(run: Run, spec: FigureSpec) -> int:
     return 0 if row is None else row
 
 
-def decoding_steps(run: Run, loaded: Loaded, spec: FigureSpec) -> None:
+def decoding_steps(run: Run, spec: FigureSpec) -> None:
     """A slider over decoding steps: at step t the decoder has read t tokens and predicts the next.
 
     The rows shown are the rows of the full pass: under the look-ahead mask row t depends only on
@@ -30,8 +30,7 @@ def decoding_steps(run: Run, loaded: Loaded, spec: FigureSpec) -> None:
     sentence = run.sentences[row]
     n_dec, n_src = len(sentence.tgt_ids), len(sentence.src_ids)
     tgt, src, steps = list(sentence.tgt_pieces), list(sentence.encoding.pieces), sentence.step_labels()
-    logits = run.trace.logits[row, :n_dec]  # (n_dec, V)
-    predicted = [loaded.tgt_tokenizer.id_to_piece(int(i)) for i in logits.argmax(-1).tolist()]
+    predicted = sentence.predicted  # what greedy decoding wrote at each step (lab.compute.prepare), as labelled
     st.subheader("Watch it decode, one step at a time", anchor=False)
     if n_dec > 1:
         ss = st.session_state
