@@ -67,7 +67,7 @@ VIEW_LABELS = {
 VIEW_INTROS = {
     "tokens": "The text becomes tokens; each token id picks one row of the embedding table. Positions where A and "
               "B differ are highlighted.",
-    "positional": "Attention alone ignores order, so the position is added to each token embedding: "
+    "positional": "Attention without a mask ignores order, so the position is added to each token embedding: "
                   "PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d)).",
     "attention": "One head, every step of Attention(Q, K, V) = softmax(QKᵀ / √d_k) V: project to Q, K, V; score "
                  "every query against every key; scale by 1/√d_k; mask; softmax each row.",
@@ -116,9 +116,13 @@ def model_line(spec: FigureSpec) -> None:
         who = f"trained {loaded.name}" + (f" (held-out exact match {score:.0%})" if isinstance(score, float) else "")
     else:
         who = f"random, seed {spec.seed}, {spec.tokenizer} tokenizer"
+    def count(n: int, what: str) -> str:
+        return f"{n} {what}{'s' if n != 1 else ''}"
+
     st.container(key="model-line").caption(md(  # small in a slide page too (ui/style.py)
-        f"Model: {who} · d_model {c.d_model} · {c.n_heads} head{'s' if c.n_heads != 1 else ''} (d_k {c.d_k}) · {c.n_layers} encoder + "
-        f"{c.decoder_layers} decoder layers · positional encoding: {c.positional} · {norm} · masked scores are "
+        f"Model: {who} · d_model {c.d_model} · {count(c.n_heads, 'head')} (d_k {c.d_k}) · "
+        f"{count(c.n_layers, 'encoder layer')} + {count(c.decoder_layers, 'decoder layer')} · "
+        f"positional encoding: {c.positional} · {norm} · masked scores are "
         "−∞ before the softmax, so masked weights are exactly 0; a row whose every key is masked gets all-zero "
         "weights (never NaN). Dropout is off (eval mode)."
     ))

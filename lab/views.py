@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -389,10 +390,29 @@ def attention_view(spec: FigureSpec, models: Models) -> ViewResult:
             def table(matrix=matrix, r=r, c=c):
                 return viz.matrix_frame(matrix, r, c)
         caption = _nothing_masked(spec) if key == "mask" and a["allowed"].all() else ""
+        if key == "qkv":
+            caption = _qkv_caption(spec.block, layer, models.model(spec).model.config)
         out.panels.append(Panel(f"attention-{key}", title, fig, table, caption=caption))
     if spec.mask == "none" and any("[PAD]" in p for p in rows + cols):
         out.notices.append("Mask 'none': the [PAD] tokens added to line up A and B are attended to like words.")
     return out
+
+
+def _qkv_caption(block: str, layer: int, config) -> str:
+    """What X (and M) in the Q, K, V title are, and the biases it leaves out (a text audit: X was never said)."""
+    embedded = "the token embeddings" + (" (× √d_model)" if config.scale_embedding else "") + (
+        " plus positional encoding" if config.positional != "none" else " (no positional encoding)")
+    stream = embedded if layer == 0 else f"layer {layer - 1}'s output"
+    norm = config.norm
+    if block == "cross":
+        x = (f"X is the decoder's stream after layer {layer}'s self-attention sublayer; M, the encoder's last "
+             "output")
+    else:
+        x = f"X is this layer's input, one row a token: {stream}"
+    if norm == "pre":
+        x += " — pre-norm: X after the sublayer's LayerNorm"
+    return (f"{x}. Each projection adds its bias as well (Q = XW_Q + b_Q); one head's Q, K, V are its d_k columns "
+            "of them.")
 
 
 def _nothing_masked(spec: FigureSpec) -> str:
@@ -442,10 +462,10 @@ def heads_view(spec: FigureSpec, models: Models) -> ViewResult:
     ))
     own = _own_queries(run_, row, spec.block)
     entropy = mean_attention_entropy(weights[..., :own, :])  # (L, H): the sentence's own queries only
-    most_keys = int(allowed[:own].sum(-1).max())  # uniform over the most keys one of them may attend
+    keys = allowed[:own].sum(-1)  # (own,): the keys each query may attend; each uniform over them: the most
     out.panels.append(Panel(
         "entropy", "Mean attention entropy (bits) per layer and head: low = focused, high = spread out",
-        viz.entropy_overview(entropy, n_keys=most_keys, theme=spec.theme,
+        viz.entropy_overview(entropy, keys_per_query=keys, theme=spec.theme,
                              title=f"Mean attention entropy per layer and head, {spec.block}"),
         lambda: pd.DataFrame(entropy, index=pd.Index([f"layer {ly}" for ly in range(entropy.shape[0])], name="layer"),
                              columns=[f"head {h}" for h in range(entropy.shape[1])]),  # unique already: no "i:"
@@ -464,18 +484,40 @@ def _context_frame(v: np.ndarray, context: np.ndarray, keys: list[str], query: s
     return pd.DataFrame(np.vstack([v, context]), index=pd.Index(names, name="row"))  # (Tk + 1, d_k)
 
 
-def _journey_panels(spec: FigureSpec) -> list[Panel]:
+def _journey_word(sentence, block: str, q: int) -> int | None:
+    """Which of the textbook's words holds the page's query token q (the char tokenizer's "1:o" is in word 0,
+    'Your'; bpe's " journey" is word 1; a space, the word after it), or None where the query is no piece of the
+    text: the decoder's [BOS], or a trained model's translation. A student's walk found the textbook panel
+    following the query's index, so that under the char tokenizer query "1:o" showed 'journey'."""
+    if block != "encoder self":  # the random model's decoder reads [BOS] + the source: row q is its token q − 1
+        if sentence.predicted is not None or q < 1:
+            return None
+        q -= 1
+    enc = sentence.encoding
+    if q >= len(enc.offsets):
+        return None
+    start = enc.offsets[q][0]
+    ends = [m.end() for m in re.finditer(r"\S+", enc.text)]
+    return next((w for w, end in enumerate(ends) if end > start), None)
+
+
+def _journey_panels(spec: FigureSpec, word: int | None, qlabel: str) -> list[Panel]:
+    """The textbook's own example beside the app's: its query is the word holding the page's query token, or
+    (none holds it) the word at the query's index, said so."""
     ex = journey_example()
     with torch.no_grad():
         context, rec = ex.attention(ex.inputs)
     a = head_arrays(rec, 0, 0)
-    q = _clamp(spec.query, len(ex.words))
+    q = _clamp(spec.query if word is None else word, len(ex.words))
     words = list(ex.words)
+    which = (f"word {q} of the text: this page's query {qlabel} is not one of its words" if word is None else
+             "" if qlabel.split(":", 1)[-1].strip(" ␣") == words[q] else
+             f"the word of this page's query {qlabel}")
     table = pd.DataFrame({"key": words, "score ω": a["scores"][q], "scaled ω/√d_k": a["scaled"][q],
                           "weight α": a["weights"][q]})
     return [
         Panel("journey-bars", f"The textbook's own numbers (Raschka, Build a Large Language Model from Scratch, §3.4): query '{words[q]}' "
-              "(3-d inputs, W from torch.manual_seed(123))",
+              + (f"({which}; " if which else "(") + "3-d inputs, W from torch.manual_seed(123))",
               viz.query_bars(a["scores"][q], a["scaled"][q], a["weights"][q], key_labels=words,
                              query_label=words[q], theme=spec.theme), table),
         Panel("journey-context", f"Context vector z for '{words[q]}' = Σⱼ αⱼ vⱼ",
@@ -485,7 +527,8 @@ def _journey_panels(spec: FigureSpec) -> list[Panel]:
                            index=pd.Index([f"z of {q}:{words[q]}"], name="row")),
               caption=f"z = {np.round(_np(context[q]), 4).tolist()}"
                       + (" — the tutorial prints tensor([0.3061, 0.8210]) for it." if words[q] == "journey" else
-                         ". The tutorial prints z for 'journey' only (query 1 here): tensor([0.3061, 0.8210]).")),
+                         ". The tutorial prints z for 'journey' only (word 1; choose a query token in it): "
+                         "tensor([0.3061, 0.8210]).")),
     ]
 
 
@@ -547,7 +590,7 @@ def query_view(spec: FigureSpec, models: Models) -> ViewResult:
         lambda: _context_frame(a["v"], a["context"][q], cols, viz.unique_labels(rows)[q]),
     ))
     if run_.sentences[row].text.strip() == JOURNEY_TEXT:
-        out.panels.extend(_journey_panels(spec))
+        out.panels.extend(_journey_panels(spec, _journey_word(run_.sentences[row], spec.block, q), qlabel))
     return out
 
 
@@ -570,8 +613,8 @@ def _same_tokens(report) -> bool:
     return report.perm is not None and list(report.perm) == list(range(len(report.perm)))
 
 
-SAME_TOKENS = ("B is A token for token (no reordering), so every model gives B exactly A's outputs, with or "
-               "without PE: there is nothing to compare. Reorder A's tokens in B — e.g. 你喜欢她 and 她喜欢你.")
+SAME_TOKENS = ("B is A token for token (no reordering), so every model gives B exactly A's outputs: there is "
+               "nothing to compare. Reorder A's tokens in B — e.g. 你喜欢她 and 她喜欢你.")
 
 
 def _matched_in_order(pieces: list[str]) -> str:
@@ -710,7 +753,7 @@ def order_view(spec: FigureSpec, models: Models) -> ViewResult:
         # the verdict first: in a 1024 px window the table scrolls sideways, and these two carry the lesson
         rows.append({"model": name, "equivariant": rep.equivariant, "pooled equal": rep.pooled_equal,
                      "max |f(B) − P f(A)|": rep.max_abs_diff, "max |mean f(A) − mean f(B)|": rep.pooled_max_abs_diff,
-                     "max |W(B) − P W(A) Pᵀ|": rep.attention_max_abs_diff, "B reorders A": rep.perm is not None})
+                     "max |W(B) − P W(A) Pᵀ|": rep.attention_max_abs_diff, "B reorders A": _compares_attention(rep)})
         caption = _verdict(rep, name[0].upper() + name[1:], pieces_b, with_pe=slug == "pe")
         if rep.perm is None:
             caption += _unmatched(pieces_a, pieces_b, spec)
@@ -747,16 +790,21 @@ def order_view(spec: FigureSpec, models: Models) -> ViewResult:
         rows.append({"model": "without PE, look-ahead mask", "equivariant": causal.equivariant,
                      "pooled equal": causal.pooled_equal, "max |f(B) − P f(A)|": causal.max_abs_diff,
                      "max |mean f(A) − mean f(B)|": causal.pooled_max_abs_diff,
-                     "max |W(B) − P W(A) Pᵀ|": causal.attention_max_abs_diff, "B reorders A": True})
+                     "max |W(B) − P W(A) Pᵀ|": causal.attention_max_abs_diff, "B reorders A": _compares_attention(causal)})
         text = ("Without PE but WITH a look-ahead (causal) mask, order still shows: "
                 f"max |f(B) − P f(A)| = {num(causal.max_abs_diff)}. Each token sees a different number of "
                 "predecessors, so the mask itself leaks position (Haviv et al. 2022)."
                 + _matched_in_order(compared[-1][4]))
         if _same_tokens(causal):
             text = f"With a look-ahead mask and no PE: {SAME_TOKENS}"
+        elif causal.equivariant and causal.attention_permuted is False:  # attention saw the order, the outputs not
+            text = ("With a look-ahead mask and no PE, attention does see the order (max |W(B) − P W(A) Pᵀ| = "
+                    f"{num(causal.attention_max_abs_diff)}), yet the outputs come out the same (max |f(B) − P f(A)| "
+                    f"= {num(causal.max_abs_diff)}): the order was lost after attention. A very small model can lose "
+                    "it: e.g. a LayerNorm over d_model = 2 dimensions leaves each token only ±1 per dimension.")
         elif causal.equivariant:
-            text = ("With a look-ahead mask and no PE, these two inputs happen to give the same outputs "
-                    "(e.g. they differ only where the mask hides it).")
+            text = ("With a look-ahead mask and no PE, these two inputs happen to give the same outputs (max "
+                    f"|f(B) − P f(A)| = {num(causal.max_abs_diff)}).")
         heading = "A causal stack without PE" + ("" if causal.equivariant or _same_tokens(causal) else " still sees order")
         out.panels.append(Panel("verdict-causal", heading, caption=text))
     out.panels.insert(0, Panel("order-numbers", "The numbers", table=pd.DataFrame(rows)))

@@ -248,6 +248,8 @@ def test_impossible_sizes_are_refused_with_a_sentence_naming_the_field(make_app)
     at.number_input(key="d_model").set_value(32).run()
     clean(at)
     assert figures(at)
+    line = next(plain(c.value) for c in at.caption if plain(c.value).startswith("Model: "))
+    assert "1 head (d_k 32) · 1 encoder layer + 1 decoder layer ·" in line  # "1 encoder + 1 decoder layers"
 
 
 # -- caching and sessions ---------------------------------------------------------------------
@@ -802,6 +804,10 @@ def test_translate_shows_the_steps_greedy_decoding_took_whatever_the_sidebars_ma
         for app in (paper, at):
             app.slider(key="translate_step").set_value(step).run()
         assert any(f"predicts “{nxt}”" in t for t in alerts(at.info)), (step, alerts(at.info))
+        # the step (from 1) named by the charts' row (from 0): "Step 2 … (the charts' last row, 1:you→like)"
+        last = figure_titled(at, "Cross-attention, layer")["layout"]["yaxis"]["ticktext"][-1]
+        assert last.startswith(f"{step - 1}:") and last.endswith(f"→{nxt}")
+        assert any(f"Step {step} of 4" in t and f"(the charts' last row, {last})" in t for t in alerts(at.info))
         for chart in ("Decoder self-attention, layer", "Cross-attention, layer"):
             np.testing.assert_array_equal(values_z(figure_titled(at, chart)), values_z(figure_titled(paper, chart)))
     chart = "Decoder self-attention (causal"

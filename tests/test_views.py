@@ -7,11 +7,13 @@ import unicodedata
 
 import numpy as np
 import pytest
+import torch
 
 from lab.compute import load_model
 from lab.spec import FigureSpec
 from lab.views import Models, build_view, order_data, order_draws_attention
 from tests.conftest import needs_trained, trained_available
+from viz.labels import num as viz_num
 
 
 @pytest.fixture(scope="module")
@@ -41,6 +43,29 @@ def test_attention_steps_are_consistent(models):
     assert np.all(weights[:, 4:] == 0)
     assert len(set(p["attention-weights"].table.index)) == 10  # unique labels despite 我 twice
     assert "attention-mask" in p
+
+
+@pytest.mark.parametrize("norm", ["post", "pre"])
+def test_the_qkv_caption_says_what_x_is_and_it_is_so(models, norm):
+    """The Q, K, V panel's caption names X (layer 0: the token embeddings × √d_model plus PE; pre-norm: after
+    the sublayer's LayerNorm) and the bias; Q recomputed from that X and the layer's own W_Q, b_Q is the panel's."""
+    spec = dataclasses.replace(SPEC, norm=norm, head=1)
+    p, _ = panels("attention", spec, models)
+    caption = p["attention-qkv"].caption
+    assert "token embeddings (× √d_model) plus positional encoding" in caption and "Q = XW_Q + b_Q" in caption
+    assert ("pre-norm: X after the sublayer's LayerNorm" in caption) == (norm == "pre")
+    model = models.model(spec).model
+    run_ = models.run(spec)
+    with torch.no_grad():
+        x = model.src_embed(run_.src[:1])[0]  # (T, d_model): sentence A, eval mode (no dropout)
+        layer = model.encoder.layers[0]
+        if norm == "pre":
+            x = layer.sublayer1.norm(x)
+        q = layer.self_attn.w_q(x)[:, 8:16].numpy()  # head 1 of 4: d_k = 8 columns
+    np.testing.assert_allclose(p["attention-qkv"].table.loc["Q"].to_numpy(), q, atol=1e-5)
+    p, _ = panels("attention", dataclasses.replace(spec, block="cross", layer=1), models)
+    assert "X is the decoder's stream after layer 1's self-attention sublayer; M, the encoder's last output" in \
+        p["attention-qkv"].caption
 
 
 def test_look_ahead_mask_hides_the_future(models):
@@ -163,6 +188,11 @@ def test_order_view_with_b_equal_to_a_says_there_is_nothing_to_compare(models):
     for slug in ("pe", "nope", "causal"):
         caption = p[f"verdict-{slug}"].caption
         assert "B is A token for token" in caption and "EQUIVARIANT" not in caption and "sees" not in caption
+        assert "with or without PE" not in caption  # the no-PE rows said it of themselves
+    # the table beside them said "B reorders A: True" in every row
+    assert not p["order-numbers"].table["B reorders A"].any()
+    p, _ = panels("order", SPEC, models)  # 你喜欢她 / 她喜欢你: a reordering, in every row
+    assert p["order-numbers"].table["B reorders A"].all()
 
 
 def test_order_view_says_how_repeated_tokens_are_matched_where_the_number_depends_on_it(models):
@@ -227,8 +257,8 @@ def test_order_view_with_a_non_permutation_says_so(models):
 
 
 def test_query_view_reproduces_seed_002_for_the_journey_preset(models):
-    spec = dataclasses.replace(SPEC, sentence_a="Your journey starts with one step", query=1)
-    p, _ = panels("query", spec, models)
+    spec = dataclasses.replace(SPEC, sentence_a="Your journey starts with one step", query=1, tokenizer="bpe")
+    p, _ = panels("query", spec, models)  # bpe: one token a word, query 1 is " journey"
     seed = p["journey-bars"].table
     np.testing.assert_allclose(seed["score ω"], [1.2705, 1.8524, 1.8111, 1.0795, 0.5577, 1.5440], atol=1e-4)
     np.testing.assert_allclose(seed["weight α"], [0.1500, 0.2264, 0.2199, 0.1311, 0.0906, 0.1820], atol=1e-4)
@@ -238,7 +268,29 @@ def test_query_view_reproduces_seed_002_for_the_journey_preset(models):
     p, _ = panels("query", dataclasses.replace(spec, query=2), models)
     z = p["journey-context"].table.to_numpy()[0]
     assert "'starts'" in p["journey-context"].title and not np.allclose(z, [0.3061, 0.8210], atol=1e-4)
-    assert "for 'journey' only (query 1 here)" in p["journey-context"].caption
+    assert "for 'journey' only (word 1" in p["journey-context"].caption
+
+
+@pytest.mark.parametrize("block", ["encoder self", "decoder self", "cross"])
+def test_the_textbook_panel_follows_the_word_of_the_pages_query_token(models, block):
+    """The char tokenizer reads one character a token: the textbook panel followed the query's index, so the
+    page's query "1:o" (of "Your") showed 'journey'. Now the word the query token is in, found from its offsets;
+    the decoder's rows are [BOS] + the source, one further on."""
+    text = "Your journey starts with one step"
+    words = [(m.start(), m.end(), m.group()) for m in re.finditer(r"\S+", text)]
+    shift = 0 if block == "encoder self" else 1
+    for start in range(len(text)):
+        spec = dataclasses.replace(SPEC, sentence_a=text, block=block, query=start + shift)  # char: token = char
+        p, _ = panels("query", spec, models)
+        word = next(w for _, end, w in words if end > start)  # a space: the word after it
+        assert f"query '{word}'" in p["journey-bars"].title
+        assert list(p["journey-bars"].table["key"]) == text.split()
+        label = p["query-bars"].title.split(":", 1)[0]
+        if text[start] != word[0]:  # not the word's own first letter: the title says which token it is for
+            assert "this page's query" in p["journey-bars"].title, (start, label)
+    if shift:
+        p, _ = panels("query", dataclasses.replace(SPEC, sentence_a=text, block=block, query=0), models)
+        assert "query 0:[BOS] is not one of its words" in p["journey-bars"].title
     bars = p["query-bars"].table
     np.testing.assert_allclose(bars["weight"].sum(), 1.0, atol=1e-6)
     ctx = p["query-context"].table.to_numpy()
@@ -320,6 +372,12 @@ def test_empty_and_long_inputs(models):
     assert "<" in "".join(p["tokens-a"].table["piece"])  # the text itself, as data
 
 
+def values_zmax(fig) -> float:
+    """The colour range's top of a figure's heatmap (its trace's, or the shared colour axis')."""
+    heat = next(t for t in fig.data if t.type == "heatmap")
+    return heat.zmax if heat.zmax is not None else fig.layout.coloraxis.cmax
+
+
 PADDED = dataclasses.replace(SPEC, sentence_a="你喜欢她", sentence_b="我爱你们大家都好")  # A: 4 tokens, padded to 8
 
 
@@ -338,10 +396,17 @@ def test_head_entropy_is_the_mean_over_the_sentences_own_queries_in_bits(models,
             bits = -np.sum(np.where(w > 0, w * np.log2(np.where(w > 0, w, 1)), 0), axis=1)
             assert entropy[ly, h] == pytest.approx(bits.mean(), abs=1e-5), (ly, h)
     assert f"own {own} queries" in p["entropy"].caption
-    # the colour range tops at uniform weights over the most keys one of those queries may attend
-    keys = {"paper": {"encoder self": 4, "decoder self": 5, "cross": 4}[block], "none": 8 if block != "decoder self"
-            else 9}[mask]
-    assert f"{np.log2(keys):.2f} bits = uniform over {keys} keys" in p["entropy"].figure.layout.annotations[0].text
+    # the colour range tops at the most this mean can be: each own query uniform over the keys it may attend
+    # (the decoder's look-ahead mask: 1, 2, …, 5 keys, at most 1.38 bits, not log₂ 5 = 2.32)
+    keys = panels("attention", spec, models)[0]["attention-mask"].table.to_numpy()[:own].astype(bool).sum(1)
+    note = p["entropy"].figure.layout.annotations[0].text
+    top = np.log2(keys).mean()
+    assert values_zmax(p["entropy"].figure) == pytest.approx(top)
+    assert np.all(entropy <= top + 1e-6)
+    if block == "decoder self" and mask == "paper":
+        assert list(keys) == [1, 2, 3, 4, 5] and f"{top:.2f} bits = each query uniform" in note and "1 to 5" in note
+    else:
+        assert len(set(keys)) == 1 and f"{top:.2f} bits = uniform over {keys[0]} keys" in note
 
 
 @pytest.mark.parametrize("block", ["encoder self", "decoder self"])
@@ -478,8 +543,14 @@ def test_a_model_too_small_to_keep_positions_is_not_said_to_be_equivariant_by_se
     with_pe = p["verdict-pe"].caption
     assert "did not survive" in with_pe and "EQUIVARIANT" not in with_pe and "cannot tell" not in with_pe
     assert "EQUIVARIANT" in p["verdict-nope"].caption  # without PE the reason is self-attention's symmetry
-    assert "happen to give the same outputs" in p["verdict-causal"].caption
+    causal = p["verdict-causal"].caption
     assert "still sees order" not in p["verdict-causal"].title
+    # the look-ahead mask made attention see the order (its weights are not A's reordered): the text said the
+    # outputs matched because "the mask hides it", beside a table whose weights differ by ~0.8
+    numbers = p["order-numbers"].table.set_index("model").loc["without PE, look-ahead mask"]
+    assert numbers["equivariant"] and numbers["max |W(B) − P W(A) Pᵀ|"] > 0.1
+    assert "attention does see the order" in causal and "lost after attention" in causal
+    assert viz_num(numbers["max |W(B) − P W(A) Pᵀ|"]) in causal and "mask hides" not in causal
     p, _ = panels("order", SPEC, models)  # a model that keeps them: as before
     assert "sees word order" in p["verdict-pe"].caption and "still sees order" in p["verdict-causal"].title
 

@@ -756,6 +756,20 @@ def test_the_entropy_overview_spans_one_key_to_uniform():
     assert heat.zmax == pytest.approx(math.log2(n)) and heat.zmin == 0.0
 
 
+def test_the_entropy_overview_tops_at_uniform_weights_under_a_look_ahead_mask():
+    """Query i may attend keys 0..i: uniform weights over them are the most spread these queries can be, and the
+    colour range ends there (log₂ T, 2.32 bits for T = 5, is out of their reach: 1.38 bits)."""
+    from model.analysis import mean_attention_entropy
+
+    T = 5
+    uniform = np.tril(np.ones((T, T))) / np.arange(1, T + 1)[:, None]  # row i: 1/(i+1) on keys 0..i
+    e = mean_attention_entropy(uniform)[None, None]  # (1, 1)
+    fig = viz.entropy_overview(e, keys_per_query=np.arange(1, T + 1))
+    heat = values_traces(fig)[0]
+    assert heat.zmax == pytest.approx(float(e[0, 0])) and heat.zmax < math.log2(T) - 0.9
+    assert "each query uniform over the keys it may attend (1 to 5)" in fig.layout.annotations[0].text
+
+
 def test_query_bars_share_the_score_axis_and_mark_masked_keys():
     s = np.array([2.0, -1.0, 0.5, -np.inf])
     ss = s / 2

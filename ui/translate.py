@@ -46,8 +46,11 @@ def decoding_steps(run: Run, spec: FigureSpec) -> None:
     else:
         step = 1
     read = " ".join(tgt[:step])
-    st.info(md(f"Step {step} of {n_dec}: the decoder has read “{read}” and predicts “{predicted[step - 1]}”."),
-            icon=":material/arrow_forward:")
+    # the charts' rows are numbered by position from 0, the steps from 1 (tokens read): name the row, so that step
+    # 2 and the lesson's row "1:you→like" are seen to be one (a text audit found them read as one apart)
+    row_label = viz.unique_labels(steps)[step - 1]
+    st.info(md(f"Step {step} of {n_dec}: the decoder has read “{read}” and predicts “{predicted[step - 1]}” "
+               f"(the charts' last row, {row_label})."), icon=":material/arrow_forward:")
     decoders = run.trace.decoder.layers
     layer = max(0, min(spec.layer, len(decoders) - 1))
     head = max(0, min(spec.head, decoders[layer].self_attn.n_heads - 1))
