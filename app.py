@@ -69,8 +69,9 @@ VIEW_INTROS = {
               "B differ are highlighted.",
     "positional": "Attention without a mask ignores order, so the position is added to each token embedding: "
                   "PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d)).",
-    "attention": "One head, every step of Attention(Q, K, V) = softmax(QKᵀ / √d_k) V: project to Q, K, V; score "
-                 "every query against every key; scale by 1/√d_k; mask; softmax each row.",
+    "attention": "One head, every step of the weights in Attention(Q, K, V) = softmax(QKᵀ / √d_k) V: project to "
+                 "Q, K, V; score every query against every key; scale by 1/√d_k; mask; softmax each row. View 5 "
+                 "mixes the values V with one query's weights.",
     "heads": "Every head of every layer sees the same tokens through different projections. Open any head "
              "step by step with the buttons under the grid.",
     "query": "One query token: its score against every key, the weights softmax makes of them, and the context "
@@ -78,7 +79,7 @@ VIEW_INTROS = {
     "order": "When B reorders A's tokens, without positional encoding the encoder gives B's tokens A's outputs "
              "(to float rounding), reordered (permutation-equivariant), and the same mean: it cannot tell the "
              "sentences apart.",
-    "translate": "The trained zh-en model translates greedily: the decoder reads [BOS] and its own outputs, and "
+    "translate": "The trained model (zh-en; zh-en-nope, its twin without positional encoding) translates greedily: the decoder reads [BOS] and its own outputs, and "
                  "cross-attention looks back at the source at every step.",
 }
 INTRO = ("Type two sentences and follow them through a Transformer: tokens → positional encoding → scores → "
@@ -113,7 +114,8 @@ def model_line(spec: FigureSpec) -> None:
             else "pre-norm: x = x + Sublayer(LayerNorm(x))")
     if loaded.trained:
         score = loaded.demo.metadata.get("evaluation", {}).get("heldout_exact_match")
-        who = f"trained {loaded.name}" + (f" (held-out exact match {score:.0%})" if isinstance(score, float) else "")
+        who = f"trained {loaded.name}" + (f" (translates {score:.0%} of the held-out sentences, never seen in "
+                                          "training, exactly right)" if isinstance(score, float) else "")
     else:
         who = f"random, seed {spec.seed}, {spec.tokenizer} tokenizer"
     def count(n: int, what: str) -> str:
@@ -287,8 +289,9 @@ def _view_area(trained_ok: bool) -> None:
     st.container(key="view-heading").header(VIEW_LABELS[view], anchor=False)
     st.container(key="view-intro").caption(md(VIEW_INTROS[view]))  # small in a slide page too (ui/style.py)
     if ss.pop("_switched_model", False):
-        st.info("Switched to the trained zh-en model (with and without positional encoding): this view is about "
-                "what training learns. Choose 'random' under Model, in the sidebar, to go back.",
+        st.info("Switched to the trained zh-en model (with and without positional encoding): its translations "
+                "and learned attention need a trained model (view 6's equivariance holds for the random one too). "
+                "Choose 'random' under Model, in the sidebar, to go back.",
                 icon=":material/swap_horiz:")
     if ss.pop("_still_trained", False):
         st.info("This view now shows the trained zh-en model too (chosen for views 6 and 7), not the random "

@@ -107,7 +107,7 @@ class ViewResult:
 
     panels: list[Panel] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)  # cut inputs and the like: show prominently
-    hint: str | None = None  # nothing to draw, and why
+    hint: str | None = None  # nothing to draw, and why; or (with panels) a word on what they show
 
     def nbytes(self) -> int:
         """About the memory this result keeps alive beyond the run it reads, for a cache's bound:
@@ -221,7 +221,7 @@ class PEReference:
     """The positional view's numbers that depend only on (span, d_model), not on the sentence.
 
     Read-only arrays (float64): the sinusoidal table (span, d); the curves of the drawn dims on a
-    0.1-step grid of positions; PE(i)·PE(i+k) for every offset k in (-span, span)."""
+    0.1-step grid of positions; PE(m)·PE(m+k) for every offset k in (-span, span)."""
 
     table: np.ndarray  # (span, d) sinusoidal_encoding
     dims: tuple[int, ...]  # the dimensions the curves show
@@ -284,18 +284,18 @@ def _sinusoidal_panels(out: ViewResult, d: int, n: int, sentence, th: str) -> No
             columns=[f"PE(pos, {j})" for j in pair_dims]),
         caption="Pair i of dimensions (2i, 2i+1) holds (sin ωᵢ·pos, cos ωᵢ·pos): a point on the unit circle that "
                 "turns by ωᵢ radians from one position to the next. So moving k positions is a fixed rotation "
-                "R_k, the same at every position, which is why PE(i)·PE(j) depends only on j − i (below) and "
+                "R_k, the same at every position, which is why PE(m)·PE(n) depends only on n − m (below) and "
                 "attention can learn relative offsets (§3.5).",
     ))
     own = table[:n]
     gram = own @ own.T
-    out.panels.append(Panel("pe-dot-matrix", "PE(i)·PE(j) for the sentence's positions: constant along diagonals",
+    out.panels.append(Panel("pe-dot-matrix", "PE(m)·PE(n) for the sentence's positions: constant along diagonals",
                             viz.pe_dot_matrix(gram, labels=list(sentence.encoding.pieces), theme=th),
                             lambda: viz.matrix_frame(gram, list(sentence.encoding.pieces),
                                                      list(sentence.encoding.pieces))))
     offsets, values = ref.offsets, ref.dots
     out.panels.append(Panel(
-        "pe-dot-curve", "PE(i)·PE(i+k) = Σⱼ cos(ωⱼ k), over the frequencies ωⱼ: symmetric in k, decays overall but not "
+        "pe-dot-curve", "PE(m)·PE(m+k) = Σᵢ cos(ωᵢ k), over the frequencies ωᵢ: symmetric in k, decays overall but not "
         "monotonically",
         viz.pe_dot_curve(offsets, values, theme=th),
         lambda: pd.DataFrame({"dot": values}, index=pd.Index(offsets.astype(int), name="offset")),
@@ -316,7 +316,9 @@ def positional_view(spec: FigureSpec, models: Models) -> ViewResult:
     kind = loaded.model.config.positional
     if d % 2:  # no sinusoidal table to draw (it needs pairs of dimensions); the model's own encoding still is
         out.hint = (f"d_model={d} is odd: the sinusoidal encoding's panels need pairs of dimensions (choose an even "
-                    f"d_model to see them). Below: this model's own ({kind}) encoding, added to its token embeddings.")
+                    "d_model to see them). Below: " + ("this model's token embeddings, to which it adds no positional "
+                    "encoding." if kind == "none" else f"this model's own ({kind}) encoding, added to its token "
+                    "embeddings."))
     else:
         _sinusoidal_panels(out, d, n, sentence, th)
     emb = run_.trace.encoder.embeddings
@@ -330,13 +332,15 @@ def positional_view(spec: FigureSpec, models: Models) -> ViewResult:
     ))
     if kind == "none":
         # (said above the view's panels: the sinusoidal ones first, the model's own last)
-        out.notices.append("This model adds NO positional encoding: in the last panel, its middle matrix is all zeros"
-                           + ("." if d % 2 else "; the sinusoidal panels before it show what that encoding would add."))
+        out.notices.append("This model adds NO positional encoding: "
+                           + ("in the panel below, its middle matrix is all zeros." if d % 2 else
+                              "in the last panel, its middle matrix is all zeros; the sinusoidal panels before it "
+                              "show what that encoding would add."))
     elif kind == "learned":
         out.notices.append("This model's positional encoding is learned: a row of weights per position, not the "
                            f"formula. Untrained, they are small random numbers (largest |value| here "
                            f"{num(np.abs(pe).max(), '.2g')}, the token embeddings' {num(np.abs(tokens).max(), '.2g')}), so they barely "
-                           "show in the last panel, which adds them."
+                           "show in the " + ("panel below" if d % 2 else "last panel") + ", which adds them."
                            + ("" if d % 2 else " The panels before it show sinusoidal encoding for comparison."))
     return out
 
@@ -372,14 +376,14 @@ def attention_view(spec: FigureSpec, models: Models) -> ViewResult:
     d_k = rec.d_k
     titles = {
         "qkv": (f"Q, K, V of one head (d_k = {d_k}) — {where_txt}", None, None, None),
-        "scores": ("Raw scores QKᵀ", a["scores"], rows, cols),
-        "scaled": (f"Scaled scores QKᵀ / √d_k (÷ {np.sqrt(d_k):.3g})", a["scaled"], rows, cols),
-        "mask": ("Mask: True = may attend" + ("" if not a["allowed"].all() else " (nothing is masked here)"),
+        "scores": ("1. Scores QKᵀ (raw)", a["scores"], rows, cols),
+        "scaled": (f"2. Scaled scores QKᵀ / √d_k (÷ {np.sqrt(d_k):.3g})", a["scaled"], rows, cols),
+        "mask": ("3. Mask: True = may attend" + ("" if not a["allowed"].all() else " (nothing is masked here)"),
                  a["allowed"].astype(int), rows, cols),
-        "masked": ("Scores after masking (masked cells are −∞)", a["masked"], rows, cols),
-        "weights": ("Softmax weights (each row sums to 1)", a["weights"], rows, cols),
+        "masked": ("4. Masked scores (masked cells are −∞)", a["masked"], rows, cols),
+        "weights": ("5. Weights = softmax over each row (each sums to 1)", a["weights"], rows, cols),
     }
-    out = ViewResult(notices=list(run_.notices))
+    out = ViewResult(notices=list(run_.notices), hint=_decoder_reads(spec))
     for key, fig in figs.items():
         title, matrix, r, c = titles[key]
         if key == "qkv":
@@ -396,6 +400,16 @@ def attention_view(spec: FigureSpec, models: Models) -> ViewResult:
     if spec.mask == "none" and any("[PAD]" in p for p in rows + cols):
         out.notices.append("Mask 'none': the [PAD] tokens added to line up A and B are attended to like words.")
     return out
+
+
+def _decoder_reads(spec: FigureSpec) -> str:
+    """What the random model's decoder reads, where a view shows it (a text audit: nothing said that its rows
+    are the source sentence again, standing in for the translation it does not have)."""
+    if spec.block == "encoder self" or spec.model != "random":
+        return ""
+    return ("The random model has no translation to read: its decoder reads [BOS] + this sentence's own tokens, "
+            "standing in for a target sentence. The trained zh-en model (Model, in the sidebar) reads its own "
+            "translation.")
 
 
 def _qkv_caption(block: str, layer: int, config) -> str:
@@ -424,7 +438,11 @@ def _nothing_masked(spec: FigureSpec) -> str:
         ways.append("choose the block 'decoder self' for the look-ahead mask (no token sees the future)")
     if spec.mask == "look-ahead" and spec.block != "cross":
         ways.append("type a longer sentence: one token has no future to hide")
-    ways.append("make the other sentence longer: this one is then padded with [PAD] keys, which are masked")
+    if spec.block == "decoder self" and spec.model != "random":  # its keys are the translation's tokens
+        ways.append("give the other sentence a longer translation: this one's is then padded with [PAD] keys, "
+                    "which are masked")
+    else:
+        ways.append("make the other sentence longer: this one is then padded with [PAD] keys, which are masked")
     return "To see a mask, " + "; or ".join(ways) + "."  # the title already says nothing is masked here
 
 
@@ -443,7 +461,7 @@ def heads_view(spec: FigureSpec, models: Models) -> ViewResult:
     # the heads picked ("Heads in the grid"), or all of them
     which = "All heads" if len(heads) == weights.shape[1] else ("Head " if len(heads) == 1 else "Heads ") + ", ".join(
         map(str, heads))
-    out = ViewResult(notices=list(run_.notices))
+    out = ViewResult(notices=list(run_.notices), hint=_decoder_reads(spec))
     out.panels.append(Panel(
         "heads-grid", f"{which} of layer {layer} ({spec.block})",
         viz.heads_grid(weights[layer, heads], row_labels=rows, col_labels=cols, mask=mask,
@@ -542,7 +560,7 @@ def query_view(spec: FigureSpec, models: Models) -> ViewResult:
     q = _clamp(spec.query, len(rows))
     qlabel = viz.unique_labels(rows, show_whitespace=True)[q]  # "2:我", "1:␣": the position tells repeats apart
     where = f"{spec.block}, layer {layer}, head {head}"  # in each figure's own title: full screen, exports
-    out = ViewResult(notices=list(run_.notices))
+    out = ViewResult(notices=list(run_.notices), hint=_decoder_reads(spec))
     allowed = a["allowed"][q]
     unscaled = unscaled_weights(rec, row, head)[q]  # (Tk,) softmax(q·k) without ÷√d_k: what the scaling prevents
 
@@ -566,8 +584,8 @@ def query_view(spec: FigureSpec, models: Models) -> ViewResult:
         table,
         caption=f"Why ÷√d_k (§3.2.1): if q and k have independent components of mean 0 and variance 1, q·k has "
                 f"variance d_k (here {d_k}): the larger d_k, the larger the raw scores, until softmax puts nearly "
-                f"all the weight on one key, where its gradients vanish. Dividing by √d_k brings the variance back "
-                f"to 1. The outlined bars show the weights softmax would give the raw scores.{spread}",
+                f"all the weight on one key, where its gradients vanish. Dividing by √d_k brings that variance back "
+                f"to 1 (for such q and k: a trained head's need not be). The outlined bars show the weights softmax would give the raw scores.{spread}",
     ))
     out.panels.append(Panel(
         "query-lines", f"Every query's weights as lines, {qlabel} highlighted ({spec.block}, layer {layer}, head {head})",
@@ -583,7 +601,7 @@ def query_view(spec: FigureSpec, models: Models) -> ViewResult:
                 "for every weight.",
     ))
     out.panels.append(Panel(
-        "query-context", f"Context vector of {qlabel} = Σⱼ weightⱼ · vⱼ ({spec.block}, layer {layer}, head {head})",
+        "query-context", f"Context vector of {qlabel} = Σⱼ wⱼ vⱼ ({spec.block}, layer {layer}, head {head})",
         viz.context_vector_figure(a["weights"][q], a["v"], key_labels=cols, query_label=qlabel,
                                   context=a["context"][q], theme=spec.theme,
                                   title=f"Context vector of query {qlabel} = Σⱼ wⱼ vⱼ — {where}"),
@@ -653,15 +671,18 @@ def _unmatched(pieces_a: list[str], pieces_b: list[str], spec: FigureSpec) -> st
     a, b = Counter(pieces_a), Counter(pieces_b)
     only_a, only_b = sorted((a - b).elements()), sorted((b - a).elements())
 
-    def listed(pieces: list[str]) -> str:
-        # a piece once with its count ('[UNK]' ×7): a narrow-screen walk read '[UNK]' seven times over
+    def listed(pieces: list[str], other: Counter, name: str) -> str:
+        # a piece once with its count ('[UNK]' ×7): a narrow-screen walk read '[UNK]' seven times over; one the
+        # other sentence has too, by how many more (a text audit: "only in B: '[UNK]' ×6" where A had 3 of them)
         counts = sorted(Counter(pieces).items())
-        return ", ".join(f"'{viz.visible_whitespace(p)}'" + (f" ×{n}" if n > 1 else "") for p, n in counts[:8]) + (
+        return ", ".join(f"'{viz.visible_whitespace(p)}'" + (f" ({n} more than in {name})" if other[p] else
+                                                              f" ×{n}" if n > 1 else "") for p, n in counts[:8]) + (
             " …" if len(counts) > 8 else "")
 
     if not only_a and not only_b:
         return ""
-    text = " Tokens only in A: " + (listed(only_a) or "none") + "; only in B: " + (listed(only_b) or "none") + "."
+    text = (" Tokens only in A: " + (listed(only_a, b, "B") or "none") + "; only in B: "
+            + (listed(only_b, a, "A") or "none") + ".")
     if spec.model == "random" and spec.tokenizer != "char" and any(p != p.strip() for p in only_a + only_b):
         text += (f" The {spec.tokenizer} tokenizer keeps a word's leading space in its token (see view 1): "
                  "the char tokenizer reads one character per token.")
@@ -776,7 +797,7 @@ def order_view(spec: FigureSpec, models: Models) -> ViewResult:
             out.panels.append(Panel(
                 f"diff-{slug}", f"|f(B) − P f(A)| {name} (rows in B's order)",
                 viz.order_difference_heatmap(rep.diff, row_labels=pieces_b, reference=reference, theme=spec.theme,
-                                             title=f"|f(Px) − P f(x)| per token and dimension, {name}"),
+                                             title=f"|f(B) − P f(A)| per token and dimension, {name}"),
                 lambda rep=rep, pieces_b=pieces_b: viz.matrix_frame(rep.diff, pieces_b),
             ))
         out.panels.append(Panel(

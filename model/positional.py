@@ -45,7 +45,7 @@ def _sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
 
 
 def offset_dot_products(offsets: torch.Tensor, d_model: int) -> torch.Tensor:
-    """PE(i) . PE(i + k) = sum_i cos(omega_i k): depends on the offset k only (float64)."""
+    """PE(m) . PE(m + k) = sum_i cos(omega_i k): depends on the offset k only (float64)."""
     k = offsets.to(torch.float64).reshape(-1, 1)  # (N, 1)
     return torch.cos(k * frequencies(d_model)).sum(-1)  # (N,)
 

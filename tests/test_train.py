@@ -203,3 +203,11 @@ def test_demo_trainer_builds_the_demo_setup_for_the_app():
     assert [s.step for s in trainer.run(2)] == [1, 2]
     out = translate_batch(trainer.model, ["你喜欢她", "我有一只猫"], trainer.src_tokenizer, trainer.tgt_tokenizer)
     assert len(out) == 2 and all(isinstance(t, str) for t in out)
+
+
+def test_the_train_panels_loss_axis_names_the_smoothing_the_trainer_uses():
+    """The loss drawn is label-smoothed: it levels off above 0 (a text audit: the axis said plain cross-entropy)."""
+    from model.train import TrainSettings
+    from ui.train import LOSS_AXIS
+
+    assert TrainSettings().label_smoothing > 0 and f"label-smoothed (ε = {TrainSettings().label_smoothing:g})" in LOSS_AXIS

@@ -68,6 +68,23 @@ def test_the_qkv_caption_says_what_x_is_and_it_is_so(models, norm):
         p["attention-qkv"].caption
 
 
+@pytest.mark.parametrize("view", ["attention", "heads", "query"])
+def test_the_random_decoder_is_said_to_read_the_sentence_itself(models, view):
+    """The random model's decoder rows are [BOS] + the source's own tokens (no translation): said where shown."""
+    for block in ("encoder self", "decoder self", "cross"):
+        spec = dataclasses.replace(SPEC, block=block)
+        p, result = panels(view, spec, models)
+        run_ = models.run(spec)
+        reads = run_.sentences[0].tgt_pieces
+        assert reads == ["[BOS]", *run_.sentences[0].encoding.pieces]  # what the hint says, so
+        assert p and bool(result.hint) == (block != "encoder self")
+        if result.hint:
+            assert "reads [BOS] + this sentence's own tokens" in result.hint
+    if trained_available():
+        _, result = panels(view, dataclasses.replace(SPEC, block="cross", model="zh-en"), models)
+        assert not result.hint
+
+
 def test_look_ahead_mask_hides_the_future(models):
     spec = dataclasses.replace(SPEC, mask="look-ahead", block="encoder self")
     p, _ = panels("attention", spec, models)
@@ -563,12 +580,15 @@ def test_view_2_with_an_odd_d_model_still_shows_the_models_own_encoding(models, 
     odd = dataclasses.replace(SPEC, d_model=31, n_heads=1, positional=positional)
     p, result = panels("positional", odd, models)
     assert list(p) == ["embedding-pe"]
-    assert "odd" in result.hint and positional in result.hint
+    assert "odd" in result.hint and {"learned": "(learned)", "none": "no positional encoding"}[positional] in result.hint
     fig = p["embedding-pe"].figure
     assert positional in p["embedding-pe"].title and fig.layout.title.text
     table = p["embedding-pe"].table
     assert table.shape[1] == 31  # the model's 31 dimensions
     assert "above" not in " ".join(result.notices)  # no panel above to point to
+    assert "last panel" not in " ".join(result.notices)  # one panel: none is "the last" (a text audit)
+    if positional == "none":  # not "its own (none) encoding, added to its token embeddings"
+        assert "no positional encoding" in result.hint and "(none) encoding" not in result.hint
 
 
 def test_order_difference_maps_share_one_colour_range(models):
@@ -625,6 +645,19 @@ def test_every_mask_setting_that_masks_nothing_gets_advice_that_shows_a_mask(mod
             assert not p["attention-mask"].table.to_numpy().all(), (mask, block)
 
 
+@needs_trained
+def test_the_trained_decoders_mask_advice_is_about_the_translation(models):
+    """The trained decoder's keys are its translation's tokens: a longer source with a translation as long pads
+    nothing (你喜欢她吗 → you like her), a longer translation does (他不喜欢你 → he does not like you)."""
+    spec = dataclasses.replace(SPEC, model="zh-en", sentence_a="你喜欢她", sentence_b="你喜欢她吗", mask="padding",
+                               block="decoder self")
+    p, _ = panels("attention", spec, models)
+    assert p["attention-mask"].table.to_numpy().all()  # the longer sentence did not pad this one's decoder
+    assert "longer translation" in p["attention-mask"].caption
+    p, _ = panels("attention", dataclasses.replace(spec, sentence_b="他不喜欢你"), models)
+    assert not p["attention-mask"].table.to_numpy().all()
+
+
 def _shown_texts(result) -> list[str]:
     """Every title, note and caption a view shows (figure titles, annotations, panel captions and titles)."""
     out = [result.intro] if getattr(result, "intro", None) else []
@@ -667,7 +700,7 @@ def test_the_five_step_matrices_label_their_keys_alike(models, theme):
 
 @pytest.mark.parametrize("view", ["positional", "attention", "heads", "query", "order"])
 def test_a_product_in_a_figure_is_written_with_the_dot_operator(models, view):
-    """The figures' first font, Noto Sans CJK, draws U+00B7 (·) full-width ("q・k", "PE(i)・PE(j)"): a product
+    """The figures' first font, Noto Sans CJK, draws U+00B7 (·) full-width ("q・k", "PE(m)・PE(n)"): a product
     in a figure's text (title, note, axis and panel titles, trace names) is U+22C5 (⋅), which DejaVu draws as
     narrow as a product's dot. A "·" between spaces (a list separator) is left as it is."""
     from viz.theme import DOT
@@ -681,7 +714,7 @@ def test_a_product_in_a_figure_is_written_with_the_dot_operator(models, view):
         found += re.findall(r"\S\u00b7\S", text)
         products += text.count(DOT)
     assert found == []
-    if view in ("positional", "query"):  # PE(i)⋅PE(j), R_k⋅PE(pos); q⋅kⱼ, wⱼ⋅vⱼ
+    if view in ("positional", "query"):  # PE(m)⋅PE(n), R_k⋅PE(pos); q⋅kⱼ, wⱼ⋅vⱼ
         assert products > 0
 
 
@@ -815,7 +848,7 @@ def test_the_query_views_tables_name_their_rows_and_keys_as_the_other_views_tabl
     assert list(context.index) == [f"v of {k}" for k in keys] + [f"z of {keys[1]}"]
     w = p["query-bars"].table["weight"].to_numpy()
     np.testing.assert_allclose(w @ context.to_numpy()[:-1], context.to_numpy()[-1], atol=1e-6)
-    journey = dataclasses.replace(SPEC, sentence_a="Your journey starts with one step", query=3)
+    journey = dataclasses.replace(SPEC, sentence_a="Your journey starts with one step", query=3, tokenizer="bpe")
     assert list(panels("query", journey, models)[0]["journey-context"].table.index) == ["z of 3:with"]
 
 
@@ -824,3 +857,7 @@ def test_the_order_verdict_counts_a_token_only_one_sentence_has_rather_than_repe
     spec = dataclasses.replace(SPEC, sentence_a="aaccc xyz", sentence_b="xyz b")
     verdicts = " ".join(p.caption for p in panels("order", spec, models)[0].values() if p.key.startswith("verdict"))
     assert "Tokens only in A: 'a' ×2, 'c' ×3; only in B: 'b'." in verdicts, verdicts
+    # a token both have, one of them more often: by how many more (it read "only in B: '[UNK]' ×6" beside A's 3)
+    spec = dataclasses.replace(SPEC, sentence_a="aaccc xyz", sentence_b="xyz ab")
+    verdicts = " ".join(p.caption for p in panels("order", spec, models)[0].values() if p.key.startswith("verdict"))
+    assert "Tokens only in A: 'a' (1 more than in B), 'c' ×3; only in B: 'b'." in verdicts, verdicts

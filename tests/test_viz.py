@@ -547,7 +547,7 @@ def test_line_and_bar_charts_keep_their_axis_titles_after_the_theme(theme):
     assert titles(pooled_outputs_figure(RNG.normal(size=8), RNG.normal(size=8), theme=theme)) == (
         "dimension", "pooled output")
     k = np.arange(-5, 6)
-    assert titles(pe_dot_curve(k, np.cos(k / 3.0), theme=theme)) == ("offset k = j − i", f"PE(i){viz.theme.DOT}PE(i+k)")
+    assert titles(pe_dot_curve(k, np.cos(k / 3.0), theme=theme)) == ("offset k = n − m", f"PE(m){viz.theme.DOT}PE(m+k)")
     pos = np.arange(6)
     assert titles(pe_curves(pos, RNG.normal(size=(6, 8)), dims=[0, 1], theme=theme))[0] == "position"
     assert titles(viz.loss_curve([3.0, 2.0, 1.0], theme=theme))[0] == "training step"
@@ -672,7 +672,7 @@ def test_pe_heatmap_uses_fixed_unit_range():
 
 
 def test_the_pe_gram_matrix_spans_its_own_values_where_all_are_positive():
-    """Over a short sentence PE(i)·PE(j) is positive everywhere: a sequential scale from its smallest to
+    """Over a short sentence PE(m)·PE(n) is positive everywhere: a sequential scale from its smallest to
     its largest value shows the equal diagonals; where it has both signs, a scale about 0."""
     from model.positional import sinusoidal_encoding
 
@@ -799,7 +799,7 @@ def test_order_difference_reference_sets_the_range_and_the_max_is_stated():
     fig = viz.order_difference_heatmap(diff, row_labels=list("abc"), reference=3.0)
     heat = values_traces(fig)[0]
     assert (heat.zmin, heat.zmax) == (0.0, 3.0)  # rounding noise stays at the dark end
-    assert "max |f(Px) − P f(x)| = 2e−07" in header(fig)  # a true minus, as the colour bar writes
+    assert "max |f(B) − P f(A)| = 2e−07" in header(fig)  # a true minus, as the colour bar writes
 
 
 def test_a_difference_larger_than_the_reference_widens_the_range_rather_than_being_clipped():
@@ -808,7 +808,7 @@ def test_a_difference_larger_than_the_reference_widens_the_range_rather_than_bei
     fig = viz.order_difference_heatmap(diff, row_labels=list("abc"), reference=1.53)
     heat = values_traces(fig)[0]
     assert (heat.zmin, heat.zmax) == (0.0, 2.54)
-    assert "max |f(Px) − P f(x)| = 2.54 (colour range 0 … 2.54)" in header(fig)
+    assert "max |f(B) − P f(A)| = 2.54 (colour range 0 … 2.54)" in header(fig)
 
 
 def test_aligned_outputs_use_one_scale_and_state_the_max_difference():
@@ -1173,7 +1173,7 @@ def test_entropy_overview_uses_short_labels_that_stay_level():
 
 
 def test_wrap_text_breaks_between_words_and_cjk_and_never_inside_an_entity():
-    text = "PE(i)&#183;PE(j) &lt;depends&gt; only on j &#8722; i 注意力机制和位置编码的原理"
+    text = "PE(m)&#183;PE(n) &lt;depends&gt; only on j &#8722; i 注意力机制和位置编码的原理"
     lines = viz.theme.wrap_text(text, 120, 18)
     assert "".join(lines) == text and len(lines) > 2
     for line in lines:

@@ -21,7 +21,7 @@ from ui.state import UI_LIMITS, choose_model, choose_theme, follows_page, keep_c
 from viz.theme import design_size, too_narrow
 
 MASK_HELP = {
-    "paper": "As in the paper: every block ignores [PAD] keys (added to line A and B up), and the decoder's "
+    "paper": "As in the paper: every block ignores [PAD] keys (added so that A and B line up), and the decoder's "
              "self-attention also hides future tokens (look-ahead).",
     "none": "Nothing is masked: [PAD] tokens and future tokens are attended like words. Shows what masks prevent.",
     "padding": "Only [PAD] keys are masked, in every block; the decoder may peek at future tokens.",

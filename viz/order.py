@@ -1,7 +1,8 @@
 """Word order: permutation equivariance of self-attention without PE, as pictures and numbers.
 
 Without positional information and without a causal mask, f(Px) = P f(x) (equivariance) and a
-pooled output is the same for every order (invariance). These figures show |f(Px) − P f(x)|, the
+pooled output is the same for every order (invariance). With B = PA (B reorders A's tokens), these figures
+show |f(B) − P f(A)|, as the app's tables write it, the
 two sentences' outputs aligned token by token, and the pooled outputs, each with its max as a
 number in the title.
 """
@@ -40,7 +41,7 @@ def order_difference_heatmap(
     *,
     row_labels: Sequence[str] | None,
     reference: float | None = None,
-    title: str | None = "|f(Px) − P f(x)| per token and dimension",
+    title: str | None = "|f(B) − P f(A)| per token and dimension",
     theme: str = "default",
 ) -> go.Figure:
     """Absolute differences (tokens × d_model) on a sequential scale from 0.
@@ -54,7 +55,7 @@ def order_difference_heatmap(
         raise ValueError(f"expected differences (tokens, d_model), got shape {diff.shape}")
     finite = diff[np.isfinite(diff)]
     top = float(finite.max()) if finite.size else float("nan")
-    note = f"max |f(Px) − P f(x)| = {num(top)}"
+    note = f"max |f(B) − P f(A)| = {num(top)}"
     if reference is not None:
         reference = max(reference, top) if finite.size else reference
         note += f" (colour range 0 … {num(reference)})"

@@ -197,11 +197,11 @@ def pe_dot_matrix(
     gram: np.ndarray,
     *,
     labels: Sequence[str] | None = None,
-    title: str | None = f"PE(i){DOT}PE(j): the same along every diagonal (depends only on j − i)",
+    title: str | None = f"PE(m){DOT}PE(n): the same along every diagonal (depends only on n − m)",
     theme: str = "default",
 ) -> go.Figure:
     """The Gram matrix PE·PEᵀ (positions × positions): diverging about 0 where it has both signs, else
-    sequential from its smallest value to its largest. Over a short sentence every PE(i)·PE(j) is
+    sequential from its smallest value to its largest. Over a short sentence every PE(m)·PE(n) is
     positive (26 to 32 for d_model 64, 4 positions), and on a scale about 0 the diagonals, the point
     of the figure, were shades of one dark red."""
     g = np.asarray(gram, dtype=np.float64)
@@ -217,11 +217,11 @@ def pe_dot_matrix(
         col_text=text,
         **span,
         title=title,
-        x_title="position j",
-        y_title="position i",
-        value_name=f"PE(i){DOT}PE(j)",
-        x_name="j",
-        y_name="i",
+        x_title="position n",
+        y_title="position m",
+        value_name=f"PE(m){DOT}PE(n)",
+        x_name="n",
+        y_name="m",
         value_format=".1f",
         theme=theme,
     )
@@ -241,10 +241,10 @@ def pe_dot_curve(
     offsets: np.ndarray,
     values: np.ndarray,
     *,
-    title: str | None = f"PE(i){DOT}PE(i+k) over the offset k: symmetric, decays overall",
+    title: str | None = f"PE(m){DOT}PE(m+k) over the offset k: symmetric, decays overall",
     theme: str = "default",
 ) -> go.Figure:
-    """PE(i)·PE(i+k) = Σⱼ cos(ωⱼ k) as a curve over k; its local peaks (k > 0) are marked.
+    """PE(m)·PE(m+k) = Σᵢ cos(ωᵢ k) as a curve over k; its local peaks (k > 0) are marked.
 
     It decays overall with |k| but not monotonically, so the figure never says "strictly".
     """
@@ -260,7 +260,7 @@ def pe_dot_curve(
             x=k,
             y=v.astype(np.float32),
             mode="lines+markers" if k.size <= 80 else "lines",
-            name=f"PE(i){DOT}PE(i+k)",
+            name=f"PE(m){DOT}PE(m+k)",
             line=dict(color=QUALITATIVE[0]),
             marker=dict(size=4),
             hovertemplate="k = %{x}<br>dot %{y:.4g}<extra></extra>",
@@ -291,8 +291,8 @@ def pe_dot_curve(
         notes.append(f"not monotonic: local peaks at k = {shown}")
     fig.update_layout(
         title=title_layout(title, notes),
-        xaxis_title="offset k = j − i",
-        yaxis_title=f"PE(i){DOT}PE(i+k)",
+        xaxis_title="offset k = n − m",
+        yaxis_title=f"PE(m){DOT}PE(m+k)",
     )
     return apply_theme(fig, theme)
 
