@@ -538,7 +538,7 @@ def _journey_panels(spec: FigureSpec, word: int | None, qlabel: str) -> list[Pan
               + (f"({which}; " if which else "(") + "3-d inputs, W from torch.manual_seed(123))",
               viz.query_bars(a["scores"][q], a["scaled"][q], a["weights"][q], key_labels=words,
                              query_label=words[q], theme=spec.theme), table),
-        Panel("journey-context", f"Context vector z for '{words[q]}' = Σⱼ αⱼ vⱼ",
+        Panel("journey-context", f"Context vector z for '{words[q]}' = Σⱼ wⱼ vⱼ",
               viz.context_vector_figure(a["weights"][q], a["v"], key_labels=words, query_label=words[q],
                                         context=a["context"][q], theme=spec.theme),
               pd.DataFrame(a["context"][q : q + 1], columns=["z0", "z1"],  # (1, 2): the query at its own position
