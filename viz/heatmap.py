@@ -183,7 +183,7 @@ def prepare_grid(
                 f": shown as {values.shape[0]}×{values.shape[1]} cells, each the mean of a "
                 f"{fr}×{fc} block" + (" (masked cells left out)" if any_masked else "")
             )
-        note += "; values sent as float32"
+        note += "; values drawn in float32 (about 7 significant digits)"
         if max(len(row_text), len(col_text)) > MAX_TICKS:
             note += "; not every label shown"
         notes.append(note)
