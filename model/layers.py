@@ -30,10 +30,16 @@ class LayerNorm(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x (..., d_model) -> same shape. Two passes (the mean, then the mean squared deviation):
         the same statistics as torch.var_mean, which is several times slower on CPU for T >= 128."""
-        centred = x - x.mean(dim=-1, keepdim=True)  # x - mean
+        half = x.dtype in (torch.float16, torch.bfloat16)
+        # half precision: the statistics in float32, as nn.LayerNorm accumulates them (in float16 the squares
+        # overflow once |x - mean| > ~256 and the whole row came out as zeros)
+        h = x.float() if half else x
+        centred = h - h.mean(dim=-1, keepdim=True)  # x - mean
         var = (centred * centred).mean(dim=-1, keepdim=True)  # biased: divide by n
         # eps as a 0-d tensor: adding a Python float converts it to a tensor on every call
         normed = centred * torch.rsqrt(var + self.eps_tensor)  # (x - mean) / sqrt(var + eps)
+        if half:
+            normed = normed.to(x.dtype)
         return torch.addcmul(self.bias, normed, self.weight)  # normed * weight + bias
 
 

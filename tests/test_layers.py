@@ -41,6 +41,25 @@ def test_layer_norm_uses_biased_variance_like_torch():
     assert set(ours.state_dict()) == set(theirs.state_dict())
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_layer_norm_in_half_precision_matches_torch_where_the_squares_overflow(dtype):
+    """float16 squares overflow past 65504: a row with |x − mean| ~ 300 came out as zeros (a mutation walk). The
+    statistics are float32, as nn.LayerNorm's, so the result is torch's, to the last bit here."""
+    torch.manual_seed(0)
+    ours, theirs = LayerNorm(16), nn.LayerNorm(16)
+    with torch.no_grad():
+        ours.weight.normal_()
+        ours.bias.normal_()
+    copy_norm(ours, theirs)
+    ours, theirs = ours.to(dtype), theirs.to(dtype)
+    x = (torch.randn(4, 7, 16) * 200).to(dtype)  # (x − mean)² well past float16's largest, 65504
+    assert torch.isinf((x.float() - x.float().mean(-1, keepdim=True)).pow(2).to(torch.float16)).any()
+    with torch.no_grad():
+        out, want = ours(x), theirs(x)
+    assert out.dtype == dtype and torch.isfinite(out).all() and out.abs().amax(-1).min() > 0.1
+    torch.testing.assert_close(out.float(), want.float(), atol=2e-2, rtol=1e-2)
+
+
 @pytest.mark.parametrize("norm", ["post", "pre"])
 @pytest.mark.parametrize("activation", ["relu", "gelu"])
 def test_encoder_layer_equals_torch(norm, activation):
