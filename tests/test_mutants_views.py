@@ -1,0 +1,352 @@
+"""What a user sees, checked against numbers made here: tests written by mutation testing of lab/ and viz/.
+
+Each test kills a small plausible bug (a mutant) that the rest of the suite let through: a figure drawing other
+numbers than its own table, a label off by one between the control and the data, a colour range or a note that
+states the wrong number. The expected numbers are recomputed from the model's own q, k, v and weights (torch,
+numpy), or follow from the inputs, never copied from the code under test.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import viz
+from lab.compute import load_model
+from lab.spec import FigureSpec
+from lab.views import Models, build_view, decoding_spec
+from model.analysis import record
+from tests.conftest import needs_trained
+
+
+@pytest.fixture(scope="module")
+def models():
+    return Models(functools.lru_cache(maxsize=None)(load_model))
+
+
+SPEC = FigureSpec(d_model=32, n_heads=4, n_layers=2, d_ff=64)  # d_k = 8: √d_k = 2.83 is not d_k
+PADDED = dataclasses.replace(SPEC, sentence_a="你喜欢她", sentence_b="我爱你们大家都好")  # A: 4 tokens padded to 8
+
+
+def panels(view: str, spec: FigureSpec, models: Models) -> dict:
+    return {p.key: p for p in build_view(view, spec, models).panels}
+
+
+def values(fig) -> list:
+    """A figure's value heatmaps (not the overlays), in the order they were added."""
+    return [t for t in fig.data if (t.meta or {}).get("role") == "values"]
+
+
+def z_of(trace) -> np.ndarray:
+    return np.asarray(trace.z, dtype=float)
+
+
+def axis_number(trace) -> int:
+    """The subplot a trace sits in: 1 for "x", k for "xk" (make_subplots numbers them row by row)."""
+    name = trace.xaxis or "x"
+    return int(name[1:] or 1)
+
+
+def eq1(rec, row: int, head: int) -> dict[str, np.ndarray]:
+    """Eq. 1 for one head, recomputed here from the record's q and k and the mask the model used."""
+    q, k = rec.q[row, head].detach().double().cpu(), rec.k[row, head].detach().double().cpu()
+    scores = q @ k.T
+    scaled = scores / math.sqrt(q.shape[-1])
+    if rec.mask is None:
+        allowed = torch.ones_like(scores, dtype=torch.bool)
+    else:
+        allowed = torch.broadcast_to(rec.mask, rec.score_shape())[row, head].cpu()
+    weights = torch.softmax(scaled.masked_fill(~allowed, float("-inf")), dim=-1)
+    return {"scores": scores.numpy(), "scaled": scaled.numpy(), "allowed": allowed.numpy(), "weights": weights.numpy()}
+
+
+# -- view 3: the step figures draw the scaled scores, divided by √d_k ------------------------------------------
+def test_the_scaled_and_masked_score_figures_draw_qk_over_root_dk(models):
+    """Mutants: the scaled-scores figure fed the raw scores; the masked-scores figure fed the raw scores; the
+    panel title saying "÷ d_k" for "÷ √d_k". Each figure is checked against q·k / √d_k made here, the masked
+    one blank (NaN) exactly where the model's mask forbids."""
+    spec = dataclasses.replace(PADDED, block="decoder self", layer=1, head=2)  # look-ahead and padding masks
+    p = panels("attention", spec, models)
+    run = models.run(spec)
+    rec = record(run.trace, "decoder self", 1)
+    want = eq1(rec, 0, 2)
+    d_k = rec.q.shape[-1]
+    assert not want["allowed"].all()  # something is masked: the masked figure has blanks to check
+    (raw,), (scaled,), (masked,), (weights,) = (values(p[f"attention-{key}"].figure)
+                                                for key in ("scores", "scaled", "masked", "weights"))
+    np.testing.assert_allclose(z_of(raw), want["scores"], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(z_of(scaled), want["scaled"], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(z_of(masked), np.where(want["allowed"], want["scaled"], np.nan), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(z_of(weights), np.where(want["allowed"], want["weights"], np.nan), atol=1e-6)
+    assert f"÷ {math.sqrt(d_k):.3g})" in p["attention-scaled"].title, p["attention-scaled"].title
+
+
+# -- view 4: every panel of the grids is the head and layer it is titled ------------------------------------------
+def test_the_layers_by_heads_grid_puts_layer_l_head_h_in_row_l_column_h(models):
+    """Mutant: the (L, H, T, T) weights flattened head-major while the rows are titled by layer and the columns
+    by head. Each panel's cells are checked against softmax(q·k/√d_k) of the layer and head its place names."""
+    spec = dataclasses.replace(PADDED, block="encoder self")
+    p = panels("heads", spec, models)
+    run = models.run(spec)
+    figure = p["layers-heads"].figure
+    n_layers, n_heads = spec.n_layers, spec.n_heads
+    traces = values(figure)
+    assert len(traces) == n_layers * n_heads
+    for trace in traces:
+        layer, head = divmod(axis_number(trace) - 1, n_heads)
+        want = eq1(record(run.trace, "encoder self", layer), 0, head)
+        np.testing.assert_allclose(z_of(trace), np.where(want["allowed"], want["weights"], np.nan), atol=1e-6,
+                                   err_msg=f"panel of layer {layer}, head {head}")
+    columns = [a.text for a in figure.layout.annotations if a.text.startswith("head ")]
+    assert columns == [f"head {h}" for h in range(n_heads)]
+    assert [figure.layout[f"yaxis{'' if ly == 0 else ly * n_heads + 1}"].title.text for ly in range(n_layers)] == [
+        f"layer {ly} · query" for ly in range(n_layers)]
+
+
+def test_the_heads_grid_titles_each_picked_head_by_its_own_index(models):
+    """Mutant: with heads 1 and 3 picked, the panels titled "head 0", "head 1". Each panel's title must name the
+    head whose weights (recomputed here) it draws."""
+    spec = dataclasses.replace(SPEC, heads=(1, 3), layer=1)
+    p = panels("heads", spec, models)
+    run = models.run(spec)
+    rec = record(run.trace, "encoder self", 1)
+    figure = p["heads-grid"].figure
+    titles = [a.text for a in figure.layout.annotations if a.text.startswith("head ")]
+    traces = values(figure)
+    assert titles == ["head 1", "head 3"] and len(traces) == 2
+    for title, trace in zip(titles, traces, strict=True):
+        head = int(title.split()[1])
+        np.testing.assert_allclose(z_of(trace), eq1(rec, 0, head)["weights"], atol=1e-6, err_msg=title)
+        np.testing.assert_allclose(p["heads-grid"].table.loc[title].to_numpy(), eq1(rec, 0, head)["weights"],
+                                   atol=1e-6)
+
+
+# -- view 7: the translate view's figures, their layer, head and axes -------------------------------------------
+@needs_trained
+@pytest.mark.parametrize("layer, head", [(1, 2), (0, 3)])
+def test_the_translate_views_panels_show_the_chosen_layer_and_head_with_keys_named_by_the_tokens_read(
+        models, layer, head):
+    """Mutants: the decoder self-attention always head 0; its keys (x axis) labelled "read→written" like its rows;
+    the every-head panel titled layer + 1. Numbers recomputed from the decoder's q and k, labels from the tokens."""
+    spec = FigureSpec(model="zh-en", sentence_a="你喜欢她", layer=layer, head=head, views=("translate",))
+    p = panels("translate", spec, models)
+    run = models.run(decoding_spec(spec))
+    s = run.sentences[0]
+    n_dec, n_src = len(s.tgt_ids), len(s.src_ids)
+    self_w = eq1(record(run.trace, "decoder self", layer), 0, head)
+    cross = record(run.trace, "cross", layer)
+    np.testing.assert_allclose(p["decoder-self"].table.to_numpy(), self_w["weights"][:n_dec, :n_dec], atol=1e-6)
+    np.testing.assert_allclose(p["cross"].table.to_numpy(), eq1(cross, 0, head)["weights"][:n_dec, :n_src], atol=1e-6)
+    # the decoder's rows are decoding steps "i:read→wrote"; its keys are the tokens read, "i:read"
+    read = list(s.tgt_pieces)
+    steps = [f"{i}:{r}→{w}" for i, (r, w) in enumerate(zip(read, s.predicted, strict=True))]
+    layout = p["decoder-self"].figure.layout
+    assert list(layout.xaxis.ticktext) == [f"{i}:{r}" for i, r in enumerate(read)]
+    assert list(layout.yaxis.ticktext) == steps
+    # every head of that layer, titled by that layer
+    heads = p["cross-heads"]
+    assert heads.title.endswith(f"decoder layer {layer}") and f"decoder layer {layer}" in heads.figure.layout.title.text
+    for h, trace in enumerate(values(heads.figure)):
+        np.testing.assert_allclose(z_of(trace), eq1(cross, 0, h)["weights"][:n_dec, :n_src], atol=1e-6)
+
+
+# -- view 6: order, its numbers recomputed from each model's own encoder ------------------------------------------
+def _encoded(loaded, text: str) -> np.ndarray:
+    ids = list(loaded.src_tokenizer.encode(text).ids)
+    with torch.no_grad():
+        out = loaded.model.encode(torch.tensor([ids], device=loaded.model.device))
+    return out[0].double().cpu().numpy()  # (T, d_model)
+
+
+def test_the_order_numbers_and_pooled_outputs_are_each_models_own(models):
+    """Mutants: the numbers table's token and pooled maxima swapped; the pooled CSV's A and B swapped. Both
+    checked against A and B encoded alone here, each with the model of its row."""
+    a, b = "我爱你们好", "们好我爱你"  # B = P A, a 5-cycle (no token repeats: P is read off the text)
+    spec = dataclasses.replace(SPEC, sentence_a=a, sentence_b=b)
+    p = panels("order", spec, models)
+    numbers = p["order-numbers"].table.set_index("model")
+    perm = [a.index(ch) for ch in b]  # B[i] = A[perm[i]]
+    for name, slug, positional in (("with sinusoidal PE", "pe", "sinusoidal"), ("without PE", "nope", "none")):
+        loaded = models.model(dataclasses.replace(spec, positional=positional))
+        fa, fb = _encoded(loaded, a), _encoded(loaded, b)
+        pooled_a, pooled_b = fa.mean(0), fb.mean(0)
+        assert numbers.loc[name, "max |f(B) − P f(A)|"] == pytest.approx(np.abs(fb - fa[perm]).max(), abs=1e-5)
+        assert numbers.loc[name, "max |mean f(A) − mean f(B)|"] == pytest.approx(np.abs(pooled_a - pooled_b).max(),
+                                                                                 abs=1e-5)
+        pooled = p[f"pooled-{slug}"]
+        np.testing.assert_allclose(pooled.table["A"].to_numpy(), pooled_a, atol=1e-5)
+        np.testing.assert_allclose(pooled.table["B"].to_numpy(), pooled_b, atol=1e-5)
+        bars = {t.name: np.asarray(t.y, dtype=float) for t in pooled.figure.data if (t.meta or {}).get("role") == "bars"}
+        np.testing.assert_allclose(bars["A"], pooled_a, atol=1e-5)
+        np.testing.assert_allclose(bars["B"], pooled_b, atol=1e-5)
+    # with PE the two maxima differ (else a swap could not show): the test has teeth
+    pe = numbers.loc["with sinusoidal PE"]
+    assert abs(pe["max |f(B) − P f(A)|"] - pe["max |mean f(A) − mean f(B)|"]) > 1e-3
+
+
+def test_the_token_output_maps_colour_range_is_the_largest_value_they_draw(models):
+    """Mutant: the shared colour range taken from |A − B| with B NOT reordered, a difference no panel draws (for
+    this pair, 5 tokens in a 5-cycle, it is the larger): the scale was wider than any value shown. The range must
+    be ± the largest |value| of the panels drawn: A, B in A's order, and their difference (recomputed here)."""
+    a, b = "我爱你们好", "们好我爱你"
+    spec = dataclasses.replace(SPEC, sentence_a=a, sentence_b=b)
+    p = panels("order", spec, models)
+    pos_in_b = [b.index(ch) for ch in a]  # A's token i sits at position pos_in_b[i] in B
+    tops = []
+    for positional, slug in (("sinusoidal", "pe"), ("none", "nope")):
+        loaded = models.model(dataclasses.replace(spec, positional=positional))
+        fa, fb = _encoded(loaded, a), _encoded(loaded, b)
+        aligned = fb[pos_in_b]
+        drawn = [z_of(t) for t in values(p[f"aligned-{slug}"].figure)]
+        np.testing.assert_allclose(drawn[0], fa, atol=1e-5)
+        np.testing.assert_allclose(drawn[1], aligned, atol=1e-5)
+        np.testing.assert_allclose(drawn[2], np.abs(fa - aligned), atol=1e-5)
+        tops.append(max(np.abs(fa).max(), np.abs(fb).max(), np.abs(fa - aligned).max()))
+    for slug in ("pe", "nope"):
+        axis = p[f"aligned-{slug}"].figure.layout.coloraxis
+        assert axis.cmax == pytest.approx(max(tops), rel=1e-5) and axis.cmin == pytest.approx(-max(tops), rel=1e-5)
+
+
+# -- view 2: the clock hands' angles and the dot-product curve's peaks ------------------------------------------
+def test_the_clock_panels_give_each_pairs_angle_per_position_in_degrees(models):
+    """Mutant: the panel titles wrote ωᵢ in radians with a degree sign ("ω = 1°" for 57.3°). ωᵢ = 10000^(−2i/d)
+    rad for the pair i each panel draws (its trace's meta), in degrees here."""
+    d = 64
+    spec = FigureSpec(sentence_a="你喜欢她", d_model=d, n_heads=4, n_layers=1, d_ff=32, views=("positional",))
+    figure = panels("positional", spec, models)["pe-rotation"].figure
+    pairs = [t.meta["pair"] for t in figure.data if (t.meta or {}).get("role") == "positions"]
+    titles = [a.text for a in figure.layout.annotations if a.text.startswith("ω = ")]
+    assert len(pairs) == len(titles) >= 2
+    for i, title in zip(pairs, titles, strict=True):
+        assert title == f"ω = {math.degrees(10000.0 ** (-2 * i / d)):.3g}°", (i, title)
+
+
+def test_the_dot_curve_marks_only_peaks_past_offset_zero_as_the_not_monotonic_evidence(models):
+    """Mutant: k = 0 (the global maximum, d/2) counted among the 'local peaks' that show the curve is not
+    monotonic. The marked peaks must be the k > 0 where Σᵢ cos(ωᵢ k) (recomputed here) tops both neighbours."""
+    d = 128
+    spec = FigureSpec(sentence_a="你喜欢她", d_model=d, n_heads=4, n_layers=1, d_ff=32, views=("positional",))
+    panel = panels("positional", spec, models)["pe-dot-curve"]
+    ks = np.arange(-49, 50)
+    omega = 10000.0 ** (-np.arange(0, d, 2) / d)
+    dots = np.cos(np.outer(ks, omega)).sum(1)
+    peaks = [int(k) for j, k in enumerate(ks[1:-1], start=1) if k > 0 and dots[j] > dots[j - 1] and dots[j] > dots[j + 1]]
+    assert len(peaks) >= 3  # FACTS.md: at d = 128 the curve rises again near k = 11, 17, 23, ...
+    marked = [t for t in panel.figure.data if (t.meta or {}).get("role") == "marks"]
+    assert len(marked) == 1
+    assert [round(float(x)) for x in marked[0].x] == peaks
+    notes = " ".join(a.text for a in panel.figure.layout.annotations if a.name == "notes")
+    assert f"local peaks at k = {peaks[0]}, {peaks[1]}, {peaks[2]}" in notes and "k = 0" not in notes
+
+
+# -- viz: hovers, notes and labels of the shared figure builders ------------------------------------------------
+def test_query_bars_hover_names_the_key_under_each_bar_when_a_key_in_the_middle_is_masked():
+    """Mutants: each bar's hover label taken from the first keys rather than its own (the bars of key 3 said
+    "key 2:c" once key 1 was masked), for the value bars and the masked bars. The label under bar x is "x:piece"."""
+    pieces = ["a", "b", "c", "d", "e"]
+    scores = np.array([1.0, 2.0, -1.0, 0.5, 3.0])
+    allowed = np.array([True, False, True, False, True])
+    scaled = scores / 2.0
+    e = np.where(allowed, np.exp(scaled - scaled.max()), 0.0)
+    fig = viz.query_bars(scores, scaled, e / e.sum(), key_labels=pieces, mask=allowed, unscaled_weights=e / e.sum())
+    seen = 0
+    for trace in fig.data:
+        if trace.type != "bar" or trace.customdata is None:
+            continue
+        xs = [int(x) for x in trace.x]
+        assert list(trace.customdata) == [f"{x}:{pieces[x]}" for x in xs], (trace.meta, xs)
+        role = (trace.meta or {}).get("role")
+        if role == "masked_bars":
+            assert xs == [1, 3]
+        elif role == "bars" and trace.name == "score":
+            np.testing.assert_allclose(np.asarray(trace.y, float), scores[xs], rtol=1e-6)
+        seen += 1
+    assert seen >= 5  # score, scaled, weight, unscaled weight, masked bars of two panels
+
+
+def test_a_row_sum_note_gives_the_largest_distance_from_one_below_as_well_as_above():
+    """Mutant: the note of a heatmap too tall for a "Σ = …" per row said max |Σ − 1| from the largest sum only,
+    missing a row that sums to less than 1. Here row 5 sums to 1 − 3e−4, another to 1 + 1e−6."""
+    rng = np.random.default_rng(0)
+    w = rng.random((60, 60))
+    w /= w.sum(1, keepdims=True)
+    w[5] *= 1 - 3e-4
+    w[9] *= 1 + 1e-6
+    expected = format(np.abs(w.sum(1) - 1).max(), ".1e").replace("-", "\u2212")
+    fig = viz.weights_heatmap(w, row_labels=None)
+    text = viz.theme.unwrap(fig.layout.title.text) + " ".join(a.text for a in fig.layout.annotations or ())
+    assert f"max |Σ − 1| = {expected}" in text, text
+
+
+def test_the_large_input_note_names_rows_then_columns():
+    """Mutant: "Large input (C×R)". A 300 × 40 matrix (300 query rows, 40 key columns) is said to be 300×40."""
+    fig = viz.matrix_heatmap(np.random.default_rng(1).random((300, 40)), kind="values")
+    text = " ".join(a.text for a in fig.layout.annotations or ()) + viz.theme.unwrap(fig.layout.title.text)
+    assert "Large input (300×40)" in text, text
+
+
+def test_the_attention_difference_panel_names_its_cells_by_a_tokens(models):
+    """Mutant: the |A − B| panel of view 6's attention labelled with B's own "position:piece" labels. Its cells are
+    A's token pairs (B was reordered to A's order): its key axis and its hover must say A's labels."""
+    a, b = "我爱你们好", "们好我爱你"
+    p = panels("order", dataclasses.replace(SPEC, sentence_a=a, sentence_b=b), models)
+    own_a = [f"{i}:{ch}" for i, ch in enumerate(a)]
+    own_b_aligned = [f"{b.index(ch)}:{ch}" for ch in a]
+    figure = p["attn-nope"].figure
+    assert list(figure.layout.xaxis.ticktext) == own_a and list(figure.layout.xaxis2.ticktext) == own_b_aligned
+    assert list(figure.layout.xaxis3.ticktext) == own_a
+    diff = values(figure)[2]
+    labels = diff.meta[viz.heatmap.HOVER_LABELS]
+    assert list(labels["x"]) == own_a and list(labels["y"]) == own_a
+
+
+def test_the_heads_view_of_sentence_b_uses_bs_own_mask_not_as(models):
+    """Mutant: view 4 took batch row 0's mask (A's, padded from 4 to 8 keys) for sentence B: B's keys 4-7, which
+    it attends to, were hatched as masked and the entropy's colour range topped at 4 keys. B has 8 tokens and no
+    padding: every cell is drawn with its weight (recomputed here), and the range is log2(8) bits."""
+    spec = dataclasses.replace(PADDED, sentence="b", layer=1)
+    p = panels("heads", spec, models)
+    rec = record(models.run(spec).trace, "encoder self", 1)
+    for h, trace in enumerate(values(p["heads-grid"].figure)):
+        want = eq1(rec, 1, h)
+        assert want["allowed"].all()
+        np.testing.assert_allclose(z_of(trace), want["weights"], atol=1e-6, err_msg=f"head {h}")
+    assert not [t for t in p["heads-grid"].figure.data if (t.meta or {}).get("role") in ("mask", "mask_cells")]
+    assert f"{np.log2(8):.2f} bits = uniform over 8 keys" in p["entropy"].figure.layout.annotations[0].text
+
+
+@needs_trained
+def test_the_translate_views_every_head_panel_is_the_chosen_sentences(models):
+    """Mutant: the every-head cross-attention panel read batch row 0 (sentence A) whatever sentence was chosen.
+    With B chosen, each head's panel is B's own cross-attention, recomputed here from row 1's q and k."""
+    spec = FigureSpec(model="zh-en", sentence_a="你喜欢她", sentence_b="我们都喜欢老师", sentence="b",
+                      views=("translate",))
+    p = panels("translate", spec, models)
+    run = models.run(decoding_spec(spec))
+    s = run.sentences[1]
+    assert s.key == "b"
+    n_dec, n_src = len(s.tgt_ids), len(s.src_ids)
+    cross = record(run.trace, "cross", 0)
+    traces = values(p["cross-heads"].figure)
+    assert len(traces) == cross.n_heads
+    for h, trace in enumerate(traces):
+        np.testing.assert_allclose(z_of(trace), eq1(cross, 1, h)["weights"][:n_dec, :n_src], atol=1e-6)
+    np.testing.assert_allclose(p["cross"].table.to_numpy(), eq1(cross, 1, 0)["weights"][:n_dec, :n_src], atol=1e-6)
+
+
+def test_the_token_tables_bytes_are_those_of_the_text_each_token_covers(models):
+    """Mutant: the bytes and byte count of a token taken from its piece, not from the text it covers: the bpe
+    tokenizer's [UNK] for "é" said 5 bytes "5b 55 4e 4b 5d" (the letters of "[UNK]"), where the text has 2."""
+    text = "I like her café"
+    spec = dataclasses.replace(SPEC, tokenizer="bpe", sentence_a=text, sentence_b="")
+    table = panels("tokens", spec, models)["tokens-a"].table
+    assert "[UNK]" in list(table["piece"])  # the case that tells the piece's bytes from the text's
+    for _, row in table.iterrows():
+        raw = text[row["start"]:row["end"]].encode("utf-8")
+        assert row["text"] == text[row["start"]:row["end"]]
+        assert row["bytes"] == raw.hex(" ") and row["n_bytes"] == len(raw), row.to_dict()
