@@ -283,6 +283,15 @@ def test_a_row_sum_note_gives_the_largest_distance_from_one_below_as_well_as_abo
     assert f"max |Σ − 1| = {expected}" in text, text
 
 
+def test_a_row_sum_note_says_every_row_sums_to_1_only_where_it_does():
+    """Rows of 0.5 were said to "sum to 1 (max |Σ − 1| = 5.0e−01)": now their range, and not all to 1."""
+    w = np.full((60, 60), 1 / 120)  # every row sums to 0.5
+    w[3] *= 2  # one to 1
+    fig = viz.weights_heatmap(w, row_labels=None)
+    text = viz.theme.unwrap(fig.layout.title.text) + " ".join(a.text for a in fig.layout.annotations or ())
+    assert "every row sums to 1" not in text and "rows sum to 0.5 … 1, not all to 1" in text, text
+
+
 def test_the_large_input_note_names_rows_then_columns():
     """Mutant: "Large input (C×R)". A 300 × 40 matrix (300 query rows, 40 key columns) is said to be 300×40."""
     fig = viz.matrix_heatmap(np.random.default_rng(1).random((300, 40)), kind="values")
