@@ -67,7 +67,7 @@ VIEW_LABELS = {
 VIEW_INTROS = {
     "tokens": "The text becomes tokens; each token id picks one row of the embedding table. Positions where A and "
               "B differ are highlighted.",
-    "positional": "Attention without a mask ignores order, so the position is added to each token embedding: "
+    "positional": "Attention without a look-ahead mask ignores order, so the position is added to each token embedding: "
                   "PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d)).",
     "attention": "One head, every step of the weights in Attention(Q, K, V) = softmax(QKᵀ / √d_k) V: project to "
                  "Q, K, V; score every query against every key; scale by 1/√d_k; mask; softmax each row. View 5 "
@@ -114,10 +114,13 @@ def model_line(spec: FigureSpec) -> None:
             else "pre-norm: x = x + Sublayer(LayerNorm(x))")
     if loaded.trained:
         score = loaded.demo.metadata.get("evaluation", {}).get("heldout_exact_match")
-        who = f"trained {loaded.name}" + (f" (translates {score:.0%} of the held-out sentences, never seen in "
-                                          "training, exactly right)" if isinstance(score, float) else "")
+        who = f"trained {loaded.name}"
+        if isinstance(score, float):
+            share = "every held-out sentence" if score == 1 else f"{score:.0%} of the held-out sentences"
+            who += f" (translates {share} exactly; none was seen in training)"
     else:
         who = f"random, seed {spec.seed}, {spec.tokenizer} tokenizer"
+
     def count(n: int, what: str) -> str:
         return f"{n} {what}{'s' if n != 1 else ''}"
 
@@ -289,9 +292,10 @@ def _view_area(trained_ok: bool) -> None:
     st.container(key="view-heading").header(VIEW_LABELS[view], anchor=False)
     st.container(key="view-intro").caption(md(VIEW_INTROS[view]))  # small in a slide page too (ui/style.py)
     if ss.pop("_switched_model", False):
-        st.info("Switched to the trained zh-en model (with and without positional encoding): its translations "
-                "and learned attention need a trained model (view 6's equivariance holds for the random one too). "
-                "Choose 'random' under Model, in the sidebar, to go back.",
+        why = ("this view also compares the two models' translations; the equivariance below holds for the random "
+               "model as well" if view == "order" else "translating needs a trained model")
+        st.info(f"Switched to the trained zh-en model (with and without positional encoding): {why}. Choose "
+                "'random' under Model, in the sidebar, to go back.",
                 icon=":material/swap_horiz:")
     if ss.pop("_still_trained", False):
         st.info("This view now shows the trained zh-en model too (chosen for views 6 and 7), not the random "

@@ -316,9 +316,8 @@ def positional_view(spec: FigureSpec, models: Models) -> ViewResult:
     kind = loaded.model.config.positional
     if d % 2:  # no sinusoidal table to draw (it needs pairs of dimensions); the model's own encoding still is
         out.hint = (f"d_model={d} is odd: the sinusoidal encoding's panels need pairs of dimensions (choose an even "
-                    "d_model to see them). Below: " + ("this model's token embeddings, to which it adds no positional "
-                    "encoding." if kind == "none" else f"this model's own ({kind}) encoding, added to its token "
-                    "embeddings."))
+                    "d_model to see them)." + ("" if kind == "none" else f" Below: this model's own ({kind}) "
+                                               "encoding, added to its token embeddings."))
     else:
         _sinusoidal_panels(out, d, n, sentence, th)
     emb = run_.trace.encoder.embeddings
@@ -415,7 +414,7 @@ def _decoder_reads(spec: FigureSpec) -> str:
 def _qkv_caption(block: str, layer: int, config) -> str:
     """What X (and M) in the Q, K, V title are, and the biases it leaves out (a text audit: X was never said)."""
     embedded = "the token embeddings" + (" (× √d_model)" if config.scale_embedding else "") + (
-        " plus positional encoding" if config.positional != "none" else " (no positional encoding)")
+        " plus positional encoding" if config.positional != "none" else ", with no positional encoding")
     stream = embedded if layer == 0 else f"layer {layer - 1}'s output"
     norm = config.norm
     if block == "cross":
@@ -530,6 +529,7 @@ def _journey_panels(spec: FigureSpec, word: int | None, qlabel: str) -> list[Pan
     words = list(ex.words)
     which = (f"word {q} of the text: this page's query {qlabel} is not one of its words" if word is None else
              "" if qlabel.split(":", 1)[-1].strip(" ␣") == words[q] else
+             f"the word after this page's query {qlabel}" if not qlabel.split(":", 1)[-1].strip(" ␣") else
              f"the word of this page's query {qlabel}")
     table = pd.DataFrame({"key": words, "score ω": a["scores"][q], "scaled ω/√d_k": a["scaled"][q],
                           "weight α": a["weights"][q]})
@@ -537,10 +537,15 @@ def _journey_panels(spec: FigureSpec, word: int | None, qlabel: str) -> list[Pan
         Panel("journey-bars", f"The textbook's own numbers (Raschka, Build a Large Language Model from Scratch, §3.4): query '{words[q]}' "
               + (f"({which}; " if which else "(") + "3-d inputs, W from torch.manual_seed(123))",
               viz.query_bars(a["scores"][q], a["scaled"][q], a["weights"][q], key_labels=words,
-                             query_label=words[q], theme=spec.theme), table),
+                             query_label=words[q], theme=spec.theme,
+                             # its own title names the textbook: a slide page hides the heading above it (a
+                             # regression walk: on a projector it read as a second result of the model's)
+                             title=f"Textbook (Raschka §3.4): query '{words[q]}'" + (f" ({which})" if which else "")
+                                   + ": scores, scaled scores and weights"), table),
         Panel("journey-context", f"Context vector z for '{words[q]}' = Σⱼ wⱼ vⱼ",
               viz.context_vector_figure(a["weights"][q], a["v"], key_labels=words, query_label=words[q],
-                                        context=a["context"][q], theme=spec.theme),
+                                        context=a["context"][q], theme=spec.theme,
+                                        title=f"Textbook (Raschka §3.4): context vector z for '{words[q]}' = Σⱼ wⱼ vⱼ"),
               pd.DataFrame(a["context"][q : q + 1], columns=["z0", "z1"],  # (1, 2): the query at its own position
                            index=pd.Index([f"z of {q}:{words[q]}"], name="row")),
               caption=f"z = {np.round(_np(context[q]), 4).tolist()}"
@@ -673,15 +678,16 @@ def _unmatched(pieces_a: list[str], pieces_b: list[str], spec: FigureSpec) -> st
 
     def listed(pieces: list[str], other: Counter, name: str) -> str:
         # a piece once with its count ('[UNK]' ×7): a narrow-screen walk read '[UNK]' seven times over; one the
-        # other sentence has too, by how many more (a text audit: "only in B: '[UNK]' ×6" where A had 3 of them)
+        # other sentence has too, with both counts (a text audit: "only in B: '[UNK]' ×6" where A had 3 of them)
         counts = sorted(Counter(pieces).items())
-        return ", ".join(f"'{viz.visible_whitespace(p)}'" + (f" ({n} more than in {name})" if other[p] else
-                                                              f" ×{n}" if n > 1 else "") for p, n in counts[:8]) + (
-            " …" if len(counts) > 8 else "")
+        own = "B" if name == "A" else "A"
+        return ", ".join(f"'{viz.visible_whitespace(p)}'" + (f" ({n + other[p]} in {own}, {other[p]} in {name})"
+                                                              if other[p] else f" ×{n}" if n > 1 else "")
+                         for p, n in counts[:8]) + (" …" if len(counts) > 8 else "")
 
     if not only_a and not only_b:
         return ""
-    text = (" Tokens only in A: " + (listed(only_a, b, "B") or "none") + "; only in B: "
+    text = (" Tokens A has more of: " + (listed(only_a, b, "B") or "none") + "; B has more of: "
             + (listed(only_b, a, "A") or "none") + ".")
     if spec.model == "random" and spec.tokenizer != "char" and any(p != p.strip() for p in only_a + only_b):
         text += (f" The {spec.tokenizer} tokenizer keeps a word's leading space in its token (see view 1): "
@@ -772,13 +778,13 @@ def order_view(spec: FigureSpec, models: Models) -> ViewResult:
     aligned_top = max((_aligned_top(rep) for _, _, rep, _, _ in compared if rep.perm is not None), default=None)
     for name, slug, rep, pieces_a, pieces_b in compared:
         # the verdict first: in a 1024 px window the table scrolls sideways, and these two carry the lesson
-        rows.append({"model": name, "equivariant": rep.equivariant, "pooled equal": rep.pooled_equal,
-                     "max |f(B) − P f(A)|": rep.max_abs_diff, "max |mean f(A) − mean f(B)|": rep.pooled_max_abs_diff,
-                     "max |W(B) − P W(A) Pᵀ|": rep.attention_max_abs_diff, "B reorders A": _compares_attention(rep)})
+        rows.append(_numbers_row(name, rep))
         caption = _verdict(rep, name[0].upper() + name[1:], pieces_b, with_pe=slug == "pe")
         if rep.perm is None:
             caption += _unmatched(pieces_a, pieces_b, spec)
         out.panels.append(Panel(f"verdict-{slug}", f"Verdict {name}", caption=caption))
+        if _same_tokens(rep):  # B = A: nothing to compare, the verdict says so; no figure of zeros under it
+            continue
         if rep.perm is not None:
             inv = np.argsort(rep.perm)  # A's token j sits at position inv[j] in B
             out.panels.append(Panel(
@@ -808,10 +814,7 @@ def order_view(spec: FigureSpec, models: Models) -> ViewResult:
         ))
     causal = data.causal
     if causal is not None:
-        rows.append({"model": "without PE, look-ahead mask", "equivariant": causal.equivariant,
-                     "pooled equal": causal.pooled_equal, "max |f(B) − P f(A)|": causal.max_abs_diff,
-                     "max |mean f(A) − mean f(B)|": causal.pooled_max_abs_diff,
-                     "max |W(B) − P W(A) Pᵀ|": causal.attention_max_abs_diff, "B reorders A": _compares_attention(causal)})
+        rows.append(_numbers_row("without PE, look-ahead mask", causal))
         text = ("Without PE but WITH a look-ahead (causal) mask, order still shows: "
                 f"max |f(B) − P f(A)| = {num(causal.max_abs_diff)}. Each token sees a different number of "
                 "predecessors, so the mask itself leaks position (Haviv et al. 2022)."
@@ -820,7 +823,7 @@ def order_view(spec: FigureSpec, models: Models) -> ViewResult:
             text = f"With a look-ahead mask and no PE: {SAME_TOKENS}"
         elif causal.equivariant and causal.attention_permuted is False:  # attention saw the order, the outputs not
             text = ("With a look-ahead mask and no PE, attention does see the order (max |W(B) − P W(A) Pᵀ| = "
-                    f"{num(causal.attention_max_abs_diff)}), yet the outputs come out the same (max |f(B) − P f(A)| "
+                    f"{num(causal.attention_max_abs_diff)}), yet the outputs come out as A's, reordered (max |f(B) − P f(A)| "
                     f"= {num(causal.max_abs_diff)}): the order was lost after attention. A very small model can lose "
                     "it: e.g. a LayerNorm over d_model = 2 dimensions leaves each token only ±1 per dimension.")
         elif causal.equivariant:
@@ -833,6 +836,19 @@ def order_view(spec: FigureSpec, models: Models) -> ViewResult:
         out.panels.insert(1, Panel("translations", "Translations with and without positional encoding",
                                    table=data.translations))
     return out
+
+
+def _numbers_row(name: str, rep: OrderReport) -> dict:
+    """One model's row of view 6's table. Where B is A token for token there is nothing to compare: its
+    comparisons are blank, as where B is no reordering at all (a regression walk: "equivariant True" with PE,
+    beside "B reorders A False")."""
+    same = _same_tokens(rep)
+    return {"model": name, "equivariant": None if same else rep.equivariant,
+            "pooled equal": None if same else rep.pooled_equal,
+            "max |f(B) − P f(A)|": None if same else rep.max_abs_diff,
+            "max |mean f(A) − mean f(B)|": None if same else rep.pooled_max_abs_diff,
+            "max |W(B) − P W(A) Pᵀ|": None if same else rep.attention_max_abs_diff,
+            "B reorders A": _compares_attention(rep)}
 
 
 def _aligned_attention_table(wa, wb, aligned, pieces_a, pieces_b, inv) -> pd.DataFrame:

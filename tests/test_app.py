@@ -596,6 +596,12 @@ def test_order_view_uses_the_trained_models_and_shows_both_translations(make_app
     numbers = next(d.value for d in at.dataframe if "equivariant" in d.value.columns).set_index("model")
     assert numbers.loc["without PE", "equivariant"] == "True"  # in words (ui.panels._in_words)
     assert numbers.loc["with sinusoidal PE", "equivariant"] == "False"
+    from model.demo import load_demo
+
+    score = load_demo("zh-en").metadata["evaluation"]["heldout_exact_match"]  # the model line says it in words
+    share = "every held-out sentence" if score == 1 else f"{score:.0%} of the held-out sentences"
+    line = next(plain(c.value) for c in at.caption if plain(c.value).startswith("Model: trained zh-en"))
+    assert f"(translates {share} exactly; none was seen in training)" in line, line
 
 
 @needs_trained
@@ -607,6 +613,14 @@ def test_back_from_the_order_view_the_page_says_once_that_it_shows_the_trained_m
     view(at, "order")
     clean(at)
     assert any("in the sidebar" in t for t in alerts(at.info))
+    # what the switch is for, in this view: not "this view is about what training learns" over a lesson on
+    # equivariance that holds for the random model too (a text audit)
+    assert any("compares the two models' translations" in t and "holds for the random model as well" in t
+               for t in alerts(at.info))
+    translate = make_app(**SMALL)
+    view(translate, "translate")
+    assert any("Switched to the trained zh-en model" in t and "translating needs a trained model" in t
+               for t in alerts(translate.info))
     view(at, "attention")
     clean(at)
     assert at.session_state["model"] == "zh-en"
@@ -696,7 +710,7 @@ def test_order_view_names_the_tokens_that_keep_b_from_reordering_a(make_app):
     assert "When B reorders A's tokens" in said and "B reorders A's tokens. Without" not in said
     verdicts = [t.replace("\\", "") for t in [m.value for m in at.markdown] + [c.value for c in at.caption]
                 + [i.value for i in at.info] if "not a reordering" in t]
-    assert verdicts and all("Tokens only in A: " in v and "char tokenizer" in v for v in verdicts), verdicts
+    assert verdicts and all("Tokens A has more of: " in v and "char tokenizer" in v for v in verdicts), verdicts
 
 
 def test_order_view_draws_layer_and_head_only_where_they_choose_something(make_app):

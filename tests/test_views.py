@@ -206,8 +206,12 @@ def test_order_view_with_b_equal_to_a_says_there_is_nothing_to_compare(models):
         caption = p[f"verdict-{slug}"].caption
         assert "B is A token for token" in caption and "EQUIVARIANT" not in caption and "sees" not in caption
         assert "with or without PE" not in caption  # the no-PE rows said it of themselves
-    # the table beside them said "B reorders A: True" in every row
-    assert not p["order-numbers"].table["B reorders A"].any()
+    # the table beside them said "B reorders A: True" in every row, then "equivariant True" with PE: nothing is
+    # compared, so its comparisons are blank, as for a B that is no reordering; and no figure of zeros is drawn
+    table = p["order-numbers"].table
+    assert not table["B reorders A"].any()
+    assert table.drop(columns=["model", "B reorders A"]).isna().all().all()
+    assert all(panel.figure is None for panel in p.values()), [k for k, v in p.items() if v.figure is not None]
     p, _ = panels("order", SPEC, models)  # 你喜欢她 / 她喜欢你: a reordering, in every row
     assert p["order-numbers"].table["B reorders A"].all()
 
@@ -301,10 +305,14 @@ def test_the_textbook_panel_follows_the_word_of_the_pages_query_token(models, bl
         p, _ = panels("query", spec, models)
         word = next(w for _, end, w in words if end > start)  # a space: the word after it
         assert f"query '{word}'" in p["journey-bars"].title
+        for key in ("journey-bars", "journey-context"):  # the figures say whose they are (a slide hides headings)
+            assert p[key].figure.layout.title.text.startswith("Textbook (Raschka §3.4)"), key
         assert list(p["journey-bars"].table["key"]) == text.split()
         label = p["query-bars"].title.split(":", 1)[0]
-        if text[start] != word[0]:  # not the word's own first letter: the title says which token it is for
-            assert "this page's query" in p["journey-bars"].title, (start, label)
+        if text[start] == " ":  # a space is no word's: the one after it (a regression walk: "the word of ␣")
+            assert "(the word after this page's query" in p["journey-bars"].title, (start, label)
+        elif text[start] != word[0]:  # not the word's own first letter: the title says which token it is for
+            assert "(the word of this page's query" in p["journey-bars"].title, (start, label)
     if shift:
         p, _ = panels("query", dataclasses.replace(SPEC, sentence_a=text, block=block, query=0), models)
         assert "query 0:[BOS] is not one of its words" in p["journey-bars"].title
@@ -580,15 +588,17 @@ def test_view_2_with_an_odd_d_model_still_shows_the_models_own_encoding(models, 
     odd = dataclasses.replace(SPEC, d_model=31, n_heads=1, positional=positional)
     p, result = panels("positional", odd, models)
     assert list(p) == ["embedding-pe"]
-    assert "odd" in result.hint and {"learned": "(learned)", "none": "no positional encoding"}[positional] in result.hint
+    assert "odd" in result.hint
+    said = " ".join([result.hint, *result.notices])
+    assert {"learned": "(learned)", "none": "NO positional encoding"}[positional] in said
     fig = p["embedding-pe"].figure
     assert positional in p["embedding-pe"].title and fig.layout.title.text
     table = p["embedding-pe"].table
     assert table.shape[1] == 31  # the model's 31 dimensions
     assert "above" not in " ".join(result.notices)  # no panel above to point to
     assert "last panel" not in " ".join(result.notices)  # one panel: none is "the last" (a text audit)
-    if positional == "none":  # not "its own (none) encoding, added to its token embeddings"
-        assert "no positional encoding" in result.hint and "(none) encoding" not in result.hint
+    if positional == "none":  # not "its own (none) encoding, added to its token embeddings", said once
+        assert "(none) encoding" not in said and said.lower().count("no positional encoding") == 1
 
 
 def test_order_difference_maps_share_one_colour_range(models):
@@ -856,8 +866,8 @@ def test_the_order_verdict_counts_a_token_only_one_sentence_has_rather_than_repe
     """A narrow-screen walk: "Tokens only in A: '[UNK]', '[UNK]', '[UNK]', …" for an Arabic sentence."""
     spec = dataclasses.replace(SPEC, sentence_a="aaccc xyz", sentence_b="xyz b")
     verdicts = " ".join(p.caption for p in panels("order", spec, models)[0].values() if p.key.startswith("verdict"))
-    assert "Tokens only in A: 'a' ×2, 'c' ×3; only in B: 'b'." in verdicts, verdicts
-    # a token both have, one of them more often: by how many more (it read "only in B: '[UNK]' ×6" beside A's 3)
+    assert "Tokens A has more of: 'a' ×2, 'c' ×3; B has more of: 'b'." in verdicts, verdicts
+    # a token both have, one of them more often: both counts (it read "only in B: '[UNK]' ×6" beside A's 3)
     spec = dataclasses.replace(SPEC, sentence_a="aaccc xyz", sentence_b="xyz ab")
     verdicts = " ".join(p.caption for p in panels("order", spec, models)[0].values() if p.key.startswith("verdict"))
-    assert "Tokens only in A: 'a' (1 more than in B), 'c' ×3; only in B: 'b'." in verdicts, verdicts
+    assert "Tokens A has more of: 'a' (2 in A, 1 in B), 'c' ×3; B has more of: 'b'." in verdicts, verdicts

@@ -331,6 +331,21 @@ def test_between_128_and_256_tokens_full_resolution_with_a_note():
     assert words.layout.xaxis.ticktext[1] == f"{step}:{chr(0x4E00 + step)}"
 
 
+def test_a_large_masks_note_speaks_of_blocks_where_any_cell_may_attend_not_of_means_and_digits():
+    """A 0/1 mask was "each the mean of a 2×2 block; values drawn in float32" (a regression walk). Each drawn cell
+    is True where any cell of its block may attend: checked against the mask itself."""
+    n = 300
+    mask = causal(n)
+    fig = viz.mask_heatmap(mask, row_labels=None)
+    text = header(fig)
+    assert "Large input (300×300): shown as 150×150 cells, each a 2×2 block, True where any of its cells may " \
+           "attend" in text and "float32" not in text and "mean" not in text, text
+    allowed = next(t for t in fig.data if (t.meta or {}).get("role") == "mask_allowed")
+    drawn = ~np.isnan(np.asarray(allowed.z, dtype=float))
+    np.testing.assert_array_equal(drawn, mask.reshape(150, 2, 150, 2).any(axis=(1, 3)))
+    assert "float32" in header(viz.weights_heatmap(softmax_rows(RNG.normal(size=(n, n))), row_labels=None))
+
+
 def test_small_inputs_carry_no_large_input_note():
     assert "Large input" not in header(viz.weights_heatmap(np.eye(4), row_labels=list("abcd")))
 

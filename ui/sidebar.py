@@ -31,8 +31,8 @@ MASK_HELP = {
 POSITIONAL_HELP = {
     "sinusoidal": "sin/cos of the position at geometric frequencies, added to the token embeddings (§3.5).",
     "learned": "one trainable vector per position (random here: this model is untrained).",
-    "none": "no position information at all: self-attention without a mask (the encoder's) then cannot tell "
-            "word order; a look-ahead mask still leaks some (view 6).",
+    "none": "adds no position information: self-attention without a look-ahead mask (the encoder's, under the "
+            "paper's masks) then cannot tell word order; a look-ahead mask still leaks some (view 6).",
 }
 THEME_HELP = ("default: for the screen. paper / paper-sans: white, print sizes, values written in small matrices "
               "(serif or sans-serif type). slide: large type for a projector (charts, notes and tables). dark: dark "

@@ -109,7 +109,7 @@ def train_panel(spec: FigureSpec) -> None:
         st.info("The step-wise trainer (model/train.py) is not installed.")
         return
     st.caption("A fresh translator (d_model 64, 4 heads, 2+2 layers) trained in your session with Adam and the "
-               "paper's learning-rate schedule (eq. 3; its warm-up a quarter of the run, at most 400 steps, not the "
+               "paper's learning-rate schedule (eq. 3; its warm-up a quarter of the run, at least 10 steps, not the "
                "paper's 4,000) on the bundled Chinese→English corpus, 64 sentence pairs a step. The loss is the "
                "paper's label-smoothed cross-entropy (ε = 0.1): it levels off well above 0 even where every token is "
                "right (the smoothing leaves 0.1 of each target's probability to the other tokens). About 150 steps already translate short sentences; "

@@ -174,6 +174,7 @@ def mask_heatmap(
         row_text=display_labels(row_labels, R),
         col_text=display_labels(_keys(row_labels, col_labels), C),
         mask=allowed,
+        boolean=True,
     )
     side = max(grid.z.shape)
     word = ("True", "False") if side <= 12 else ("T", "F")

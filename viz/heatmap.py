@@ -138,6 +138,7 @@ def prepare_grid(
     col_text: list[str],
     mask: np.ndarray | None = None,
     panels: int = 1,
+    boolean: bool = False,
 ) -> Grid:
     """Split a matrix into drawable values, masked cells and unexplained non-finite cells.
 
@@ -145,6 +146,8 @@ def prepare_grid(
     as masked (scores masked with -inf).
     panels: how many such matrices share one figure; the cell budget per side shrinks by
     sqrt(panels), so a whole multi-panel figure stays within one panel's payload (~1 MB).
+    boolean: the matrix drawn is the mask itself (True/False): a large one's note speaks of blocks where any
+    cell may attend, not of means and float32 digits.
     """
     z = np.asarray(matrix)
     if z.dtype != np.float32:  # float32 stays float32 (what is sent); everything else as float64
@@ -178,12 +181,16 @@ def prepare_grid(
         values = np.where(hole, np.nan, z) if hole.any() else z
     if max(R, C) > LARGE_ABOVE:
         note = f"Large input ({R}×{C})"
-        if fr > 1 or fc > 1:
+        if (fr > 1 or fc > 1) and boolean:
+            note += (f": shown as {values.shape[0]}×{values.shape[1]} cells, each a {fr}×{fc} block, True where any "
+                     "of its cells may attend")
+        elif fr > 1 or fc > 1:
             note += (
                 f": shown as {values.shape[0]}×{values.shape[1]} cells, each the mean of a "
                 f"{fr}×{fc} block" + (" (masked cells left out)" if any_masked else "")
             )
-        note += "; values drawn in float32 (about 7 significant digits)"
+        if not boolean:
+            note += "; values drawn in float32 (about 7 significant digits)"
         if max(len(row_text), len(col_text)) > MAX_TICKS:
             note += "; not every label shown"
         notes.append(note)
