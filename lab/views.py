@@ -540,12 +540,12 @@ def _journey_panels(spec: FigureSpec, word: int | None, qlabel: str) -> list[Pan
                              query_label=words[q], theme=spec.theme,
                              # its own title names the textbook: a slide page hides the heading above it (a
                              # regression walk: on a projector it read as a second result of the model's)
-                             title=f"Textbook (Raschka §3.4): query '{words[q]}'" + (f" ({which})" if which else "")
+                             title=f"Textbook (Raschka, section 3.4): query '{words[q]}'" + (f" ({which})" if which else "")
                                    + ": scores, scaled scores and weights"), table),
         Panel("journey-context", f"Context vector z for '{words[q]}' = Σⱼ wⱼ vⱼ",
               viz.context_vector_figure(a["weights"][q], a["v"], key_labels=words, query_label=words[q],
                                         context=a["context"][q], theme=spec.theme,
-                                        title=f"Textbook (Raschka §3.4): context vector z for '{words[q]}' = Σⱼ wⱼ vⱼ"),
+                                        title=f"Textbook (Raschka, section 3.4): context vector z for '{words[q]}' = Σⱼ wⱼ vⱼ"),
               pd.DataFrame(a["context"][q : q + 1], columns=["z0", "z1"],  # (1, 2): the query at its own position
                            index=pd.Index([f"z of {q}:{words[q]}"], name="row")),
               caption=f"z = {np.round(_np(context[q]), 4).tolist()}"

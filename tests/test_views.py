@@ -306,7 +306,7 @@ def test_the_textbook_panel_follows_the_word_of_the_pages_query_token(models, bl
         word = next(w for _, end, w in words if end > start)  # a space: the word after it
         assert f"query '{word}'" in p["journey-bars"].title
         for key in ("journey-bars", "journey-context"):  # the figures say whose they are (a slide hides headings)
-            assert p[key].figure.layout.title.text.startswith("Textbook (Raschka §3.4)"), key
+            assert p[key].figure.layout.title.text.startswith("Textbook (Raschka, section 3.4)"), key
         assert list(p["journey-bars"].table["key"]) == text.split()
         label = p["query-bars"].title.split(":", 1)[0]
         if text[start] == " ":  # a space is no word's: the one after it (a regression walk: "the word of ␣")
