@@ -70,8 +70,7 @@ VIEW_INTROS = {
     "positional": "Attention without a look-ahead mask ignores order, so the position is added to each token embedding: "
                   "PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d)).",
     "attention": "One head, every step of the weights in Attention(Q, K, V) = softmax(QKᵀ / √d_k) V: project to "
-                 "Q, K, V; score every query against every key; scale by 1/√d_k; mask; softmax each row. View 5 "
-                 "mixes the values V with one query's weights.",
+                 "Q, K, V; score every query against every key; scale by 1/√d_k; mask; softmax each row.",
     "heads": "Every head of every layer sees the same tokens through different projections. Open any head "
              "step by step with the buttons under the grid.",
     "query": "One query token: its score against every key, the weights softmax makes of them, and the context "

@@ -184,7 +184,10 @@ def render_result(result: ViewResult, view: str, spec: FigureSpec,
     fit side by side (SIDE_BY_SIDE)."""
     for notice in result.notices:
         st.warning(md(notice), icon=":material/content_cut:" if "only the first" in notice else ":material/warning:")
-    if result.hint:
+    # a hint beside panels (what they show) goes under them on a projector, as the model line does: the first chart
+    # stays on a 720p screen (the random decoder's hint pushed lesson step 3's below it); with nothing drawn, first
+    hint_last = spec.theme == "slide" and bool(result.panels)
+    if result.hint and not hint_last:
         st.info(md(result.hint), icon=":material/lightbulb:")
     panels = {p.key: p for p in result.panels}
     done: set[str] = set()
@@ -208,6 +211,8 @@ def render_result(result: ViewResult, view: str, spec: FigureSpec,
             done.add(twin.key)
         if after and panel.key in after:
             after[panel.key]()
+    if result.hint and hint_last:
+        st.info(md(result.hint), icon=":material/lightbulb:")
 
 
 SIDE_BY_SIDE = ("verdict", "diff", "pooled")  # narrow enough for half the page (not the 3-panel "aligned")
