@@ -78,8 +78,9 @@ VIEW_INTROS = {
     "order": "When B reorders A's tokens, without positional encoding the encoder gives B's tokens A's outputs "
              "(to float rounding), reordered (permutation-equivariant), and the same mean: it cannot tell the "
              "sentences apart.",
-    "translate": "The trained model (zh-en; zh-en-nope, its twin without positional encoding) translates greedily: the decoder reads [BOS] and its own outputs, and "
-                 "cross-attention looks back at the source at every step.",
+    "translate": "The trained model (zh-en; zh-en-nope, its twin without positional encoding) translates greedily: "
+                 "the decoder reads [BOS] and its own outputs, and cross-attention looks back at the source at every "
+                 "step.",
 }
 INTRO = ("Type two sentences and follow them through a Transformer: tokens → positional encoding → scores → "
          "mask → softmax, head by head, and see why word order needs positional encoding.")

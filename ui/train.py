@@ -61,8 +61,8 @@ def _train(steps: int, positional: str, theme: str, chart) -> dict:
                 progress.progress(stats.step / steps,
                                   text=f"step {stats.step}/{steps}: loss {stats.loss:.3f}, "
                                        f"token accuracy {stats.accuracy:.0%}")
-                with chart:  # one key per update: each replaces the last in the placeholder
-                    ui_chart(viz.loss_curves({run_name(positional, steps): losses}, y_title=LOSS_AXIS, theme=theme),  # named as kept
+                with chart:  # one key per update: each replaces the last in the placeholder; named as kept
+                    ui_chart(viz.loss_curves({run_name(positional, steps): losses}, y_title=LOSS_AXIS, theme=theme),
                              key=f"chart-train-progress-{stats.step}", config=viz.figure_config("training-loss"),
                              theme=theme)
     pairs = list(heldout[:5])
@@ -112,8 +112,9 @@ def train_panel(spec: FigureSpec) -> None:
                "paper's learning-rate schedule (eq. 3; its warm-up a quarter of the run, at least 10 steps, not the "
                "paper's 4,000) on the bundled Chinese→English corpus, 64 sentence pairs a step. The loss is the "
                "paper's label-smoothed cross-entropy (ε = 0.1): it levels off well above 0 even where every token is "
-               "right (the smoothing leaves 0.1 of each target's probability to the other tokens). About 150 steps already translate short sentences; "
-               "telling 你喜欢她 from 她喜欢你 takes longer, and without positional encoding it never comes.")
+               "right (the smoothing leaves 0.1 of each target's probability to the other tokens). About 150 steps "
+               "already translate short sentences; telling 你喜欢她 from 她喜欢你 takes longer, and without "
+               "positional encoding it never comes.")
     st.session_state.setdefault("train_steps", 150)
     st.session_state.setdefault("train_positional", "sinusoidal")
     left, middle, right = st.columns([2, 2, 1])
@@ -137,7 +138,8 @@ def train_panel(spec: FigureSpec) -> None:
     # the table with its CSV (a regression walk: the loss curves had only the toolbar's SVG, and the slide
     # theme's table no CSV)
     if not go or len(losses) > 1:  # (one run just drawn live is its own chart)
-        render_panel(Panel("loss", "Training loss", viz.loss_curves(losses, y_title=LOSS_AXIS, theme=theme), steps), "train", spec)
+        render_panel(Panel("loss", "Training loss", viz.loss_curves(losses, y_title=LOSS_AXIS, theme=theme), steps),
+                     "train", spec)
     other = "none" if "sinusoidal" in results else "sinusoidal"
     render_panel(Panel("translations", "Translations after training", table=table,
                        caption="The last run with each positional encoding is kept, side by side." + (
