@@ -110,6 +110,16 @@ class Sentence:
             return list(self.tgt_pieces)
         return [f"{read}→{wrote}" for read, wrote in zip(self.tgt_pieces, self.predicted, strict=True)]
 
+    def source_token(self, block: str, row: int) -> int | None:
+        """The source token that query row `row` of `block` reads: the encoder's own row; in a decoder block row − 1
+        where the decoder reads [BOS] + the source (a random model: no translation), else None ([BOS], or a
+        translation's token). (ui/look.py moves the query control by the same one position between blocks.)"""
+        if block != "encoder self":
+            if self.predicted is not None or row < 1:
+                return None
+            row -= 1
+        return row if row < len(self.encoding.offsets) else None
+
 
 @dataclass(eq=False)
 class Run:

@@ -506,14 +506,11 @@ def _journey_word(sentence, block: str, q: int) -> int | None:
     'Your'; bpe's " journey" is word 1; a space, the word after it), or None where the query is no piece of the
     text: the decoder's [BOS], or a trained model's translation. A student's walk found the textbook panel
     following the query's index, so that under the char tokenizer query "1:o" showed 'journey'."""
-    if block != "encoder self":  # the random model's decoder reads [BOS] + the source: row q is its token q − 1
-        if sentence.predicted is not None or q < 1:
-            return None
-        q -= 1
-    enc = sentence.encoding
-    if q >= len(enc.offsets):
+    token = sentence.source_token(block, q)
+    if token is None:
         return None
-    start = enc.offsets[q][0]
+    enc = sentence.encoding
+    start = enc.offsets[token][0]
     ends = [m.end() for m in re.finditer(r"\S+", enc.text)]
     return next((w for w, end in enumerate(ends) if end > start), None)
 
@@ -527,10 +524,9 @@ def _journey_panels(spec: FigureSpec, word: int | None, qlabel: str) -> list[Pan
     a = head_arrays(rec, 0, 0)
     q = _clamp(spec.query if word is None else word, len(ex.words))
     words = list(ex.words)
+    piece = qlabel.split(":", 1)[-1].strip(" ␣")  # the query token as typed: "" for a space
     which = (f"word {q} of the text: this page's query {qlabel} is not one of its words" if word is None else
-             "" if qlabel.split(":", 1)[-1].strip(" ␣") == words[q] else
-             f"the word after this page's query {qlabel}" if not qlabel.split(":", 1)[-1].strip(" ␣") else
-             f"the word of this page's query {qlabel}")
+             "" if piece == words[q] else f"the word {'of' if piece else 'after'} this page's query {qlabel}")
     table = pd.DataFrame({"key": words, "score ω": a["scores"][q], "scaled ω/√d_k": a["scaled"][q],
                           "weight α": a["weights"][q]})
     return [
