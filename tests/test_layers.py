@@ -19,6 +19,9 @@ from model import (
 from model.reference import copy_norm, torch_decoder_layer, torch_encoder_layer, torch_transformer
 
 
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA"))]
+
+
 def cfg(**kw):
     base = dict(src_vocab_size=40, tgt_vocab_size=37, d_model=24, n_heads=4, n_layers=2, d_ff=48, dropout=0.0)
     base.update(kw)
@@ -41,8 +44,9 @@ def test_layer_norm_uses_biased_variance_like_torch():
     assert set(ours.state_dict()) == set(theirs.state_dict())
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
-def test_layer_norm_in_half_precision_matches_torch_where_the_squares_overflow(dtype):
+def test_layer_norm_in_half_precision_matches_torch_where_the_squares_overflow(dtype, device):
     """float16 squares overflow past 65504: a row with |x − mean| ~ 300 came out as zeros (a mutation walk). The
     statistics are float32, as nn.LayerNorm's, so the result is torch's, to the last bit here."""
     torch.manual_seed(0)
@@ -51,12 +55,12 @@ def test_layer_norm_in_half_precision_matches_torch_where_the_squares_overflow(d
         ours.weight.normal_()
         ours.bias.normal_()
     copy_norm(ours, theirs)
-    ours, theirs = ours.to(dtype), theirs.to(dtype)
-    x = (torch.randn(4, 7, 16) * 200).to(dtype)  # (x − mean)² well past float16's largest, 65504
+    ours, theirs = ours.to(device, dtype), theirs.to(device, dtype)
+    x = (torch.randn(4, 7, 16) * 200).to(device, dtype)  # (x − mean)² well past float16's largest, 65504
     assert torch.isinf((x.float() - x.float().mean(-1, keepdim=True)).pow(2).to(torch.float16)).any()
     with torch.no_grad():
         out, want = ours(x), theirs(x)
-    assert out.dtype == dtype and torch.isfinite(out).all() and out.abs().amax(-1).min() > 0.1
+    assert out.dtype == dtype and out.device.type == device and torch.isfinite(out).all() and out.abs().amax(-1).min() > 0.1
     torch.testing.assert_close(out.float(), want.float(), atol=2e-2, rtol=1e-2)
 
 
