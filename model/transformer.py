@@ -295,15 +295,20 @@ class Transformer(nn.Module):
         """Greedy decoding: start from BOS, append argmax P(next | prefix, src) until EOS.
 
         Returns (B, <= 1 + max_new_tokens) ids starting with BOS; finished rows are padded.
+        [PAD] and [BOS] are never chosen: a [PAD] written mid-sentence would read as a finished row's padding
+        (and be masked as a key at the next step), a second [BOS] as a new start.
         """
         src_mask = self.src_mask(src)
         memory = self.encode(src, src_mask)
         ys = torch.full((src.size(0), 1), bos_id, dtype=torch.long, device=src.device)
         done = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
         limit = min(max_new_tokens, self.config.max_len - 1)
+        never = torch.tensor(sorted({self.config.pad_id, bos_id}), device=src.device)  # ids argmax may not pick
         for _ in range(limit):
             out = self.decode(ys, memory, src_mask, self.tgt_mask(ys))
-            next_id = self.generator(out[:, -1]).argmax(dim=-1)  # (B,)
+            logits = self.generator(out[:, -1])  # (B, tgt_vocab)
+            logits[:, never] = float("-inf")
+            next_id = logits.argmax(dim=-1)  # (B,): argmax P(next | prefix, src) over the tokens a step may write
             next_id = next_id.masked_fill(done, self.config.pad_id)
             ys = torch.cat([ys, next_id[:, None]], dim=1)  # (B, t + 1)
             done |= next_id == eos_id

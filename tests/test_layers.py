@@ -18,7 +18,6 @@ from model import (
 )
 from model.reference import copy_norm, torch_decoder_layer, torch_encoder_layer, torch_transformer
 
-
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA"))]
 
 

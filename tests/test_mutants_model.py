@@ -261,6 +261,26 @@ def test_greedy_output_fits_the_model_and_stops_after_max_len_minus_one_tokens()
         assert logits.shape == (2, want, 37)
 
 
+def test_greedy_never_writes_pad_or_bos_even_where_they_score_highest():
+    """A [PAD] written mid-sentence would read as a finished row's padding (masked as a key at the next step), a
+    second [BOS] as a new start: each step is the argmax over the other tokens, whatever [PAD] and [BOS] score."""
+    torch.manual_seed(7)
+    model = Transformer(small_config(max_len=10)).eval()
+    with torch.no_grad():
+        model.generator.bias[PAD] = 1e4  # unguarded, every step would write [PAD] ...
+        model.generator.bias[BOS] = 1e3  # ... and, were [PAD] barred alone, [BOS]
+        model.generator.bias[EOS] = -1e4  # only the length limit stops it: every step is checked
+    src = torch.randint(3, 40, (3, 6))
+    ys = model.greedy_decode(src, BOS, EOS, max_new_tokens=9)
+    assert ys.shape == (3, 10) and (ys[:, 0] == BOS).all()
+    assert not ((ys[:, 1:] == PAD) | (ys[:, 1:] == BOS)).any(), ys
+    with torch.no_grad():
+        logits = model(src, ys[:, :-1], model.src_mask(src), model.tgt_mask(ys[:, :-1]))  # (3, 9, 37)
+    assert (logits.argmax(-1) == PAD).all()  # the premise: PAD scores highest at every step
+    logits[..., [PAD, BOS]] = -math.inf
+    assert torch.equal(logits.argmax(-1), ys[:, 1:])  # the best of the rest, step by step
+
+
 # --- the app's mask modes and order reports -----------------------------------------------------------------------
 
 
