@@ -53,6 +53,7 @@ from viz.theme import (
     WEIGHTS_COLORSCALE,
     apply_theme,
     fit_cell_values,
+    text_width,
     theme_spec,
     widest,
 )
@@ -368,6 +369,12 @@ def _grid_of_heads(
     plot_h = ph * rows
     head_room = (1.3 * t["font_size"] + 10) if subplot_titles else 12
     spacing = min(0.04, 0.5 / max(cols - 1, 1))  # between panels, of the plot's width
+    # a panel's own width and the step from one panel to the next, at the width laid out (panel_px keeps 40 px
+    # at least: a row of 32 or 64 heads, which the sidebar offers, leaves each panel ~8 or ~4 px)
+    row_w = panel_px(theme, height=height)[0]
+    column_w, pitch = row_w * (1 - spacing * (cols - 1)) / cols, row_w / cols
+    if column_titles:
+        column_titles = fit_column_titles(column_titles, column_w, pitch, t["font_size"])
     fig = subplots(
         rows=rows,
         cols=cols,
@@ -384,6 +391,10 @@ def _grid_of_heads(
             notes.append(f"warning: masked cells carry weight up to {num(leaked.max())}")
     x_budget = tick_budget(pw, tick_size)
     y_budget = tick_budget(ph, tick_size)
+    x_room = int(column_w // (1.3 * tick_size))  # key labels a panel holds, turned 90°: 0 where it is too narrow
+    x_title_each = text_width(x_name, t["font_size"]) + 4 <= pitch  # else the bottom-left panel's only
+    if not x_room:  # a bad-input walk: 64 heads' key labels ran into one grey band under the grid
+        notes.append(f"{x_name} labels left out (the panels are too narrow): hover a cell for its tokens")
     for h in range(n):
         r, c = divmod(h, cols)
         w = stack[h]
@@ -408,9 +419,9 @@ def _grid_of_heads(
             theme=theme,
             # rows are queries and columns keys, as in every matrix of the app: the bottom panels say
             # "key", the first column "query" (after the row's name where rows are layers)
-            x_title=x_name if h + cols >= n else "",
+            x_title=x_name if h + cols >= n and (x_title_each or c == 0) else "",  # "keykeykey" at 64 heads
             y_title=(y_name if not row_titles else f"{row_titles[r]} · {y_name}") if c == 0 else "",
-            show_x_labels=h + cols >= n,  # no panel below this one
+            show_x_labels=h + cols >= n and x_room > 0,  # no panel below this one
             show_y_labels=c == 0,
             max_x_ticks=x_budget,
             max_y_ticks=y_budget,
@@ -418,6 +429,10 @@ def _grid_of_heads(
         )
     fig.update_xaxes(tickfont_size=tick_size, ticklen=3)
     fig.update_yaxes(tickfont_size=tick_size, ticklen=3)
+    if x_room == 1:  # room for one label a panel (axis_ticks gives two at least): the first key's
+        for ax in fig._axes("x", None, None):
+            if ax.get("tickvals"):
+                ax["tickvals"], ax["ticktext"] = list(ax["tickvals"][:1]), list(ax["ticktext"][:1])
     if cols > 1:  # panels side by side: a label at one's right end ran into the next one's first ("20:a0:t")
         gap = spacing * pw * cols / (1 - spacing * (cols - 1))  # the panels' width is what the gaps leave
         for ax in fig._axes("x", None, None):
@@ -429,6 +444,19 @@ def _grid_of_heads(
         showlegend=False,
     )
     return apply_theme(fig, theme)
+
+
+def fit_column_titles(titles: Sequence[str], width: float, pitch: float, size: float) -> list[str]:
+    """Column titles ("head 12") that keep clear of each other over panels `width` px wide, `pitch` px apart: as
+    they are where each word fits the panel (a title wraps at its space), else their last word alone ("12"), and
+    where even that is wider than the step from one panel to the next, every k-th of them (0, 5, 10, ...). A
+    bad-input walk: 32 heads side by side drew "headheadhead", 64 an unreadable band over the grid."""
+    titles = [str(s) for s in titles]
+    if max((text_width(word, size) for s in titles for word in s.split()), default=0.0) <= width:
+        return titles
+    short = [s.split()[-1] if s.split() else s for s in titles]
+    k = _nice_step((widest(short, size) + 4) / max(pitch, 1e-9))
+    return [s if i % k == 0 else "" for i, s in enumerate(short)]
 
 
 def heads_grid(
