@@ -918,6 +918,11 @@ def translate_view(spec: FigureSpec, models: Models) -> ViewResult:
         out.notices.append(f"Translate decodes with the paper's masks, whatever the sidebar's Mask ('{spec.mask}', "
                            "which the other views use): greedy decoding runs the model as it was trained, and each "
                            "step reads only the tokens before it.")
+    if not s.finished:  # a bad-input walk: 我 alone came out as "i i i … i", 63 times, told as any translation
+        out.notices.append(f"Sentence {s.key.upper()}: the decoder never wrote [EOS], so greedy decoding stopped at "
+                           f"its limit of {len(s.tgt_ids)} tokens: this translation is cut off, not finished. Trained "
+                           "on short Chinese sentences (such as 你喜欢她), the model can repeat itself on a sentence "
+                           "unlike them.")
     read = s.text if s.cut_from is None else f"{s.encoding.text}…"  # a long paste: what the model read
     # controls shown as ⟨U+XXXX⟩: a right-to-left override (U+202E) would turn "→ translation" around
     out.panels.append(Panel("translation", "Greedy translation", caption=f"{visible_controls(read)} → {s.translation}"))
