@@ -47,6 +47,8 @@ def test_a_row_of_many_heads_keeps_its_titles_and_key_labels_apart(n_heads, them
         d0, d1 = ax["domain"]
         tick = ax.get("tickfont", {}).get("size", size)
         assert len(ax["tickvals"]) * 1.3 * tick <= (d1 - d0) * plot + 1, "key labels run together"
+        if len(ax["tickvals"]) == 1:  # plotly.js turns only crowded labels: one alone lies across the next panel
+            assert ax.get("tickangle") == 90 or text_width(ax["ticktext"][0], tick) <= (d1 - d0) * plot
     titled = sorted((ax["domain"], ax["title"]["text"]) for ax in axes.values() if (ax.get("title") or {}).get("text"))
     assert titled, "no axis says the columns are keys"
     for (a, text_a), (b, text_b) in zip(titled, titled[1:], strict=False):

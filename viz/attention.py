@@ -429,10 +429,11 @@ def _grid_of_heads(
         )
     fig.update_xaxes(tickfont_size=tick_size, ticklen=3)
     fig.update_yaxes(tickfont_size=tick_size, ticklen=3)
-    if x_room == 1:  # room for one label a panel (axis_ticks gives two at least): the first key's
-        for ax in fig._axes("x", None, None):
+    if x_room == 1:  # room for one label a panel (axis_ticks gives two at least): the first key's, turned 90° as
+        for ax in fig._axes("x", None, None):  # plotly.js turns crowded ones (alone, it would lie across the next)
             if ax.get("tickvals"):
                 ax["tickvals"], ax["ticktext"] = list(ax["tickvals"][:1]), list(ax["ticktext"][:1])
+                ax["tickangle"] = 90
     if cols > 1:  # panels side by side: a label at one's right end ran into the next one's first ("20:a0:t")
         gap = spacing * pw * cols / (1 - spacing * (cols - 1))  # the panels' width is what the gaps leave
         for ax in fig._axes("x", None, None):
