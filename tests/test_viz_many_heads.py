@@ -51,6 +51,8 @@ def test_a_row_of_many_heads_keeps_its_titles_and_key_labels_apart(n_heads, them
             assert ax.get("tickangle") == 90 or text_width(ax["ticktext"][0], tick) <= (d1 - d0) * plot
     titled = sorted((ax["domain"], ax["title"]["text"]) for ax in axes.values() if (ax.get("title") or {}).get("text"))
     assert titled, "no axis says the columns are keys"
+    for (d0, d1), text in titled if len(titled) > 1 else ():  # each over its own panel (a narrower window: the
+        assert text_width(text, size) + 4 <= (d1 - d0) * plot, "key titles run together"  # gaps shrink too)
     for (a, text_a), (b, text_b) in zip(titled, titled[1:], strict=False):
         gap = ((b[0] + b[1]) - (a[0] + a[1])) / 2 * plot
         assert gap >= (text_width(text_a, size) + text_width(text_b, size)) / 2 + 2, "key titles run together"

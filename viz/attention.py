@@ -392,7 +392,9 @@ def _grid_of_heads(
     x_budget = tick_budget(pw, tick_size)
     y_budget = tick_budget(ph, tick_size)
     x_room = int(column_w // (1.3 * tick_size))  # key labels a panel holds, turned 90°: 0 where it is too narrow
-    x_title_each = text_width(x_name, t["font_size"]) + 4 <= pitch  # else the bottom-left panel's only
+    # each bottom panel its own "key" where it fits over the panel (drawn narrower than laid out, the gaps shrink
+    # too: a 900 px window drew 16 heads' as "keykeykey"), else the bottom-left panel's only
+    x_title_each = text_width(x_name, t["font_size"]) + 4 <= column_w
     if not x_room:  # a bad-input walk: 64 heads' key labels ran into one grey band under the grid
         notes.append(f"{x_name} labels left out (the panels are too narrow): hover a cell for its tokens")
     for h in range(n):
