@@ -197,10 +197,13 @@ class FigureSpec:
                 else:
                     data[key] = str(raw)
             except ValueError:
-                raise SpecError(key, f"{raw!r} is not a valid {getattr(kind, '__name__', kind)}") from None
+                raise SpecError(key, f"{raw!r} is not {_KIND_WORDS.get(kind, 'valid')}") from None
         return cls.from_dict(data)
 
 
+# what a link's value should be, in words (a bad-input walk: "'1,x' is not a valid tuple", "'1e3' is not a valid int")
+_KIND_WORDS = {int: "a whole number (such as 2)", float: "a number (such as 3.125)",
+               tuple[int, ...]: "a list of whole numbers separated by commas (such as 0,2)"}
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 

