@@ -569,6 +569,24 @@ def test_a_link_with_a_bad_field_keeps_the_rest(make_app, bad, left_out):
     assert dict(at.query_params)["sentence_a"] == "我爱我家"  # and the address bar is a working link again
 
 
+@pytest.mark.parametrize("bad, said", [
+    # d_model 7 is left out (odd, sinusoidal): the heads' conflict is with the default 64, which the link never says
+    ({"d_model": "7", "n_heads": "7"}, "n_heads: with the default d_model 64 (the link's left out), d_model 64 does"),
+    ({"n_heads": "5"}, "n_heads: with the default d_model 64, d_model 64 does not split into 5 heads"),
+    ({"d_model": "7"}, "n_heads: with the default n_heads 4, d_model 7 does not split into 4 heads"),
+    # both fields are the link's: nothing stood in, and the conflict said once (not again for the default 4)
+    ({"d_model": "30", "n_heads": "4"}, "(n_heads: d_model 30 does not split into 4 heads")])
+def test_a_links_conflict_with_a_default_says_the_number_is_the_default(bad, said):
+    """A bad-input walk: d_model=7&n_heads=7 said "d_model 64 does not split into 7 heads" of a link that never
+    says 64 (d_model 7 was left out first, the default 64 put in)."""
+    from ui.state import link_error_message, spec_from_link
+
+    spec, errors, dropped = spec_from_link(bad)
+    message = link_error_message(errors, dropped, spec is not None)
+    assert said in message, message
+    assert message.count("does not split") == 1, message
+
+
 def test_a_link_naming_several_views_or_a_key_twice_says_what_it_shows(make_app):
     """A bad-input walk: views=attention,heads showed attention and rewrote the link, and a key given twice took
     its last value, with no word. The notice says which view and which value are shown."""

@@ -8,6 +8,7 @@ in st.session_state: two browser tabs never see each other's settings.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
 
 import streamlit as st
@@ -130,7 +131,7 @@ def spec_from_link(params: dict[str, str]) -> tuple[FigureSpec | None, list[Spec
     unknown, malformed or impossible is left out (a known one takes its default), and the rest of the link
     kept: a typo in the layer does not lose the sentences and the view. None where nothing of the link is
     left to use."""
-    params, errors, dropped = dict(params), [], []
+    params, errors, dropped, seen = dict(params), [], [], set()
     known = {f.name for f in dataclasses.fields(FigureSpec)}
     for key in [k for k in params if k not in known]:
         errors.append(SpecError(key or '""', "unknown field in the link"))
@@ -143,8 +144,16 @@ def spec_from_link(params: dict[str, str]) -> tuple[FigureSpec | None, list[Spec
                 return spec, errors, dropped
             raise beyond
         except SpecError as exc:
-            if str(exc) not in map(str, errors):  # d_model's conflict with the default n_heads: said once
-                errors.append(exc)
+            # a conflict with a default put in for a field left out: said so (a bad-input walk: d_model=7&n_heads=7
+            # said "d_model 64 does not split into 7 heads" of a link that never says 64)
+            said = str(exc).split(": ", 1)[1]
+            stood_in = [f"{f} {getattr(FigureSpec, f)}" + (" (the link's left out)" if f in dropped else "")
+                        for f in (exc.field, RELATED.get(exc.field)) if f and f not in params and hasattr(FigureSpec, f)
+                        and re.search(rf"\b{f}\b|\b{getattr(FigureSpec, f)} {f.removeprefix('n_')}\b", said)]
+            if said not in seen:  # d_model's conflict with the default n_heads: said once
+                seen.add(said)
+                errors.append(SpecError(exc.field, f"with the default {' and '.join(stood_in)}, {said}") if stood_in
+                              else exc)
             field = next((f for f in (exc.field, RELATED.get(exc.field)) if f in params), None)
             if field is None:  # not one field's fault: nothing of the link can be used
                 return None, errors, dropped
