@@ -99,7 +99,10 @@ class FigureSpec:
                 f"{some} heads do (or choose another d_model)",
             )
         if self.positional == "sinusoidal" and self.d_model % 2:
-            raise SpecError("d_model", f"sinusoidal encoding needs an even d_model, got {self.d_model}")
+            # the even d_model nearest that still splits into n_heads (odd, as d_model is): d_model ± n_heads
+            near = " or ".join(str(m) for m in (self.d_model - self.n_heads, self.d_model + self.n_heads) if m >= 2)
+            raise SpecError("d_model", f"sinusoidal encoding needs an even d_model (sin and cos in pairs), got "
+                                       f"{self.d_model}: choose {near}, or the 'learned' or 'none' positional encoding")
         if self.model == "zh-en" and self.positional == "learned":
             raise SpecError("positional", "the trained zh-en model comes with 'sinusoidal' or 'none'")
         for h in self.heads:

@@ -1,6 +1,7 @@
 """The figure spec: strict validation naming the field, lossless JSON and share-link round trips."""
 
 import json
+import re
 import unicodedata
 
 import pytest
@@ -105,3 +106,19 @@ def test_a_link_number_as_the_app_writes_it_reads_back():
         assert FigureSpec.from_query(spec.to_query()) == spec
     assert FigureSpec.from_query({"scale": ".5", "layer": "+2"}) == FigureSpec(scale=0.5, layer=2)
     assert FigureSpec.from_query({"scale": "2E0"}) == FigureSpec(scale=2.0)
+
+
+@pytest.mark.parametrize("d_model, n_heads", [(3, 1), (15, 3), (7, 7), (9, 1), (21, 7)])
+def test_an_odd_d_model_under_sinusoidal_pe_names_even_ones_that_work_and_the_other_encodings(d_model, n_heads):
+    """A bad-input walk: "needs an even d_model" said what was wrong, not what to do. Every d_model it offers draws
+    with the same heads, and the encodings that take an odd d_model draw it as it is."""
+    with pytest.raises(SpecError) as err:
+        FigureSpec(d_model=d_model, n_heads=n_heads)
+    said = str(err.value)
+    offered = [int(m) for m in re.findall(r"choose ([0-9]+)(?: or ([0-9]+))?", said)[0] if m]
+    assert offered and all(m % 2 == 0 for m in offered), said
+    for m in offered:
+        FigureSpec(d_model=m, n_heads=n_heads)  # draws: even, and splits into the heads
+    assert "'learned' or 'none'" in said
+    for positional in ("learned", "none"):
+        FigureSpec(d_model=d_model, n_heads=n_heads, positional=positional)
