@@ -568,6 +568,28 @@ def test_line_and_bar_charts_keep_their_axis_titles_after_the_theme(theme):
     assert titles(viz.loss_curve([3.0, 2.0, 1.0], theme=theme))[0] == "training step"
 
 
+@pytest.mark.parametrize("theme", ["default", "paper", "paper-sans", "slide", "dark"])
+def test_thin_bars_are_not_covered_by_their_outline(theme):
+    """The plotly templates outline every bar, 0.5 px each side in white (dark: the page's colour): the base
+    model's pooled outputs (512 dimensions, A and B side by side, ~0.35 px a bar at paper's 600 px) exported as
+    an empty plot (an export walk). A bar narrower than viz.theme.THIN_BAR_PX keeps no outline; wide ones keep
+    theirs, and a trace's own outline (view 5's unscaled weights) stays."""
+    from viz.order import pooled_outputs_figure
+
+    def outlines(fig):
+        return [b.marker.line.width for b in fig.data if b.type == "bar"]
+
+    base = pooled_outputs_figure(RNG.normal(size=512), RNG.normal(size=512), theme=theme)
+    assert outlines(base) == [0, 0]
+    assert outlines(pooled_outputs_figure(RNG.normal(size=4), RNG.normal(size=4), theme=theme)) == [None, None]
+    n = 511  # view 5's bars at 511 keys: the scores' and weights' bars lose the outline, the unscaled ones keep it
+    s = RNG.normal(size=n) * 4
+    fig = viz.query_bars(s, s / 4, softmax_rows(s / 4), key_labels=[f"k{i}" for i in range(n)], theme=theme,
+                         unscaled_weights=softmax_rows(s))
+    widths = {b.meta["role"]: b.marker.line.width for b in fig.data if b.type == "bar"}
+    assert widths["bars"] == 0 and widths["unscaled_weights"] >= 1.5
+
+
 def test_every_heads_grid_says_rows_are_queries_and_columns_keys():
     w = softmax_rows(RNG.normal(size=(6, 5, 5)))
     grid = viz.heads_grid(w, row_labels=ZH[:5], cols=4)  # 2 rows: heads 0-3, then 4-5

@@ -508,6 +508,7 @@ def apply_theme(fig: Fig | go.Figure, name: str = "default") -> go.Figure:
         if trace.get("type") == "heatmap" and trace.get("texttemplate"):
             trace.child("textfont").update(size=max(9, t["font_size"] - 3), family=t["font_family"])
     _set_margins(fig, t, width, left, xs, ys)
+    _unline_thin_bars(fig, width)
     fit_cell_values(fig.data, fig.layout, name)  # once the margins, and so the cells' sizes, are known
     if finished is not None:  # a finished go.Figure is restyled in place, as plotly's update_* would
         out = fig.to_dict()
@@ -687,6 +688,37 @@ def _below_plot(fig: Fig, t: dict, width: float, xs: list[Node], legend: tuple[f
             px += 1.5 * f + 6
         below = max(below, px)
     return below + legend[1]
+
+
+THIN_BAR_PX = 4.0  # a bar drawn narrower than this keeps no outline
+
+
+def _unline_thin_bars(fig: Fig, width: float) -> None:
+    """Bars drawn narrower than THIN_BAR_PX lose the outline the plotly templates give every bar (0.5 px each
+    side, white, or the page's colour in dark): it covered them. The base model's pooled outputs (512 dimensions,
+    A and B side by side, ~0.35 px a bar at paper's 600 px) were an empty plot (an export walk). A trace that sets
+    its own outline (view 5's unscaled weights) keeps it. Called once the margins are set."""
+    m = fig.layout.get("margin") or {}
+    plot_w = max(1.0, width - (m.get("l") or 0) - (m.get("r") or 0))
+    by_axis: dict[str, list[Node]] = {}
+    for trace in fig.data:
+        if trace.get("type") == "bar" and trace.get("orientation") != "h" and trace.get("x") is not None:
+            by_axis.setdefault(trace.get("xaxis") or "x", []).append(trace)
+    side_by_side = fig.layout.get("barmode") == "group"
+    for name, traces in by_axis.items():
+        ax = fig.layout.get("xaxis" + name[1:])
+        d0, d1 = (ax.get("domain") if isinstance(ax, dict) else None) or (0.0, 1.0)
+        try:
+            xs = np.concatenate([np.asarray(t["x"], dtype=np.float64).ravel() for t in traces])
+            slots = float(xs.max() - xs.min()) + 1.0 if xs.size else 1.0
+        except (TypeError, ValueError):  # categories: one slot each
+            slots = float(max(len(t["x"]) for t in traces))
+        bar_px = plot_w * (d1 - d0) / max(slots, 1.0) * 0.8 / (len(traces) if side_by_side else 1)  # bargap 0.2
+        if bar_px < THIN_BAR_PX:
+            for trace in traces:
+                line = trace.child("marker").child("line")
+                if "width" not in line:
+                    line["width"] = 0
 
 
 def _set_margins(fig: Fig, t: dict, width: float, left: float, xs: list[Node], ys: list[Node]) -> None:
