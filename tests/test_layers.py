@@ -43,6 +43,19 @@ def test_layer_norm_uses_biased_variance_like_torch():
     assert set(ours.state_dict()) == set(theirs.state_dict())
 
 
+def test_layer_norm_keeps_eps_inside_the_square_root():
+    """(x - mean) / sqrt(var + eps), as nn.LayerNorm: not (x - mean) / (sqrt(var) + eps). At eps = 1e-5 the two
+    differ by ~1e-6 on unit-variance rows, within the tolerances above; an eps near the variance tells them apart."""
+    x = torch.tensor([[1.0, 0.0, 0.0, 0.0]])  # mean 1/4, biased var 3/16
+    ours = LayerNorm(4, eps=0.25)
+    assert ours(x)[0, 0].item() == pytest.approx(0.75 / (3 / 16 + 0.25) ** 0.5, abs=1e-6)  # 1.134; outside: 1.098
+    torch.manual_seed(1)
+    x = torch.randn(3, 5, 24) * 0.5  # variance ~0.25, the same order as eps
+    ours, theirs = LayerNorm(24, eps=0.25), nn.LayerNorm(24, eps=0.25)
+    copy_norm(ours, theirs)
+    torch.testing.assert_close(ours(x), theirs(x), atol=1e-5, rtol=0)
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_layer_norm_in_half_precision_matches_torch_where_the_squares_overflow(dtype, device):
@@ -69,6 +82,7 @@ def test_encoder_layer_equals_torch(norm, activation):
     torch.manual_seed(0)
     ours = randomise_norms(EncoderLayer(cfg(norm=norm, activation=activation)).eval())
     theirs = torch_encoder_layer(ours)
+    assert theirs.norm_first is (norm == "pre")  # the reference copies our layout: it must be the config's
     x = torch.randn(3, 7, 24)
     ids = torch.randint(1, 9, (3, 7))
     ids[1, 4:] = 0
@@ -87,6 +101,7 @@ def test_decoder_layer_equals_torch(norm):
     torch.manual_seed(1)
     ours = randomise_norms(DecoderLayer(cfg(norm=norm)).eval())
     theirs = torch_decoder_layer(ours)
+    assert theirs.norm_first is (norm == "pre")  # the paper's post-norm is LayerNorm(x + Sublayer(x))
     x, memory = torch.randn(3, 5, 24), torch.randn(3, 8, 24)
     src = torch.randint(1, 9, (3, 8))
     src[2, 6:] = 0
