@@ -110,7 +110,7 @@ def all_head_weights(trace: Trace, block: str, batch: int = 0, dtype: torch.dtyp
     for i in range(len(stack.layers)):
         one = record(trace, block, i).select(batch)
         out.append(one.weights[0].detach().to("cpu", dtype).numpy())  # (H, Tq, Tk)
-    return np.stack(out)
+    return np.stack(out)  # layers x (H, Tq, Tk) -> (layers, H, Tq, Tk)
 
 
 def mean_attention_entropy(weights: np.ndarray) -> np.ndarray:

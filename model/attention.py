@@ -22,12 +22,12 @@ from model.masks import NO_MASK, KernelMask, check_mask, fully_masked_rows, kern
 
 
 def attention_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-    """Raw scores Q K^T: (B, H, Tq, d_k) x (B, H, Tk, d_k) -> (B, H, Tq, Tk)."""
+    """Raw scores Q K^T of eq. 1, before the scaling: (B, H, Tq, d_k) x (B, H, Tk, d_k) -> (B, H, Tq, Tk)."""
     return q @ k.transpose(-2, -1)  # (B, H, Tq, d_k) @ (B, H, d_k, Tk) -> (B, H, Tq, Tk)
 
 
 def masked_scores(scaled: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-    """Scaled scores with every cell a query may not attend set to -inf."""
+    """Scaled scores with every cell a query may not attend set to -inf (eq. 1's masking, §3.2.3): (B, H, Tq, Tk)."""
     return scaled if mask is None else scaled.masked_fill(~mask, float("-inf"))
 
 
@@ -135,16 +135,16 @@ class AttentionRecord:
 
     @property
     def scores(self) -> torch.Tensor:
-        """Raw Q K^T, (B, H, Tq, Tk)."""
+        """Raw Q K^T (eq. 1), (B, H, Tq, Tk)."""
         return attention_scores(self.q, self.k)
 
     @property
     def scaled(self) -> torch.Tensor:
-        """Q K^T / sqrt(d_k), (B, H, Tq, Tk)."""
+        """Q K^T / sqrt(d_k) (eq. 1), (B, H, Tq, Tk)."""
         return self._scale(self.scores)
 
     def _scale(self, scores: torch.Tensor) -> torch.Tensor:
-        return scores / math.sqrt(self.d_k)
+        return scores / math.sqrt(self.d_k)  # eq. 1's 1/sqrt(d_k): (B, H, Tq, Tk)
 
     def score_shape(self) -> tuple[int, int, int, int]:
         """(B, H, Tq, Tk)."""
@@ -160,7 +160,7 @@ class AttentionRecord:
 
     @property
     def masked(self) -> torch.Tensor:
-        """Scaled scores with masked cells at -inf, (B, H, Tq, Tk)."""
+        """Scaled scores with masked cells at -inf (eq. 1, §3.2.3), (B, H, Tq, Tk)."""
         return masked_scores(self.scaled, self.mask)
 
     @property
@@ -180,15 +180,15 @@ class AttentionRecord:
 
     @property
     def context(self) -> torch.Tensor:
-        """Per-head weighted sums of values, weights @ V, (B, H, Tq, d_k)."""
-        return self.weights @ self.v
+        """Per-head weighted sums of values, weights @ V (eq. 1), (B, H, Tq, d_k)."""
+        return self.weights @ self.v  # (B, H, Tq, Tk) @ (B, H, Tk, d_k) -> (B, H, Tq, d_k)
 
     def steps(self) -> dict[str, torch.Tensor]:
         """scores, scaled, masked, weights and context at once, each derived from the one before
         by the properties' own expressions (the properties each start again from Q and K): the
         same numbers, bit for bit, for a view that shows every step."""
         scores = self.scores  # Q K^T, (B, H, Tq, Tk)
-        scaled = self._scale(scores)
+        scaled = self._scale(scores)  # / sqrt(d_k) (eq. 1), (B, H, Tq, Tk)
         weights = self.weights  # attention_weights: the forward pass's own numbers
         return {"scores": scores, "scaled": scaled, "masked": masked_scores(scaled, self.mask),
                 "weights": weights, "context": weights @ self.v}
@@ -202,6 +202,7 @@ class AttentionRecord:
         mask = self.mask
         if mask is not None:
             mask = mask.reshape((1,) * (4 - mask.dim()) + tuple(mask.shape))  # (B or 1, H or 1, Tq or 1, Tk)
+            # this row (and head) where the mask has one per row (head): (1, H or 1, Tq or 1, Tk)
             mask = mask[b if mask.size(0) > 1 else slice(0, 1), h if mask.size(1) > 1 else slice(0, 1)]
         return AttentionRecord(self.q[b, h], self.k[b, h], self.v[b, h], mask)  # (1, H or 1, T, d_k) each
 
@@ -352,6 +353,7 @@ class ProjectedRecord(AttentionRecord):
                 x = self.inputs[i]
                 if isinstance(x, Replay):
                     x = replayed[id(x)] if id(x) in replayed else replayed.setdefault(id(x), x())
+                # x W^Q, x W^K or x W^V (§3.2.2), split into heads
                 out.append(m.split_heads((m.w_q, m.w_k, m.w_v)[i](x)))  # (B, H, T, d_k)
             return out
 
@@ -421,14 +423,14 @@ class MultiHeadAttention(nn.Module):
         self._stacked: dict[int, tuple] = {}  # inference cache of stacked() (not a parameter)
 
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:
-        """(B, T, d_model) -> (B, H, T, d_k): head i owns columns i*d_k .. (i+1)*d_k - 1."""
+        """(B, T, d_model) -> (B, H, T, d_k): head i owns columns i*d_k .. (i+1)*d_k - 1 (§3.2.2)."""
         B, T, _ = x.shape
-        return x.view(B, T, self.n_heads, self.d_k).transpose(1, 2)  # (B, H, T, d_k)
+        return x.view(B, T, self.n_heads, self.d_k).transpose(1, 2)  # (B, T, H, d_k) -> (B, H, T, d_k)
 
     def merge_heads(self, x: torch.Tensor) -> torch.Tensor:
-        """(B, H, T, d_k) -> (B, T, d_model): Concat(head_1, ..., head_h)."""
+        """(B, H, T, d_k) -> (B, T, d_model): Concat(head_1, ..., head_h) (§3.2.2)."""
         B, H, T, d_k = x.shape
-        return x.transpose(1, 2).reshape(B, T, H * d_k)  # (B, T, d_model)
+        return x.transpose(1, 2).reshape(B, T, H * d_k)  # (B, T, H, d_k) -> (B, T, d_model)
 
     def forward(
         self,
@@ -462,13 +464,15 @@ class MultiHeadAttention(nn.Module):
             return self.attend(query, key, kernel_mask(mask, (B, self.n_heads, Tq, Tk), query.dtype))
         mask = check_mask(mask, (B, self.n_heads, Tq, Tk))
 
-        q = self.split_heads(self.w_q(query))  # (B, H, Tq, d_k)
-        k = self.split_heads(self.w_k(key))  # (B, H, Tk, d_k)
-        v = self.split_heads(self.w_v(value))  # (B, H, Tk, d_k)
-        context, weights = scaled_dot_product_attention(q, k, v, mask)
+        q = self.split_heads(self.w_q(query))  # Q W_i^Q for every head i (§3.2.2): (B, H, Tq, d_k)
+        k = self.split_heads(self.w_k(key))  # K W_i^K: (B, H, Tk, d_k)
+        v = self.split_heads(self.w_v(value))  # V W_i^V: (B, H, Tk, d_k)
+        context, weights = scaled_dot_product_attention(q, k, v, mask)  # eq. 1 per head: (B, H, Tq, d_k)
         if self.training and self.dropout:
-            context = F.dropout(weights, self.dropout) @ v  # (B, H, Tq, d_k)
-        out = self.w_o(self.merge_heads(context))  # (B, Tq, d_model)
+            # dropout on the attention weights, as nn.MultiheadAttention (the paper's §5.4 names only
+            # the sub-layer outputs and the embedding sums)
+            context = F.dropout(weights, self.dropout) @ v  # (B, H, Tq, Tk) @ (B, H, Tk, d_k) -> (B, H, Tq, d_k)
+        out = self.w_o(self.merge_heads(context))  # Concat(head_1..head_h) W^O (§3.2.2): (B, Tq, d_model)
         return out, ProjectedRecord.of(self, q, k, v, (query, key, value), mask)
 
     def attend(
@@ -483,21 +487,22 @@ class MultiHeadAttention(nn.Module):
         """
         B, Tq, Tk, H, d_k = query.size(0), query.size(1), key.size(1), self.n_heads, self.d_k
         if value is not None:  # distinct key and value inputs: three separate projections
-            q = self.split_heads(self.w_q(query))  # (B, H, Tq, d_k)
+            q = self.split_heads(self.w_q(query))  # Q W_i^Q (§3.2.2): (B, H, Tq, d_k)
             k = self.split_heads(self.w_k(key))  # (B, H, Tk, d_k)
             v = self.split_heads(self.w_v(value))  # (B, H, Tk, d_k)
         elif key is query:  # self-attention: [Q K V] = X [W^Q; W^K; W^V]^T in one matmul
             qkv = F.linear(query, *self.stacked(self.w_q, self.w_k, self.w_v))  # (B, T, 3 d_model)
-            q, k, v = qkv.view(B, Tq, 3, H, d_k).permute(2, 0, 3, 1, 4)  # 3 x (B, H, T, d_k)
+            q, k, v = qkv.view(B, Tq, 3, H, d_k).permute(2, 0, 3, 1, 4)  # (B, T, 3, H, d_k) -> 3 x (B, H, T, d_k)
         else:  # cross-attention: Q from the decoder, [K V] = memory [W^K; W^V]^T in one matmul
-            q = self.split_heads(self.w_q(query))  # (B, H, Tq, d_k)
+            q = self.split_heads(self.w_q(query))  # Q W_i^Q (§3.2.2): (B, H, Tq, d_k)
             kv = F.linear(key, *self.stacked(self.w_k, self.w_v))  # (B, Tk, 2 d_model)
-            k, v = kv.view(B, Tk, 2, H, d_k).permute(2, 0, 3, 1, 4)  # 2 x (B, H, Tk, d_k)
-        p = self.dropout if self.training else 0.0
+            k, v = kv.view(B, Tk, 2, H, d_k).permute(2, 0, 3, 1, 4)  # (B, Tk, 2, H, d_k) -> 2 x (B, H, Tk, d_k)
+        p = self.dropout if self.training else 0.0  # attention dropout in training only (as nn.MultiheadAttention)
+        # eq. 1 in torch's fused kernel: softmax(Q K^T / sqrt(d_k) + bias) V, bias -inf where masked
         context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask.bias, dropout_p=p)  # (B, H, Tq, d_k)
         if mask.empty is not None:  # the fused kernel may give NaN on a row with no key; ours is 0
             context = context.masked_fill(mask.empty, 0.0)
-        return self.w_o(self.merge_heads(context))  # (B, Tq, d_model)
+        return self.w_o(self.merge_heads(context))  # Concat(head_1..head_h) W^O (§3.2.2): (B, Tq, d_model)
 
     def stacked(self, *linears: nn.Linear) -> tuple[torch.Tensor, torch.Tensor | None]:
         """The linears' weights (and biases) stacked on dim 0, as nn.MultiheadAttention's in_proj_weight.
@@ -560,7 +565,7 @@ class SelfAttention(nn.Module):
         q = self.W_query(x).unsqueeze(1)  # (B, 1, T, d_out): one head
         k = self.W_key(x).unsqueeze(1)  # (B, 1, T, d_out)
         v = self.W_value(x).unsqueeze(1)  # (B, 1, T, d_out)
-        context, _ = scaled_dot_product_attention(q, k, v, mask)
+        context, _ = scaled_dot_product_attention(q, k, v, mask)  # eq. 1: (B, 1, T, d_out)
         context = context.squeeze(1)  # (B, T, d_out)
         if unbatched:
             context = context.squeeze(0)  # (T, d_out)

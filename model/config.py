@@ -14,12 +14,12 @@ class TransformerConfig:
 
     src_vocab_size: int = 1000  # source-side vocabulary (tokenizer's vocab_size)
     tgt_vocab_size: int = 1000  # target-side vocabulary; the final linear projects onto it
-    d_model: int = 512  # width of every token vector (paper: d_model)
-    n_heads: int = 8  # attention heads per block (paper: h); d_k = d_model / n_heads
+    d_model: int = 512  # width of every token vector (paper: d_model, §3.1)
+    n_heads: int = 8  # attention heads per block (paper: h); d_k = d_model / n_heads (§3.2.2)
     n_layers: int = 6  # encoder layers (paper: N)
     n_decoder_layers: int | None = None  # decoder layers; None = same as n_layers
-    d_ff: int = 2048  # inner width of the position-wise feed-forward network
-    dropout: float = 0.1  # P_drop on sub-layer outputs, embedding sums and attention weights
+    d_ff: int = 2048  # inner width of the position-wise feed-forward network (eq. 2, §3.3)
+    dropout: float = 0.1  # P_drop on sub-layer outputs and embedding sums (§5.4), and attention weights
     max_len: int = 5000  # longest sequence the positional encoding covers
     positional: str = "sinusoidal"  # "sinusoidal" | "learned" | "none" (see model.positional)
     norm: str = "post"  # "post": LayerNorm(x + Sublayer(x)) as in the paper; "pre": x + Sublayer(LayerNorm(x))

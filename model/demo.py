@@ -118,7 +118,7 @@ class DemoModel:
             return Translation(source, (), (), (BOS_ID,), ("[BOS]",), "")
         src = torch.tensor([src_ids], dtype=torch.long, device=self.model.device)  # (1, Ts)
         ys = self.model.greedy_decode(src, BOS_ID, EOS_ID, max_new_tokens=self.config.max_len - 1)
-        out = ys[0].tolist()
+        out = ys[0].tolist()  # (1, T) -> T ids of the one sentence
         if EOS_ID in out:
             out = out[: out.index(EOS_ID) + 1]
         pieces = tuple(self.tgt_tokenizer.id_to_piece(i) for i in out)

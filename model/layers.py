@@ -14,7 +14,8 @@ from model.masks import KernelMask, kernel_mask
 
 
 class LayerNorm(nn.Module):
-    """LayerNorm(x) = (x - mean) / sqrt(var + eps) * weight + bias (Ba et al., 2016).
+    """LayerNorm(x) = (x - mean) / sqrt(var + eps) * weight + bias (Ba et al., 2016), the LayerNorm of every
+    sub-layer connection LayerNorm(x + Sublayer(x)) (§3.1).
 
     var is the BIASED variance (divide by n, not n - 1) with eps inside the square root, exactly
     as torch.nn.LayerNorm; x.std() would use n - 1 and give different numbers.
@@ -34,8 +35,8 @@ class LayerNorm(nn.Module):
         # half precision: the statistics in float32, as nn.LayerNorm accumulates them (in float16 the squares
         # overflow once |x - mean| > ~256 and the whole row came out as zeros)
         h = x.float() if half else x
-        centred = h - h.mean(dim=-1, keepdim=True)  # x - mean
-        var = (centred * centred).mean(dim=-1, keepdim=True)  # biased: divide by n
+        centred = h - h.mean(dim=-1, keepdim=True)  # x - mean: (..., d_model) - (..., 1)
+        var = (centred * centred).mean(dim=-1, keepdim=True)  # biased: divide by n; (..., 1)
         # eps as a 0-d tensor: adding a Python float converts it to a tensor on every call
         normed = centred * torch.rsqrt(var + self.eps_tensor)  # (x - mean) / sqrt(var + eps)
         if half:
@@ -54,10 +55,10 @@ class FeedForward(nn.Module):
         self.activation = {"relu": F.relu, "gelu": F.gelu}[activation]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = self.activation(self.linear1(x))  # (B, T, d_ff)
-        if self.training:  # nn.Dropout is the identity in eval: skip the call
+        h = self.activation(self.linear1(x))  # max(0, x W_1 + b_1) (eq. 2; or GELU): (B, T, d_ff)
+        if self.training:  # not in eq. 2 (torch's layers drop here); nn.Dropout is the identity in eval: skip it
             h = self.dropout(h)
-        return self.linear2(h)  # (B, T, d_model)
+        return self.linear2(h)  # h W_2 + b_2 (eq. 2): (B, T, d_model)
 
 
 class Residual(nn.Module):
@@ -75,10 +76,11 @@ class Residual(nn.Module):
 
     def forward(self, x: torch.Tensor, sublayer) -> tuple[torch.Tensor, object]:
         """sublayer(h) returns (output, extra); returns (new x, extra)."""
-        if self.pre:
+        if self.pre:  # x + Dropout(Sublayer(LayerNorm(x))): not the paper's order
             out, extra = sublayer(self.norm(x))
             return x + (self.dropout(out) if self.training else out), extra
         out, extra = sublayer(x)
+        # §3.1 LayerNorm(x + Sublayer(x)), with §5.4's dropout on Sublayer(x) in training
         return self.norm(x + (self.dropout(out) if self.training else out)), extra
 
 
@@ -136,8 +138,8 @@ class EncoderLayer(nn.Module):
             B, T, _ = x.shape
             mask = kernel_mask(mask, (B, self.self_attn.n_heads, T, T), x.dtype)  # checked once
         x_in = x
-        x, rec = self.sublayer1(x, _attend(self.self_attn, return_trace, None, mask))
-        x, _ = self.sublayer2(x, lambda h: (self.ffn(h), None))
+        x, rec = self.sublayer1(x, _attend(self.self_attn, return_trace, None, mask))  # self-attention (§3.2.2)
+        x, _ = self.sublayer2(x, lambda h: (self.ffn(h), None))  # position-wise FFN (eq. 2)
         if not return_trace:
             return x
         return x, EncoderLayerTrace(_replay_normed(rec, self.sublayer1, x_in), x)
@@ -170,6 +172,8 @@ class DecoderLayer(nn.Module):
             src_mask = kernel_mask(src_mask, (B, H, Tt, Ts), x.dtype)  # each mask checked once
             tgt_mask = kernel_mask(tgt_mask, (B, H, Tt, Tt), x.dtype)
         x_in = x
+        # masked self-attention (§3.2.3), then encoder-decoder attention: queries from the decoder, keys and
+        # values from the encoder's output (§3.2.3), then the position-wise FFN (eq. 2)
         x, self_rec = self.sublayer1(x, _attend(self.self_attn, return_trace, None, tgt_mask))
         x, cross_rec = self.sublayer2(x, _attend(self.cross_attn, return_trace, memory, src_mask))
         x, _ = self.sublayer3(x, lambda h: (self.ffn(h), None))

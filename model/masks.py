@@ -22,7 +22,10 @@ def padding_mask(ids: torch.Tensor, pad_id: int) -> torch.Tensor:
 
 
 def causal_mask(size: int, device: torch.device | str | None = None) -> torch.Tensor:
-    """(1, 1, T, T) look-ahead mask: query i may attend to keys j <= i (no peeking at the future)."""
+    """(1, 1, T, T) look-ahead mask: query i may attend to keys j <= i (no peeking at the future).
+
+    §3.2.3: the decoder's illegal (leftward-flowing) connections are masked out, -inf in eq. 1's softmax.
+    """
     if not isinstance(size, int) or size < 1:
         raise ValueError(f"causal_mask size must be a positive integer, got {size!r}")
     return torch.ones(size, size, dtype=torch.bool, device=device).tril()[None, None]  # (1, 1, T, T)
@@ -61,7 +64,7 @@ def fully_masked_rows(mask: torch.Tensor | None) -> torch.Tensor | None:
     """(…, Tq, 1) True where a query row may attend to no key at all."""
     if mask is None:
         return None
-    return ~mask.any(dim=-1, keepdim=True)
+    return ~mask.any(dim=-1, keepdim=True)  # (…, Tq, Tk) -> (…, Tq, 1)
 
 
 @dataclass(frozen=True)
@@ -95,5 +98,6 @@ def kernel_mask(
     if mask is None or bool(mask.all()):
         return NO_MASK
     empty = fully_masked_rows(mask)
+    # the mask's own shape, broadcasting to (B, H, Tq, Tk): 0 where allowed, -inf where masked (eq. 1)
     bias = torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill_(~mask, float("-inf"))
     return KernelMask(bias, empty if bool(empty.any()) else None)

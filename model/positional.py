@@ -39,7 +39,7 @@ def sinusoidal_at(positions: torch.Tensor, d_model: int, dims: list[int] | None 
 
 @functools.lru_cache(maxsize=16)
 def _sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
-    pe = sinusoidal_at(torch.arange(max_len), d_model).to(torch.float32)
+    pe = sinusoidal_at(torch.arange(max_len), d_model).to(torch.float32)  # §3.5 table: (max_len, d_model)
     pe.requires_grad_(False)
     return pe
 
@@ -47,7 +47,7 @@ def _sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
 def offset_dot_products(offsets: torch.Tensor, d_model: int) -> torch.Tensor:
     """PE(m) . PE(m + k) = sum_i cos(omega_i k): depends on the offset k only (float64)."""
     k = offsets.to(torch.float64).reshape(-1, 1)  # (N, 1)
-    return torch.cos(k * frequencies(d_model)).sum(-1)  # (N,)
+    return torch.cos(k * frequencies(d_model)).sum(-1)  # (N, 1) * (d_model/2,) -> (N, d_model/2) -> (N,)
 
 
 def sinusoidal_encoding(max_len: int, d_model: int) -> torch.Tensor:
@@ -67,12 +67,14 @@ def sinusoidal_encoding(max_len: int, d_model: int) -> torch.Tensor:
 
 def frequencies(d_model: int) -> torch.Tensor:
     """omega_i = 10000^(-2i/d_model) for each (sin, cos) pair i; shape (d_model/2,)."""
-    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # 2i = 0, 2, ..., d_model - 2: (d_model/2,)
+    # §3.5: 1 / 10000^(2i/d_model), as exp(-ln(10000) * 2i / d_model)
     return torch.exp(-math.log(10000.0) * two_i / d_model)
 
 
 def relative_rotation(k: int, d_model: int) -> torch.Tensor:
-    """The fixed (d_model, d_model) map R_k with PE(pos + k) = R_k @ PE(pos) for every pos.
+    """The fixed (d_model, d_model) map R_k with PE(pos + k) = R_k @ PE(pos) for every pos (§3.5: PE_{pos+k}
+    is a linear function of PE_pos).
 
     Block diagonal: one 2x2 rotation by angle omega_i * k per (sin, cos) pair.
     """
@@ -80,6 +82,7 @@ def relative_rotation(k: int, d_model: int) -> torch.Tensor:
     for i, w in enumerate(frequencies(d_model).tolist()):
         c, s = math.cos(w * k), math.sin(w * k)
         # sin(a + b) = sin a cos b + cos a sin b ; cos(a + b) = cos a cos b - sin a sin b
+        # the (2, 2) block of pair i on the diagonal
         rot[2 * i : 2 * i + 2, 2 * i : 2 * i + 2] = torch.tensor([[c, s], [-s, c]], dtype=torch.float64)
     return rot
 

@@ -82,7 +82,9 @@ class TrainSettings:
 
 
 def noam_rate(step: int, d_model: int, warmup: int, factor: float = 1.0) -> float:
-    """Eq. 3: factor * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5); rises until warmup, then decays as 1/sqrt(step)."""
+    """Eq. 3 (§5.3): factor * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5).
+
+    Rises linearly until warmup, then decays as 1/sqrt(step)."""
     if step < 1:
         raise ValueError(f"step counts from 1, got {step}")
     if warmup < 1:
@@ -164,7 +166,7 @@ def sequence_loss(
         logits.reshape(-1, logits.size(-1)),  # (B*Tt, V)
         labels.reshape(-1),  # (B*Tt,)
         ignore_index=pad_id,
-        label_smoothing=label_smoothing,
+        label_smoothing=label_smoothing,  # epsilon_ls (§5.4)
     )
     real = labels != pad_id
     correct = ((logits.argmax(-1) == labels) & real).sum()
@@ -207,6 +209,7 @@ class Trainer:
         self.device = pick_device(settings.device)
         self.model = model.to(self.device)
         self.data = data
+        # §5.3: Adam, beta1 = 0.9, beta2 = 0.98, eps = 1e-9; the rate is set every step (eq. 3)
         self.optimizer = torch.optim.Adam(model.parameters(), lr=0.0, betas=(0.9, 0.98), eps=1e-9)
         self.generator = torch.Generator().manual_seed(settings.seed)  # batch order only
         self.step_count = 0
@@ -229,6 +232,7 @@ class Trainer:
         self.model.train()
         src, tgt_in, labels = (t.to(self.device) for t in self.data.batch(self._next_index()))
         self.step_count += 1
+        # eq. 3 (§5.3): warm-up, then 1/sqrt(step)
         self.lr = noam_rate(self.step_count, self.model.config.d_model, self.settings.warmup, self.settings.lr_factor)
         for group in self.optimizer.param_groups:
             group["lr"] = self.lr
@@ -380,9 +384,9 @@ def cross_attention_entropy_ratio(model: Transformer, pairs: Sequence[Pair], src
     for layer in trace.decoder.layers:
         w = layer.cross_attn.weights.double()  # (B, H, Tt, Ts)
         ent = -(w * torch.log(w.clamp_min(1e-12))).sum(-1)  # (B, H, Tt)
-        ratio = ent / torch.log(ts)[:, None, None]  # uniform over Ts keys has entropy log Ts
+        ratio = ent / torch.log(ts)[:, None, None]  # (B,) -> (B, 1, 1): uniform over Ts keys has entropy log Ts
         mask = real[:, None, :].expand_as(ratio)  # (B, Tt) -> (B, H, Tt)
-        out.append(torch.stack([ratio[:, h][mask[:, h]].mean() for h in range(ratio.size(1))]))
+        out.append(torch.stack([ratio[:, h][mask[:, h]].mean() for h in range(ratio.size(1))]))  # (H,)
     return torch.stack(out).float()  # (layers, H)
 
 

@@ -109,7 +109,7 @@ class Embeddings(nn.Module):
     def __init__(self, vocab_size: int, config: TransformerConfig) -> None:
         super().__init__()
         self.d_model, self.max_len = config.d_model, config.max_len
-        self.scale = math.sqrt(config.d_model) if config.scale_embedding else 1.0
+        self.scale = math.sqrt(config.d_model) if config.scale_embedding else 1.0  # §3.4: x sqrt(d_model)
         self.token = nn.Embedding(vocab_size, config.d_model, padding_idx=config.pad_id)
         self.positional = build_positional(config.positional, config.max_len, config.d_model)
         self.dropout = nn.Dropout(config.dropout)
@@ -127,10 +127,10 @@ class Embeddings(nn.Module):
             )
         if ids.min() < 0 or ids.max() >= self.token.num_embeddings:
             raise ValueError(f"token ids must lie in [0, {self.token.num_embeddings}), got {ids.min()}..{ids.max()}")
-        tokens = self.lookup(ids)  # (B, T, d_model)
-        pe = self.positional(T)  # (T, d_model)
-        summed = tokens + pe  # broadcast over the batch: (B, T, d_model)
-        out = self.dropout(summed)
+        tokens = self.lookup(ids)  # embeddings x sqrt(d_model) (§3.4): (B, T, d_model)
+        pe = self.positional(T)  # PE (§3.5): (T, d_model)
+        summed = tokens + pe  # §3.5: PE added to the (scaled) embeddings, broadcast over the batch: (B, T, d_model)
+        out = self.dropout(summed)  # §5.4: dropout on the sums (the identity in eval)
         if not return_trace:
             return out
         stamp = frozen_stamp(module_params(self.token), [ids])
@@ -140,7 +140,7 @@ class Embeddings(nn.Module):
 
     def lookup(self, ids: torch.Tensor) -> torch.Tensor:
         """(B, T) ids -> (B, T, d_model): the embedding rows x sqrt(d_model) (§3.4)."""
-        return self.token(ids) * self.scale  # (B, T, d_model)
+        return self.token(ids) * self.scale  # (B, T, d_model) x sqrt(d_model) (§3.4)
 
 
 def check_stack_input(name: str, t: torch.Tensor, d_model: int, batch: int | None = None) -> None:
@@ -213,7 +213,7 @@ class Transformer(nn.Module):
         self.tgt_embed = Embeddings(config.tgt_vocab_size, config)
         self.encoder = Encoder(config)
         self.decoder = Decoder(config)
-        self.generator = nn.Linear(config.d_model, config.tgt_vocab_size)  # final linear before softmax
+        self.generator = nn.Linear(config.d_model, config.tgt_vocab_size)  # final linear before softmax (§3.4)
         self._init_weights()
 
     def _init_weights(self) -> None:
@@ -282,7 +282,7 @@ class Transformer(nn.Module):
         """(B, Ts) source and (B, Tt) target ids -> logits (B, Tt, tgt_vocab) [, Trace]."""
         if not return_trace:
             memory = self.encode(src, src_mask)
-            return self.generator(self.decode(tgt, memory, src_mask, tgt_mask))
+            return self.generator(self.decode(tgt, memory, src_mask, tgt_mask))  # (B, Tt, tgt_vocab) (§3.4)
         memory, enc = self.encode(src, src_mask, return_trace=True)
         out, dec = self.decode(tgt, memory, src_mask, tgt_mask, return_trace=True)
         logits = self.generator(out)
