@@ -208,8 +208,10 @@ def tokens_view(spec: FigureSpec, models: Models) -> ViewResult:
     if len(encs) == 2:
         a, b = encs["a"], encs["b"]
         both = viz.token_comparison(list(a.pieces), list(a.ids), list(b.pieces), list(b.ids))
-        out.panels.append(Panel("tokens-compare", "A and B side by side (differing positions highlighted)",
-                                table=both, highlight=list(both["differs"])))
+        # first: the table the view is for (lesson step 1 names it), on a 720 px projector without scrolling; it was
+        # third, ~1,200 px down the slide theme's page, under the two sentences' own tables (a teacher's walk)
+        out.panels.insert(0, Panel("tokens-compare", "A and B side by side (differing positions highlighted)",
+                                   table=both, highlight=list(both["differs"])))
     if not encs:
         out.hint = "Type a sentence to begin."
     return out

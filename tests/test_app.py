@@ -79,8 +79,9 @@ def test_every_view_renders_for_the_defaults(make_app, name):
     clean(at)
     assert at.title[0].value == "Attention Lab"
     if name == "tokens":
-        assert len(at.dataframe) == 3  # A, B, and A next to B
-        assert list(at.dataframe[0].value["piece"]) == list("你喜欢她")
+        assert len(at.dataframe) == 3  # A next to B (first: lesson step 1's table), A, B
+        assert list(at.dataframe[0].value["A piece"]) == list("你喜欢她")
+        assert list(at.dataframe[1].value["piece"]) == list("你喜欢她")
     elif name == "translate":  # the random model cannot translate: say so, and offer to train one
         assert any("zh-en" in t for t in alerts(at.info))
         assert at.button(key="train_go")
@@ -194,7 +195,7 @@ def test_a_long_paste_is_cut_with_a_visible_notice(make_app):
 def test_token_tables_show_spaces_and_control_characters_as_marks(make_app):
     at = make_app(view="tokens", sentence_a="I like\x07", tokenizer="bpe", **SMALL)
     clean(at)
-    table = at.dataframe[0].value
+    table = at.dataframe[1].value  # after A next to B
     assert list(table["piece"]) == ["I", "␣like", "[UNK]"]  # BPE keeps the space with the word
     assert list(table["text"])[-1] == "⟨U+0007⟩"  # the bell character, visible
 
@@ -222,7 +223,7 @@ def test_html_in_a_sentence_is_shown_as_text_never_as_markup(make_app):
             for axis in ("xaxis", "yaxis"):
                 assert not any("<" in t for t in fig["layout"].get(axis, {}).get("ticktext", []))
     at = make_app(view="tokens", sentence_a=HTML_A, sentence_b=HTML_B, **SMALL)
-    shown = "".join(at.dataframe[0].value["text"])
+    shown = "".join(at.dataframe[1].value["text"])  # A's own table, after A next to B
     assert shown == HTML_A.replace(" ", "␣")  # the characters themselves, as data (spaces made visible)
     at = make_app(view="attention", sentence_a=HTML_A, sentence_b=HTML_B, **SMALL)
     assert ticktext(figure_titled(at, "1. Scores"))[0] == "0:&lt;"  # Plotly shows &lt; as "<"
@@ -287,8 +288,8 @@ def test_two_sessions_do_not_see_each_others_settings(make_app):
     first.selectbox(key="theme").set_value("dark").run()
     second.run()
     assert second.session_state["sentence_a"] == "你喜欢她" and second.session_state["theme"] == "default"
-    assert list(first.dataframe[0].value["piece"]) == list("春风拂面")
-    assert list(second.dataframe[0].value["piece"]) == list("你喜欢她")
+    assert list(first.dataframe[1].value["piece"]) == list("春风拂面")
+    assert list(second.dataframe[1].value["piece"]) == list("你喜欢她")
 
 
 # -- controls ---------------------------------------------------------------------------------
@@ -897,7 +898,7 @@ def test_ids_shown_as_text_beside_a_gap_stay_right_aligned(make_app):
 
     at = make_app(view="tokens", sentence_a="你喜欢她", sentence_b="她好")
     clean(at)
-    side = at.dataframe[2]
+    side = at.dataframe[0]  # first: lesson step 1's table
     assert list(side.value["B id"])[2:] == ["—", "—"]
     config = json.loads(side.proto.columns)
     assert config["B id"]["alignment"] == "right" and "A id" not in config  # A's ids are numbers: right already

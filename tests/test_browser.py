@@ -593,7 +593,7 @@ def test_on_a_touch_screen_the_toolbar_keeps_three_buttons_and_every_title_keeps
         assert box["buttons"] == 3 and float(box["opacity"]) > 0.5, box  # shown without hovering, three buttons
         assert title["right"] <= bar["left"] or title["top"] >= bar["bottom"], box
         assert all(w >= 24 and h >= 24 for w, h in box["sizes"]), box  # to tap (WCAG 2.2: 24 x 24 px)
-    assert len(tables) == 3, tables  # A, B, and the two side by side: shown without hovering, under the heading
+    assert len(tables) == 3, tables  # the two side by side, A, B: shown without hovering, under the heading
     assert all(float(opacity) > 0.5 and top >= bottom - 1 for top, bottom, opacity in tables), tables
     assert len(menu) >= 5 and all(inside and whole for _, inside, whole in menu), menu  # 393 px on a 390 screen
     assert len(hints) >= 4 and not any(hints), hints  # hidden ("⇧←" means nothing on a phone)
@@ -1190,16 +1190,20 @@ def test_slide_tables_are_html_in_projector_type_with_words_for_booleans_and_mar
         page.goto(f"{streamlit_url}/?views=tokens&sentence_a=你喜欢她&sentence_b=她喜欢你&theme=slide")
         wait_idle(page)
         main = page.locator('[data-testid="stMain"]')
-        assert main.locator('[data-testid="stTable"]').count() == 3  # A, B, and side by side
+        assert main.locator('[data-testid="stTable"]').count() == 3  # side by side, A, B
         assert main.locator('[data-testid="stDataFrame"]').count() == 0
         sizes = main.locator('[data-testid="stTable"] td').evaluate_all(
             "tds => tds.map(td => parseFloat(getComputedStyle(td).fontSize))")
         assert min(sizes) >= 18, sizes
-        side = main.locator('[data-testid="stTable"]').last.inner_text()
+        side = main.locator('[data-testid="stTable"]').first.inner_text()
         assert "True" in side and "False" in side  # positions 0 and 3 differ, 1 and 2 do not
+        # the table lesson step 1 shows comes first, whole on the 720 px projector without scrolling (a teacher's
+        # walk: it was the third, its rows 1,150-1,300 px down the page)
+        box = main.locator('[data-testid="stTable"]').first.bounding_box()
+        assert box["y"] >= 0 and box["y"] + box["height"] <= 720, box
         # the tokens' positions, which lesson step 1 names ("only positions 0 and 3 differ"), are a column (a
         # teacher's walk: the slide tables had taken the position column for row names and hidden it)
-        rows = main.locator('[data-testid="stTable"]').last.locator("tr").evaluate_all(
+        rows = main.locator('[data-testid="stTable"]').first.locator("tr").evaluate_all(
             "trs => trs.map(tr => [...tr.children].map(c => c.innerText.trim()))")
         assert rows[0][:2] == ["position", "A piece"] and [r[0] for r in rows[1:]] == ["0", "1", "2", "3"], rows
         page.screenshot(path=str(SCREENSHOTS / "browser-slide-table.png"))

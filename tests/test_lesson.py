@@ -72,6 +72,8 @@ def test_step_1_same_tokens_only_positions_0_and_3_differ(models):
     assert sorted(a["piece"]) == sorted(b["piece"]) and len(a) == 4
     table = p["tokens-compare"].table
     assert list(table.loc[table["differs"], "position"]) == [0, 3]
+    # the table the step names ("A and B side by side") comes first, on the projector's screen without scrolling
+    assert list(p) == ["tokens-compare", "tokens-a", "tokens-b"]
 
 
 def test_step_2_one_rotation_for_every_position_and_a_toeplitz_gram_matrix(models):

@@ -120,7 +120,7 @@ def test_swap_exchanges_the_two_sentences(make_app):
     clean(at)
     assert (at.text_input(key="sentence_a").value, at.text_input(key="sentence_b").value) == (b, a)
     assert (at.query_params["sentence_a"], at.query_params["sentence_b"]) == (b, a)
-    assert list(at.dataframe[0].value["piece"]) == list(b) and list(at.dataframe[1].value["piece"]) == list(a)
+    assert list(at.dataframe[1].value["piece"]) == list(b) and list(at.dataframe[2].value["piece"]) == list(a)
 
 
 def test_the_query_tokens_are_those_of_the_sentence_chosen(make_app):
