@@ -810,6 +810,36 @@ def test_translate_view_reveals_decoding_one_step_at_a_time(make_app):
 
 
 @needs_trained
+def test_a_share_link_of_the_translate_view_opens_on_the_decoding_step_it_was_sent_from(make_app):
+    """A teacher's walk (lesson step 7): the decoding step is the page's own, not the spec's, so the address bar
+    and "Share this view" left it out, and a link sent at step 2 (the row "1:you→like") opened the students'
+    screens on step 1. The link now carries it past step 1; a step past the translation is its last one, and a
+    malformed one is said and left out."""
+    at = make_app(link={"views": "translate", "model": "zh-en", "theme": "slide"})
+    clean(at)
+    assert "step" not in at.query_params  # step 1: the link as before
+    at.slider(key="translate_step").set_value(2).run()
+    clean(at)
+    assert at.query_params["step"] == "2"
+    sent = {k: at.query_params[k] for k in at.query_params}
+    opened = make_app(link=sent)
+    clean(opened)
+    assert opened.slider(key="translate_step").value == 2
+    assert any("predicts “like”" in t for t in alerts(opened.info))
+    assert values_z(figure_titled(opened, "Cross-attention, layer")).shape == (2, 4)
+    assert opened.query_params["step"] == "2"
+    opened.text_input(key="sentence_a").input("她喜欢你").run()  # a new sentence still opens on its first step
+    assert opened.slider(key="translate_step").value == 1 and "step" not in opened.query_params
+    beyond = make_app(link={**sent, "step": "9"})
+    assert beyond.slider(key="translate_step").value == 4 and not beyond.error
+    bad = make_app(link={**sent, "step": "x"})
+    assert bad.slider(key="translate_step").value == 1
+    assert any("is not a decoding step" in e.value for e in bad.error), [e.value for e in bad.error]
+    other = make_app(link={"views": "attention", "step": "2"})  # not view 7's: no word about it, none kept
+    assert not other.error and "step" not in other.query_params
+
+
+@needs_trained
 def test_the_translation_shows_what_the_model_read_and_a_leading_emoji_stays_text(make_app):
     at = make_app(view="translate", model="zh-en", sentence_a="😀你喜欢她")
     clean(at)

@@ -69,8 +69,11 @@ def init_state() -> None:
     if first:
         ss["_started"] = True
         params = st.query_params.to_dict()  # a key given twice: its last value
+        step, step_error = linked_step(params.pop(STEP, None))  # the page's own, not the spec's
+        if step is not None:  # ui/translate.py decoding_steps opens the link's sentence on it
+            ss[LINKED_STEP] = step
         spec, errors, dropped = spec_from_link(params) if params else (None, [], [])
-        errors = _repeated(params) + errors
+        errors = _repeated(params) + errors + step_error
         if spec is not None and len(spec.views) > 1:  # an export's spec names several
             errors.append(SpecError("views", f"this app shows one view at a time: {spec.views[0]} (python -m "
                                              f"lab.export draws {', '.join(spec.views)})"))
@@ -89,6 +92,20 @@ def init_state() -> None:
             ss[key] = ss[key]
     if follows_page():
         ss["theme"] = page_theme()
+
+
+STEP, LINKED_STEP = "step", "_linked_step"  # view 7's decoding step in a share link, and where a link's waits
+
+
+def linked_step(value: str | None) -> tuple[int | None, list[SpecError]]:
+    """A link's decoding step of view 7 ("step=2": the decoder has read 2 tokens), or what is wrong with it.
+    The step slider is the page's own state, not the spec's (the figures export without it), so a share link
+    opened on step 1 where the teacher's screen showed step 2 (lesson step 7's row "1:you→like")."""
+    if value is None:
+        return None, []
+    if value.isascii() and value.isdigit() and int(value) >= 1:
+        return int(value), []
+    return None, [SpecError(STEP, f"{value!r} is not a decoding step, a whole number from 1 (such as 2)")]
 
 
 def one_line(text: str) -> str:
@@ -235,10 +252,11 @@ def spec_from_state() -> FigureSpec:
     return FigureSpec(**values)
 
 
-def share_query(spec: FigureSpec, theme_follows_page: bool = False) -> dict[str, str]:
+def share_query(spec: FigureSpec, theme_follows_page: bool = False, step: int | None = None) -> dict[str, str]:
     """Query parameters of a share link: the spec's non-default fields, the view always included. A
     theme chosen (in the sidebar or by a link) is always in it; one that only follows the page (dark
-    on a dark page) is left out, so the link opens in the receiver's own light or dark."""
+    on a dark page) is left out, so the link opens in the receiver's own light or dark. `step`: the
+    translate view's decoding step, given past the first (where a link without one opens)."""
     shared = dataclasses.replace(
         spec, sentence_a=spec.sentence_a[:MAX_CHARS], sentence_b=spec.sentence_b[:MAX_CHARS]
     )
@@ -248,6 +266,8 @@ def share_query(spec: FigureSpec, theme_follows_page: bool = False) -> dict[str,
     else:
         query["theme"] = spec.theme  # chosen, even "default": it stays so on a dark page too
     query["views"] = ",".join(spec.views)  # even when it is the spec default: a link is never empty
+    if step is not None and step > 1 and spec.views[0] == "translate":
+        query[STEP] = str(step)
     return query
 
 

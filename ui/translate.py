@@ -12,6 +12,7 @@ from lab.views import Panel
 from model.analysis import head_arrays
 from ui import focus
 from ui.panels import render_panel
+from ui.state import LINKED_STEP
 from ui.text import md
 
 
@@ -36,8 +37,9 @@ def decoding_steps(run: Run, spec: FigureSpec) -> None:
         ss = st.session_state
         # a new sentence opens on its first step ([BOS] read, the first word predicted): its whole translation is
         # the view's own charts above, which the last step would only repeat
+        # (a share link's step, the first sentence's: the step the sender's screen showed)
         if ss.get("_translate_step_of") != sentence.text:
-            ss["_translate_step_of"], ss["translate_step"] = sentence.text, 1
+            ss["_translate_step_of"], ss["translate_step"] = sentence.text, ss.pop(LINKED_STEP, 1)
         ss["translate_step"] = min(max(ss.get("translate_step", 1), 1), n_dec)
         # dragged with the mouse, it lets its focus go (ui/focus.py): ← → flip heads again, as after any control
         # (a teacher's walk: after a drag → moved the step, not the head)
