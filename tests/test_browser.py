@@ -1344,3 +1344,22 @@ def test_the_keyboard_focus_stays_on_the_page_after_a_click_that_redraws_it(page
     page.wait_for_function("() => document.activeElement && document.activeElement !== document.body")
     where = "() => [!!document.activeElement.closest('.st-key-preset'), document.activeElement.outerHTML.slice(0, 120)]"
     assert page.evaluate(where)[0], page.evaluate(where)
+
+
+@pytest.mark.skipif(not trained_available(), reason="the translate view needs the trained models")
+def test_the_decoding_step_slider_is_in_projector_type_in_the_slide_theme(browser, streamlit_url):
+    """A teacher's walk (lesson step 7): the "Decoding step" label and the step's number, which the teacher drags
+    and the class reads, were 14 px beside the page's 18 px notes in the slide theme (ui/style.py SLIDE_CSS)."""
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    try:
+        page = context.new_page()
+        page.set_default_timeout(60_000)
+        page.goto(f"{streamlit_url}/?views=translate&model=zh-en&theme=slide&step=2")
+        wait_idle(page)
+        slider = page.locator(".st-key-translate_step")
+        texts = slider.locator("p").evaluate_all(
+            "ps => ps.map(p => [p.innerText.trim(), parseFloat(getComputedStyle(p).fontSize)])")
+        assert [t for t, _ in texts][:2] == ["Decoding step", "2"], texts  # the label, then the step's number
+        assert min(size for _, size in texts) >= 18, texts
+    finally:
+        context.close()

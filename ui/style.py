@@ -85,6 +85,7 @@ SLIDE_CSS = """
 [data-testid="stMain"] .lab-chart-caption { opacity: 0.8; }
 [data-testid="stMain"] [data-testid="stTable"] th, [data-testid="stMain"] [data-testid="stTable"] td {
   font-size: 1.125rem; }
+[data-testid="stMain"] .st-key-translate_step p { font-size: 1.125rem; }
 """
 
 
