@@ -22,6 +22,7 @@ from ui.chart import chart
 from ui.state import page_is_dark
 from ui.text import md
 from viz.export import table_csv  # the same bytes as python -m lab.export writes
+from viz.labels import num
 
 SHOW_TABLE_CELLS = 200_000  # a table that IS the panel (tokens, numbers) is shown up to this size
 SHOW_NUMBERS_CELLS = 20_000  # the numbers behind a figure are shown up to this size; larger: CSV only
@@ -108,8 +109,8 @@ def _slide_table(table: pd.DataFrame, panel: Panel) -> None:
     """A panel's own table on a projector, as HTML in the slide type (st.table): where its index is bare row
     numbers, its first column of words as the row names (view 6's "without PE"), or with none where that column
     is numbers (the tokens' positions, which lesson step 1 names: a teacher's walk found them gone), and floats
-    to 4 significant digits (a regression walk: the pandas default wrote view 6's 5.96e-07 as 0.0000, beside
-    row numbers 0, 1, 2)."""
+    as the notes beside them write them, viz.num (a regression walk: the pandas default wrote view 6's 5.96e-07 as
+    0.0000, beside row numbers 0, 1, 2; a teacher's walk: the table's 2.384e-07 beside the verdict's 2.38e−07)."""
     plain = _plain_index(panel.table)
     names = plain and table.shape[1] > 1 and not pd.api.types.is_numeric_dtype(table[table.columns[0]])
     if names:
@@ -121,7 +122,7 @@ def _slide_table(table: pd.DataFrame, panel: Panel) -> None:
     st.table(styler.format(floats) if floats else shown, hide_index=plain and not names)
 
 
-SLIDE_NUMBERS = "{:.4g}"
+SLIDE_NUMBERS = num  # 3 significant digits, a true minus: "2.38e−07", as view 6's verdict beside it says
 SMALL_NUMBERS = "%.3g"  # a column with values under 1e-3: st.dataframe's own format cut 5.96e-07 to 0.0000005
 
 
