@@ -1029,6 +1029,74 @@ def test_on_a_phone_the_key_labels_of_heads_side_by_side_never_run_together(brow
     assert labelled >= 8 and overlapping == [], overlapping
 
 
+# Panels side by side, as drawn: [chart title, what is wrong] for a panel's own row labels that reach into the panel
+# left of it, x axis titles of one chart that run into each other, x tick labels turned 90°, and (stacked twins) a
+# plot further below its title than its twin's is below its own (a twin's taller title kept as padding).
+NARROW_PANELS = r"""() => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')].flatMap((gd) => {
+    const name = gd.__lab.spec.title, bad = [];
+    const panels = gd._fullLayout._subplots.cartesian.map((id) => {
+        const drag = gd.querySelector(`.draglayer .${id} .nsewdrag`);
+        return drag && {id, y: id.slice(id.indexOf('y')), box: drag.getBoundingClientRect()}; }).filter(Boolean);
+    for (const p of panels) {
+        const labels = [...gd.querySelectorAll(`.yaxislayer-above .${p.y}tick text`)]
+            .map((t) => t.getBoundingClientRect()).filter((b) => b.width > 0);
+        const before = panels.filter((q) => Math.abs(q.box.top - p.box.top) < 2 && q.box.right <= p.box.left + 1);
+        for (const q of before) {
+            const left = Math.min(...labels.map((b) => b.left));
+            if (labels.length && left < q.box.right - 0.5) bad.push([name, `${p.y} labels at ${left}`]);
+        }
+    }
+    const titles = [...gd.querySelectorAll('[class^="g-x"][class$="title"] text')].map((t) => t.getBoundingClientRect())
+        .filter((b) => b.width > 0);
+    titles.forEach((a, i) => titles.slice(i + 1).forEach((b) => {
+        if (a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom) bad.push([name, 'x titles']);
+    }));
+    const turned = (t) => /rotate\(9/.test(t.getAttribute('transform') || '') && /^\d+$/.test(t.textContent);
+    if ([...gd.querySelectorAll('.xaxislayer-above text')].some(turned)) bad.push([name, 'dimensions turned 90°']);
+    return bad; })"""
+
+TITLE_TO_PLOT = """() => Object.fromEntries([...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')]
+    .filter((gd) => gd.__lab.spec.row && gd.querySelector('.g-gtitle')).map((gd) => [gd.__lab.spec.title,
+        [gd.__lab.spec.row, gd.querySelector('.draglayer .xy .nsewdrag').getBoundingClientRect().top
+                            - gd.querySelector('.g-gtitle').getBoundingClientRect().bottom]]))"""
+
+
+@pytest.mark.skipif(not trained_available(), reason="views 6 and 7 use the trained models")
+def test_on_a_phone_panels_side_by_side_keep_their_labels_and_titles_apart(browser, streamlit_url):
+    """A phone walk (390 px: charts drawn at 480 px, laid out for 700). View 6's B in A's order ran its own row
+    labels into A's heatmap (":你", its "3" under A's last column: the conclusion's figure); view 7's four heads read
+    "source tokeource tokeource token"; the dimensions of three panels stood turned 90° edge to edge ("0102030");
+    and a stacked twin kept its twin's taller title as a blank line above its notes."""
+    context = browser.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=3, is_mobile=True,
+                                  has_touch=True)
+    found, gaps = [], {}
+    try:
+        tab = context.new_page()
+        tab.set_default_timeout(60_000)
+        for view in ("positional", "order", "translate"):
+            tab.goto(f"{streamlit_url}/?views={view}&sentence_a=你喜欢她&sentence_b=她喜欢你"
+                     + ("&model=zh-en" if view == "translate" else ""))
+            wait_idle(tab)
+            drawn_charts(tab)
+            for i in range(tab.locator(".js-plotly-plot").count()):  # each drawn, scrolled to
+                tab.locator(".js-plotly-plot").nth(i).scroll_into_view_if_needed()
+                tab.wait_for_timeout(200)
+            tab.wait_for_function("() => !document.querySelector('[data-waiting]')", timeout=20_000)
+            found += tab.evaluate(NARROW_PANELS)
+            gaps.update(tab.evaluate(TITLE_TO_PLOT))
+            if view == "order":
+                tab.screenshot(path=str(SCREENSHOTS / "browser-phone-order.png"), full_page=True)
+    finally:
+        context.close()
+    assert found == [], found
+    rows: dict[str, list[float]] = {}
+    for row, gap in gaps.values():
+        rows.setdefault(row, []).append(gap)
+    assert {"order-diff", "order-pooled"} <= set(rows), gaps
+    for row, pair in rows.items():  # stacked: each plot as far below its own title and notes as its twin's
+        assert len(pair) == 2 and abs(pair[0] - pair[1]) <= 3, (row, gaps)
+
+
 def test_slide_twins_stack_where_side_by_side_would_show_them_at_under_half_their_size(browser, streamlit_url):
     """Slide charts are laid out for 1280 px: in half of a 1500 px window's main area (~520 px) they would
     be shown at ~0.4 of that, so there the twins stack, each the full width (0.8); so they do in a 1920 px

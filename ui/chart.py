@@ -151,9 +151,20 @@ function ownTop(g) {
   return g.__lab.ownTop !== undefined ? g.__lab.ownTop : ((g.__lab.spec.figure.layout || {}).margin || {}).t || 0;
 }
 
+function sideBySide(row) {
+  // Whether the row's charts sit side by side: their columns stack, each the full width, on a narrow screen
+  // (stackBelow), where one has no twin beside it to be level with.
+  return twins(row).some((g) => {
+    const column = g.closest('[data-testid="stColumn"]');
+    return column && column.parentElement && column.offsetWidth < 0.75 * column.parentElement.clientWidth;
+  });
+}
+
 function rowTop(row) {
   // The row's largest top margin: every twin's plot then starts at the same height, whatever notes
-  // one figure has under its title that the other has not.
+  // one figure has under its title that the other has not. Stacked (a phone), each keeps its own: a title of
+  // two lines under its twin's of three had a blank line between it and its notes.
+  if (!sideBySide(row)) return 0;
   return Math.max(0, ...twins(row).filter((g) => document.fullscreenElement !== g.parentElement).map(ownTop));
 }
 
@@ -290,6 +301,107 @@ function thinTicks(layout, width, laidOut) {
   return clearRightEnds(out, plotW);
 }
 
+function axisRow(layout, axis) {
+  // the y domain of an x axis's panel: panels side by side share it
+  return String((layout["yaxis" + (axis.anchor || "y").slice(1)] || {}).domain);
+}
+
+function rowsOfPanels(layout) {
+  // [[x axis name, ...], ...]: the panels of each row of a grid, left to right
+  const rows = new Map();
+  const names = Object.keys(layout).filter((k) => /^xaxis\d*$/.test(k) && Array.isArray((layout[k] || {}).domain));
+  for (const name of names) {
+    const row = axisRow(layout, layout[name]);
+    rows.set(row, (rows.get(row) || []).concat([name]));
+  }
+  return [...rows.values()].map((names) => names.sort((a, b) => layout[a].domain[0] - layout[b].domain[0]));
+}
+
+function clearLeftLabels(layout, plotW) {
+  // Drawn narrower than laid out (a phone), a panel with row labels of its own right of another (view 6's B in A's
+  // order, "3:你") keeps the gap the server left at the laid-out width (viz.heatmap.label_gap) as a fraction of
+  // the plot, so its labels ran into the panel before it. Such a row of panels is spaced again, equally wide, with
+  // the labels' width between them.
+  const family = (layout.font || {}).family || "sans-serif";
+  let out = layout;
+  for (const names of rowsOfPanels(layout)) {
+    if (names.length < 2) continue;
+    let short = false;
+    const gaps = names.slice(1).map((name, i) => {
+      const axis = layout[name], have = axis.domain[0] - layout[names[i]].domain[1];
+      const y = layout["yaxis" + (axis.anchor || "y").slice(1)] || {};
+      if (y.showticklabels === false || !Array.isArray(y.ticktext) || !y.ticktext.length) return have;
+      const size = (y.tickfont || {}).size || (layout.font || {}).size || 12;
+      const need = (Math.max(...y.ticktext.map((t) => textWidth(String(t), size, family)))
+                    + (y.ticklen === undefined ? 5 : y.ticklen) + 8) / plotW;
+      short = short || need > have + 1e-6;
+      return Math.max(have, need);
+    });
+    const x0 = layout[names[0]].domain[0], x1 = layout[names[names.length - 1]].domain[1];
+    const w = (x1 - x0 - gaps.reduce((a, b) => a + b, 0)) / names.length;
+    if (!short || w * plotW < 40) continue;  // no room for that: left as laid out
+    if (out === layout) out = Object.assign({}, layout, {annotations: [...(layout.annotations || [])]});
+    let x = x0;
+    names.forEach((name, i) => {
+      const [d0, d1] = layout[name].domain;
+      out[name] = Object.assign({}, layout[name], {domain: [x, x + w]});
+      out.annotations = out.annotations.map((a) => a.xref === "paper" && Math.abs(a.x - (d0 + d1) / 2) < 1e-3
+        ? Object.assign({}, a, {x: x + w / 2}) : a);  // its panel title goes with it
+      x += w + (gaps[i] || 0);
+    });
+  }
+  return out;
+}
+
+function oneXTitle(layout, plotW) {
+  // A grid's bottom panels each say what their columns are ("key") where that fits over the panel at the width
+  // laid out (viz.attention's rule); drawn narrower (a phone), view 7's four heads read "source tokeource toke...":
+  // where one no longer fits its panel, only the row's first panel keeps its title.
+  const family = (layout.font || {}).family || "sans-serif";
+  let out = layout;
+  for (const names of rowsOfPanels(layout)) {
+    const titled = names.filter((n) => ((layout[n].title || {}).text || "").trim());
+    if (titled.length < 2) continue;
+    const fits = titled.every((n) => {
+      const axis = layout[n], title = axis.title;
+      const size = (title.font || {}).size || (layout.font || {}).size || 12;
+      const width = textWidth(title.text, size, (title.font || {}).family || family);
+      return width + 4 <= plotW * (axis.domain[1] - axis.domain[0]);
+    });
+    if (fits) continue;
+    if (out === layout) out = Object.assign({}, layout);
+    for (const n of titled.slice(1)) {
+      out[n] = Object.assign({}, layout[n], {title: Object.assign({}, layout[n].title, {text: ""})});
+    }
+  }
+  return out;
+}
+
+function fewerAutoTicks(layout, plotW) {
+  // Axes of bare positions (dimensions 0-63) take plotly.js's own ticks, at most `nticks` as laid out
+  // (viz.heatmap.style_matrix_axes); drawn narrower (a phone), three panels' "0 10 20 ... 60" were turned 90° and
+  // stood edge to edge: a panel too narrow for its nticks asks for fewer, as many as fit upright.
+  let out = layout;
+  for (const [name, axis] of Object.entries(layout)) {
+    if (!/^xaxis\d*$/.test(name) || !axis || axis.tickmode !== "auto" || !(axis.nticks > 3)) continue;
+    const [d0, d1] = axis.domain || [0, 1];
+    const size = (axis.tickfont || {}).size || (layout.font || {}).size || 12;
+    const nticks = Math.max(3, Math.floor(plotW * (d1 - d0) / (2.5 * size)));  // upright: 2.5 em a label
+    if (nticks >= axis.nticks) continue;
+    if (out === layout) out = Object.assign({}, layout);
+    out[name] = Object.assign({}, axis, {nticks});
+  }
+  return out;
+}
+
+function narrowPanels(layout, width, laidOut) {
+  // Drawn narrower than laid out: panels side by side keep their labels apart (see each step)
+  if (!width || !laidOut || width >= laidOut) return layout;
+  const m = layout.margin || {};
+  const plotW = width - (m.l || 0) - (m.r || 0);
+  return fewerAutoTicks(oneXTitle(clearLeftLabels(layout, plotW), plotW), plotW);
+}
+
 function clearRightEnds(layout, plotW) {
   // Panels side by side (a grid of heads) at the width drawn: a panel's last key label goes where it and the next
   // panel's first would reach into each other across the gap ("20:a0:t" on a phone), where the labels lie side by
@@ -420,7 +532,10 @@ function draw(Plotly, gd) {
   const toolbar = fullscreen || touch
     ? ((gd.querySelector(".modebar") || {}).offsetWidth || toolbarSeen || (touch ? 140 : 300)) / k + 8 : 0;
   let layout = legendBelow(fitTitle(sized, sized.width, figure.layout.width || wrapped, toolbar), sized.width);
-  if (!fullscreen) layout = roundPanels(thinTicks(layout, sized.width, figure.layout.width || wrapped), sized.width);
+  if (!fullscreen) {
+    const laidOut = figure.layout.width || wrapped;
+    layout = roundPanels(thinTicks(narrowPanels(layout, sized.width, laidOut), sized.width, laidOut), sized.width);
+  }
   if (fullscreen) layout.height = window.innerHeight / k;  // the screen's, whatever the title takes
   gd.__lab.ownTop = (layout.margin || {}).t || 0;
   gd.__lab.top = row && !fullscreen ? rowTop(row) : 0;
