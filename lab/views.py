@@ -906,7 +906,8 @@ def traced_spec(spec: FigureSpec) -> FigureSpec:
 
 def translate_view(spec: FigureSpec, models: Models) -> ViewResult:
     if spec.model != "zh-en":
-        return ViewResult(hint="Choose the trained model (zh-en) to watch it translate.")
+        # where: on a phone the sidebar is folded away behind » (a narrow-screen walk opened a link to view 7)
+        return ViewResult(hint="Choose the trained model (zh-en) under Model, in the sidebar, to watch it translate.")
     run_ = models.run(decoding_spec(spec))
     if run_ is None:
         return ViewResult(hint="Type a Chinese sentence, e.g. 你喜欢她, to translate it.")

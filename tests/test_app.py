@@ -762,7 +762,8 @@ def test_the_translate_view_with_a_random_model_draws_no_controls_that_do_nothin
     clean(at)
     assert at.session_state["model"] == "random"
     assert not [s for s in at.selectbox if s.key in ("layer", "head")]
-    assert [i for i in at.info if "zh-en" in i.value.replace("\\", "")]
+    hint = [i.value.replace("\\", "") for i in at.info if "zh-en" in i.value.replace("\\", "")]
+    assert hint and "under Model, in the sidebar" in hint[0], hint  # where: folded away on a phone
 
 
 def test_order_view_puts_each_figure_without_pe_next_to_the_one_with_it(make_app):
