@@ -40,6 +40,7 @@ from model.positional import (
 )
 from viz.fig import kept_bytes
 from viz.labels import num, visible_controls
+from viz.theme import DOT
 
 
 class Panel:
@@ -296,12 +297,32 @@ def _sinusoidal_panels(out: ViewResult, d: int, n: int, sentence, th: str) -> No
                             lambda: viz.matrix_frame(gram, list(sentence.encoding.pieces),
                                                      list(sentence.encoding.pieces))))
     offsets, values = ref.offsets, ref.dots
+    shape, short = _dot_curve_shape(offsets, values, d)
     out.panels.append(Panel(
-        "pe-dot-curve", "PE(m)·PE(m+k) = Σᵢ cos(ωᵢ k), over the frequencies ωᵢ: symmetric in k, decays overall but not "
-        "monotonically",
-        viz.pe_dot_curve(offsets, values, theme=th),
+        "pe-dot-curve", f"PE(m)·PE(m+k) = Σᵢ cos(ωᵢ k), over the frequencies ωᵢ: symmetric in k, {shape}",
+        viz.pe_dot_curve(offsets, values, theme=th,
+                         title=f"PE(m){DOT}PE(m+k) over the offset k: symmetric, {short}"),
         lambda: pd.DataFrame({"dot": values}, index=pd.Index(offsets.astype(int), name="offset")),
     ))
+
+
+DECAYED = 0.9  # PE(m)·PE(m+k) "decays" over the offsets drawn where its far half stays under 90% of PE(m)·PE(m)
+
+
+def _dot_curve_shape(offsets: np.ndarray, values: np.ndarray, d: int) -> tuple[str, str]:
+    """What the curve PE(m)·PE(m+k) over the offsets drawn does, in words (the panel's title, the figure's): it
+    decays overall where its far half (|k| ≥ half the span) stays under DECAYED of its value at k = 0. Not so for
+    a small d_model (a claims walk: "decays overall" under d_model = 2, where it is cos k, back to 0.9998 at
+    k = 44; under 4, cos k + cos(k/100), still 1.96 of 2)."""
+    far = values[np.abs(offsets) >= (offsets.max() + 1) / 2]
+    top, peak = float(far.max()), float(values[offsets == 0][0])
+    if d == 2:
+        return ("periodic: d_model = 2 has one frequency (ω = 1), so it is cos k and never decays",
+                "periodic (cos k), never decays")
+    if top >= DECAYED * peak:
+        return (f"with only {d // 2} frequencies it barely decays over these offsets (up to {num(top, '.3g')} of "
+                f"{num(peak, '.3g')} for |k| ≥ {int(offsets.max() + 1) // 2})", "barely decays over these offsets")
+    return "decays overall but not monotonically", "decays overall"
 
 
 def positional_view(spec: FigureSpec, models: Models) -> ViewResult:
@@ -490,7 +511,8 @@ def heads_view(spec: FigureSpec, models: Models) -> ViewResult:
                              columns=[f"head {h}" for h in range(entropy.shape[1])]),  # unique already: no "i:"
         caption="" if own == len(rows) else
         f"The mean is over this sentence's own {own} {'query' if own == 1 else 'queries'}: the {len(rows) - own} "
-        "[PAD] rows that line it up with the other sentence in the batch are left out.",
+        + ("[PAD] row that lines it up with the other sentence in the batch is left out." if len(rows) - own == 1 else
+           "[PAD] rows that line it up with the other sentence in the batch are left out."),
     ))
     return out
 
@@ -646,8 +668,15 @@ def _matched_in_order(pieces: list[str]) -> str:
             "another matching gives another number).")
 
 
-def _verdict(report, pe_name: str, pieces_b: list[str], *, with_pe: bool) -> str:
+def _verdict(report, pe_name: str, pieces_a: list[str], pieces_b: list[str], *, with_pe: bool) -> str:
     if report.perm is None:
+        if report.pooled_equal:  # e.g. B = A twice without PE: one mean, though B reorders nothing
+            why = (": B holds A's tokens in the same proportions, and without position information a token's output "
+                   "depends only on the token and those proportions, so the model cannot tell the two sentences apart "
+                   "by their mean." if _same_proportions(pieces_a, pieces_b) else ".")
+            return (f"{pe_name}: B is not a reordering of A's tokens, so there is no permutation to compare; yet the "
+                    f"mean-pooled outputs are the same (max difference {num(report.pooled_max_abs_diff)}, float "
+                    f"rounding){why}")
         return (f"{pe_name}: B is not a reordering of A's tokens, so there is no permutation to compare; "
                 f"the mean-pooled outputs differ by up to {num(report.pooled_max_abs_diff)}.")
     if _same_tokens(report):
@@ -666,6 +695,13 @@ def _verdict(report, pe_name: str, pieces_b: list[str], *, with_pe: bool) -> str
                 "over d_model = 2 dimensions leaves each token only ±1 per dimension.")
     return (f"{pe_name}: the outputs differ (max |f(B) − P f(A)| = {num(report.max_abs_diff)}; pooled "
             f"{num(report.pooled_max_abs_diff)}): the model sees word order.{_matched_in_order(pieces_b)}")
+
+
+def _same_proportions(pieces_a: list[str], pieces_b: list[str]) -> bool:
+    """A's and B's tokens in the same proportions (B = A repeated, reordered or not): each token's share of A is its
+    share of B. Without PE and mask, softmax weights then come out the same, and so does each token's output."""
+    a, b = Counter(pieces_a), Counter(pieces_b)
+    return set(a) == set(b) and all(a[t] * len(pieces_b) == b[t] * len(pieces_a) for t in a)
 
 
 def _unmatched(pieces_a: list[str], pieces_b: list[str], spec: FigureSpec) -> str:
@@ -777,7 +813,7 @@ def order_view(spec: FigureSpec, models: Models) -> ViewResult:
     for name, slug, rep, pieces_a, pieces_b in compared:
         # the verdict first: in a 1024 px window the table scrolls sideways, and these two carry the lesson
         rows.append(_numbers_row(name, rep))
-        caption = _verdict(rep, name[0].upper() + name[1:], pieces_b, with_pe=slug == "pe")
+        caption = _verdict(rep, name[0].upper() + name[1:], pieces_a, pieces_b, with_pe=slug == "pe")
         if rep.perm is None:
             caption += _unmatched(pieces_a, pieces_b, spec)
         out.panels.append(Panel(f"verdict-{slug}", f"Verdict {name}", caption=caption))

@@ -871,3 +871,47 @@ def test_the_order_verdict_counts_a_token_only_one_sentence_has_rather_than_repe
     spec = dataclasses.replace(SPEC, sentence_a="aaccc xyz", sentence_b="xyz ab")
     verdicts = " ".join(p.caption for p in panels("order", spec, models)[0].values() if p.key.startswith("verdict"))
     assert "Tokens A has more of: 'a' (2 in A, 1 in B), 'c' ×3; B has more of: 'b'." in verdicts, verdicts
+
+
+@pytest.mark.parametrize("d_model", [2, 4, 64])
+def test_the_pe_dot_curve_says_it_decays_only_where_it_does(models, d_model):
+    """PE(m)·PE(m+k) = Σᵢ cos(ωᵢ k): under d_model = 2 it is cos k, periodic, back to 0.9998 at k = 44; under 4
+    it is still 1.96 of 2 in the far half of the offsets drawn. "decays overall" is said only where it holds (a
+    claims walk)."""
+    spec = dataclasses.replace(SPEC, d_model=d_model, n_heads=1, d_ff=8)
+    p, _ = panels("positional", spec, models)
+    panel = p["pe-dot-curve"]
+    k = panel.table.index.to_numpy()
+    omegas = 1 / 10000 ** (np.arange(0, d_model, 2) / d_model)
+    dots = np.cos(np.outer(k, omegas)).sum(1)  # Σᵢ cos(ωᵢ k), recomputed
+    np.testing.assert_allclose(panel.table["dot"].to_numpy(), dots, atol=1e-9)
+    decays = dots[np.abs(k) >= (k.max() + 1) / 2].max() < 0.9 * dots[k == 0][0]
+    texts = [panel.title, panel.figure.layout.title.text.replace('<br class="wrap">', "")]
+    assert all(("decays overall" in t) == decays for t in texts), texts
+    assert decays == (d_model == 64)
+    if d_model == 2:
+        assert all("periodic" in t and "never decays" in t for t in texts)
+
+
+@pytest.mark.parametrize("a, b", [("你", "你你你"), ("ab", "aabb"), ("你喜欢她", "她喜欢你你喜欢她")])
+def test_a_b_that_repeats_a_is_said_to_have_the_same_mean_without_pe_not_to_differ(models, a, b):
+    """B is no reordering of A, but holds its tokens in the same proportions: without PE each token's output is the
+    same in both (softmax over keys of weights m·e^s does not see a common factor m), so the means agree. The verdict
+    said "the mean-pooled outputs differ by up to 8.07e−07" (a claims walk); with PE they do differ."""
+    spec = dataclasses.replace(SPEC, sentence_a=a, sentence_b=b)
+    p, _ = panels("order", spec, models)
+    model = models.model(dataclasses.replace(spec, positional="none")).model
+    tok = models.model(spec).src_tokenizer
+    with torch.no_grad():
+        means = [model.encode(torch.tensor([list(tok.encode(t).ids)]))[0].mean(0) for t in (a, b)]  # (d_model,) each
+    assert float((means[0] - means[1]).abs().max()) < 1e-5  # recomputed: the no-PE model gives one mean
+    nope, pe = p["verdict-nope"].caption, p["verdict-pe"].caption
+    assert "differ by" not in nope and "the mean-pooled outputs are the same" in nope and "same proportions" in nope
+    assert "the mean-pooled outputs differ by up to" in pe
+
+
+def test_the_entropy_caption_counts_one_pad_row_in_the_singular(models):
+    spec = dataclasses.replace(SPEC, sentence_a="abc", sentence_b="abcd")
+    p, _ = panels("heads", spec, models)
+    assert p["entropy"].caption.endswith("the 1 [PAD] row that lines it up with the other sentence in the batch is "
+                                         "left out.")
