@@ -684,8 +684,10 @@ def _verdict(report, pe_name: str, pieces_a: list[str], pieces_b: list[str], *, 
             "[UNK]" in pieces_b) else ""
         return f"{pe_name}: {SAME_TOKENS}{unknown}"
     if report.equivariant and not with_pe:
+        exact = report.max_abs_diff_float64
+        rounding = "float rounding" if exact is None else f"float32 rounding: {num(exact)} in float64"
         return (f"{pe_name}: B's token outputs are A's, only reordered (max |f(B) − P f(A)| = "
-                f"{num(report.max_abs_diff)}, float rounding). Self-attention is permutation-EQUIVARIANT, and the "
+                f"{num(report.max_abs_diff)}, {rounding}). Self-attention is permutation-EQUIVARIANT, and the "
                 f"mean-pooled output is INVARIANT (max difference {num(report.pooled_max_abs_diff)}): "
                 "the model cannot tell the two sentences apart.")
     if report.equivariant:  # with PE, yet the same outputs: the positions were lost on the way, not ignored
