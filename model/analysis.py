@@ -180,6 +180,7 @@ class OrderReport:
     trace_b: StackTrace | None = None
     attention_max_abs_diff: float | None = None  # max over layers and heads of |W(B) - P W(A) P^T|
     max_abs_diff_float64: float | None = None  # the same in float64, where float32's was just above the tolerance
+    pooled_max_abs_diff_float64: float | None = None  # and the pooled outputs' then
 
     @property
     def equivariant(self) -> bool | None:
@@ -200,6 +201,8 @@ class OrderReport:
 
     @property
     def pooled_equal(self) -> bool:
+        if self.pooled_max_abs_diff_float64 is not None:
+            return self.pooled_max_abs_diff_float64 <= self.tolerance
         return self.pooled_max_abs_diff <= self.tolerance
 
 
@@ -208,8 +211,8 @@ ROUNDING_RECHECK = 1e-3  # a float32 max |f(B) - P f(A)| above the tolerance but
 
 @torch.no_grad()
 def _float64_max_abs_diff(model: Transformer, ids_a: Sequence[int], ids_b: Sequence[int], perm: list[int],
-                          causal: bool) -> float:
-    """max |f(B) - P f(A)| with a float64 copy of the model, on the CPU. A LayerNorm over few dimensions (d_model 2,
+                          causal: bool) -> tuple[float, float]:
+    """(max |f(B) - P f(A)|, max |mean f(A) - mean f(B)|) with a float64 copy of the model, on the CPU. A LayerNorm over few dimensions (d_model 2,
     pre-norm) can blow float32 rounding up past the tolerance: 3.57e-05 for a no-PE encoder, which is exactly
     permutation-equivariant, was told as "the model sees word order" (a claims walk)."""
     twin = copy.deepcopy(model).to("cpu", torch.float64).eval()
@@ -217,7 +220,7 @@ def _float64_max_abs_diff(model: Transformer, ids_a: Sequence[int], ids_b: Seque
     for ids in (ids_a, ids_b):
         src = torch.tensor([list(ids)], dtype=torch.long)
         outs.append(twin.encode(src, causal_mask(src.size(1), src.device) if causal else None)[0])  # (T, d_model)
-    return float((outs[1] - outs[0][perm]).abs().max())
+    return float((outs[1] - outs[0][perm]).abs().max()), float((outs[1].mean(0) - outs[0].mean(0)).abs().max())
 
 
 @torch.no_grad()
@@ -234,7 +237,7 @@ def order_report(
     out_b, trace_b = model.encode(src_b, mask_b, return_trace=True)
     fa, fb = (o[0].double().cpu().numpy() for o in (out_a, out_b))  # (Ta, d_model), (Tb, d_model)
     perm = match_permutation(list(ids_a), list(ids_b))
-    aligned = diff = max_diff = attn_diff = exact = None
+    aligned = diff = max_diff = attn_diff = exact = pooled_exact = None
     if perm is not None:
         aligned = fa[perm]  # (Tb, d_model): row i is A's output for the token that B has at i
         diff = np.abs(fb - aligned)
@@ -246,11 +249,11 @@ def order_report(
             wa, wb = la.self_attn.weights[0], lb.self_attn.weights[0]  # (H, Ta, Ta), (H, Tb, Tb)
             attn_diff = max(attn_diff, float((wb - wa[:, p][:, :, p]).abs().max()))
         if tolerance < max_diff <= ROUNDING_RECHECK:  # rounding, or a difference? float64 tells
-            exact = _float64_max_abs_diff(model, ids_a, ids_b, perm, causal)
+            exact, pooled_exact = _float64_max_abs_diff(model, ids_a, ids_b, perm, causal)
     pa, pb = fa.mean(0), fb.mean(0)
     return OrderReport(
         perm=perm, outputs_a=fa, outputs_b=fb, aligned_a=aligned, diff=diff, max_abs_diff=max_diff,
         pooled_a=pa, pooled_b=pb, pooled_max_abs_diff=float(np.abs(pa - pb).max()) if pa.shape == pb.shape else float("inf"),
         tolerance=tolerance, trace_a=trace_a, trace_b=trace_b, attention_max_abs_diff=attn_diff,
-        max_abs_diff_float64=exact,
+        max_abs_diff_float64=exact, pooled_max_abs_diff_float64=pooled_exact,
     )
