@@ -495,6 +495,22 @@ def test_apply_theme_restyles_a_finished_figure_and_rejects_unknown_names():
         viz.weights_heatmap(np.eye(2), row_labels=None, theme="neon")
 
 
+@pytest.mark.parametrize("name", viz.THEME_NAMES)
+def test_hover_labels_read_at_aa_contrast_whatever_the_traces_colour(name):
+    """An accessibility walk: a hover box took its trace's colour and plotly.js picked white or grey text on it,
+    3.1:1 on the Okabe-Ito pink, 3.4:1 on its green (view 5's context vector, view 2's curves). The box is now in
+    the figure's own colours, in every theme, for every trace (none sets a box colour of its own)."""
+    w, v = np.array([0.1, 0.2, 0.3, 0.4]), RNG.normal(size=(4, 6))
+    fig = viz.context_vector_figure(w, v, key_labels=list("abcd"), theme=name)
+    assert {t.marker.color for t in fig.data if t.type == "bar"} >= set(viz.theme.QUALITATIVE[:4])
+    box = fig.layout.hoverlabel
+    assert box.bgcolor == viz.THEMES[name]["paper_bgcolor"]
+    assert _contrast(box.font.color, box.bgcolor) >= 4.5
+    assert _contrast(box.bordercolor, box.bgcolor) >= 3  # the box's edge, over cells of any colour
+    assert box.font.size == viz.THEMES[name]["font_size"]
+    assert all(t.hoverlabel.bgcolor is None and t.hoverlabel.font.color is None for t in fig.data)
+
+
 def test_paper_theme_writes_values_in_small_matrices_only():
     w = softmax_rows(RNG.normal(size=(4, 4)))
     assert values_traces(viz.weights_heatmap(w, row_labels=None, theme="paper"))[0].texttemplate

@@ -422,7 +422,10 @@ def _patches(name: str) -> tuple[Patch, Patch, Patch | None, Patch]:
         title_font=dict(family=t["font_family"], size=t["title_size"], color=t["font_color"]),
         paper_bgcolor=t["paper_bgcolor"],
         plot_bgcolor=t["plot_bgcolor"],
-        hoverlabel=dict(font_family=t["font_family"], font_size=t["font_size"]),  # a projector's too (plotly: 13 px)
+        # a projector's type too (plotly: 13 px); the box in the figure's own colours, not in its trace's colour
+        # with white or grey text, which plotly.js picks, at 3.1:1 on pink and 3.4:1 on green (an accessibility walk)
+        hoverlabel=dict(font=dict(family=t["font_family"], size=t["font_size"], color=t["font_color"]),
+                        bgcolor=t["paper_bgcolor"], bordercolor=t["axis_line_color"]),
         legend=dict(font=dict(family=t["font_family"], size=t["font_size"])),
         margin=dict(l=edge, r=edge, b=edge, pad=0),
     )
