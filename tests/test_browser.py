@@ -1431,3 +1431,103 @@ def test_the_decoding_step_slider_is_in_projector_type_in_the_slide_theme(browse
         assert min(size for _, size in texts) >= 18, texts
     finally:
         context.close()
+
+
+SHOWN_CONTRAST = """([selector, onPage]) => {
+    // WCAG contrast of the first element matching selector: its text colour at its (and its ancestors') opacity
+    // over the backgrounds under it (each ancestor's, half-transparent ones laid over the next), as shown; onPage:
+    // over the page's (a slider's value sits above its thumb, not on it)
+    const parse = (c) => { const v = c.match(/[\\d.]+/g).map(Number); return v.length > 3 ? v : v.concat([1]); };
+    const lum = (rgb) => { const l = rgb.map(v => { v /= 255;
+        return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
+        return 0.2126 * l[0] + 0.7152 * l[1] + 0.0722 * l[2]; };
+    const el = document.querySelector(selector);
+    const app = document.querySelector('[data-testid="stApp"]');
+    const layers = [];
+    for (let e = onPage ? app : el; e; e = e.parentElement) {
+        const b = parse(getComputedStyle(e).backgroundColor);
+        if (b[3] > 0) layers.unshift(b);
+        if (b[3] >= 1) break;
+    }
+    const bg = layers.reduce((under, b) => under.map((v, i) => b[3] * b[i] + (1 - b[3]) * v), [255, 255, 255]);
+    const c = parse(getComputedStyle(el).color);
+    let a = c[3];
+    for (let e = el; e; e = e.parentElement) a *= Number(getComputedStyle(e).opacity);
+    const shown = c.slice(0, 3).map((v, i) => a * v + (1 - a) * bg[i]);
+    const [hi, lo] = [lum(shown), lum(bg)].sort((x, y) => y - x);
+    return (hi + 0.05) / (lo + 0.05);
+}"""
+
+
+@pytest.mark.skipif(not trained_available(), reason="the translate view needs the trained models")
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_chosen_view_a_sliders_value_and_the_key_hints_read_at_aa_contrast(browser, streamlit_url, scheme):
+    """An accessibility walk, light and dark: the chosen view's name was in Streamlit's primary colour on its tint
+    (3.9:1 light, 3.2:1 dark), a slider's value over its thumb 3.9:1 on the dark page, and the ◂ ▸ buttons' key
+    hints 3.9:1 on white (WCAG AA asks 4.5:1 of text this size). The chosen view is also underlined: not told by
+    colour alone."""
+    context = browser.new_context(viewport={"width": 1500, "height": 1000}, color_scheme=scheme)
+    try:
+        page = context.new_page()
+        page.set_default_timeout(60_000)
+        page.goto(f"{streamlit_url}/?views=translate&model=zh-en")
+        wait_idle(page)
+        chosen = '.st-key-view [role="radio"][aria-checked="true"] p'
+        assert page.locator(chosen).inner_text() == "7 · Translate"
+        thumb = '[data-testid="stSliderThumbValue"] p'  # a slider's value, over the page
+        for selector, on_page in ((chosen, False), (f".st-key-translate_step {thumb}", True),
+                                  (f".st-key-train_steps {thumb}", True),
+                                  (".st-key-head-prev kbd", False), (".st-key-layer-next kbd", False)):
+            assert page.evaluate(SHOWN_CONTRAST, [selector, on_page]) >= 4.5, (scheme, selector)
+        marks = page.evaluate("""() => [...document.querySelectorAll('.st-key-view [role="radio"]')]
+            .map(b => [b.getAttribute('aria-checked'), getComputedStyle(b).textDecorationLine])""")
+        assert marks == [["true" if n == 6 else "false", "underline" if n == 6 else "none"] for n in range(7)], marks
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_a_chart_toolbar_button_reached_with_tab_shows_a_ring_and_its_name(browser, streamlit_url, scheme):
+    """An accessibility walk in dark mode: Tab reaches each chart's toolbar (zoom, reset, download, full screen), but
+    plotly.js rings the focused icon 1 px in black, ~1.1:1 on the dark page: no one could see where the focus was.
+    The ring is now the page's 2 px one, in the figure's text colour, and the button's name shows as on hover.
+    A radio's option reached with Tab (Sentence A / B) was marked by a faint grey box: ringed too."""
+    context = browser.new_context(viewport={"width": 1500, "height": 1000}, color_scheme=scheme)
+    try:
+        page = context.new_page()
+        page.set_default_timeout(60_000)
+        page.goto(f"{streamlit_url}/?views=attention")
+        wait_idle(page)
+        drawn_charts(page)
+        page.locator('[data-testid="stMain"] h1').click()
+        for _ in range(40):
+            page.keyboard.press("Tab")
+            if page.evaluate("() => document.activeElement.classList.contains('modebar-btn')"):
+                break
+        ring = page.evaluate("""() => { const b = document.activeElement; const s = getComputedStyle(b);
+            const gd = b.closest('.js-plotly-plot'); const tip = getComputedStyle(b, '::after');
+            return {style: s.outlineStyle, width: s.outlineWidth, color: s.outlineColor,
+                    font: gd._fullLayout.font.color, paper: gd._fullLayout.paper_bgcolor,
+                    bar: getComputedStyle(b.closest('.modebar')).opacity,
+                    tip: [tip.display, tip.opacity, tip.content], name: b.getAttribute('data-title')}; }""")
+        assert ring["name"], ring  # a toolbar button has the focus
+        assert ring["style"] == "solid" and ring["width"] == "2px", ring
+        assert _contrast(rgb(ring["color"]), rgb(ring["paper"])) >= 3, ring  # WCAG 1.4.11, against the figure
+        assert ring["bar"] == "1", ring  # the toolbar shows while one of its buttons has the focus
+        assert ring["tip"][0] == "block" and ring["tip"][1] == "1" and ring["name"] in ring["tip"][2], ring
+        page.locator('[data-testid="stMain"] h1').click()
+        page.locator('.st-key-sentence button[aria-label="Help for Sentence"]').focus()
+        page.keyboard.press("Tab")  # on to the Sentence radio
+        mark = page.evaluate("""() => { const e = document.activeElement;
+            const s = getComputedStyle(e.closest('label'));
+            return [e.type, s.outlineStyle, s.outlineWidth]; }""")
+        assert mark == ["radio", "solid", "2px"], mark  # its option ringed too, not Streamlit's faint grey box
+    finally:
+        context.close()
+
+
+def rgb(color: str) -> tuple[float, ...]:
+    """(r, g, b) of "rgb(r, g, b)", "rgba(...)" or "#rrggbb"."""
+    if color.startswith("#"):
+        return tuple(int(color[i:i + 2], 16) for i in (1, 3, 5))
+    return tuple(float(v) for v in color[color.index("(") + 1:-1].split(",")[:3])

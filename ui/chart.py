@@ -544,6 +544,9 @@ function draw(Plotly, gd) {
     layout.height += gd.__lab.top - gd.__lab.ownTop;
   }
   box.style.background = fullscreen ? (layout.paper_bgcolor || "white") : "";  // not the browser's black
+  // the toolbar's focus ring (ui/style.py: currentColor) in the figure's text colour, which reads on the figure
+  // whatever the page's (a dark figure on a light page, and back); plotly.js's own ring was 1 px black
+  gd.style.color = (layout.font || {}).color || "";
   shrink(gd, k, layout.height, fullscreen);
   const full = Object.assign({}, config, {
     // plotly.js's own toImage: its SVG leaves heatmaps to the viewer's smoothing

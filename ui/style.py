@@ -11,6 +11,14 @@ reruns keep it.
   arrows beside the select box and the view bar say it.
 - A control reached with the keyboard (Tab) shows a 2 px ring in the text's colour: Streamlit's own, a
   half-transparent shadow in the primary colour, was ~2.2:1 against the page.
+- The chart toolbars' buttons (plotly.js) reached with Tab show the same 2 px ring, in the figure's text colour
+  (ui/chart.py sets it on the chart), and their name as on hover: plotly.js's ring was 1 px black, ~1.1:1 on
+  the dark page, so the focus was lost among the icons (an accessibility walk, dark mode). So does a radio's
+  option (Sentence A / B, the sidebar's), where Streamlit's mark was a faint grey box.
+- Text in Streamlit's primary colour or faded, raised to 4.5:1 (WCAG AA) in light and dark (the same walk):
+  the chosen view's name in the view bar (red on its pink tint, 3.9:1 light and 3.2:1 dark) is in the text's
+  colour and underlined, so the choice is not told by colour alone; a slider's value over its thumb (3.9:1
+  on the dark page) is in the text's colour; the ◂ ▸ buttons' key hints (at 0.6: 3.9:1 on white) at 0.8.
 - Captions (Streamlit's, and the charts' own in ui/chart.py) at 0.75 of the text colour, not Streamlit's 0.6:
   on a white page that was #828180, 3.9:1, under the 4.5:1 of WCAG AA for text of that size; now ~6:1 (and
   ~7.5:1 on the dark page). They carry the views' explanations (why ÷√d_k, what the model is).
@@ -46,6 +54,16 @@ CSS = """
 .st-key-layer-next kbd::after { content: "⇧→"; }
 [data-testid="stCaptionContainer"] { opacity: 0.75; }
 :is(button, a, summary, [role="radio"], [role="tab"]):focus-visible { outline: 2px solid currentColor; outline-offset: 2px; }
+/* a radio option (Sentence A/B, the sidebar's) reached with Tab: Streamlit's own mark was a faint grey box */
+[data-testid="stRadio"] label:has(input:focus-visible) { outline: 2px solid currentColor; outline-offset: 2px; }
+.js-plotly-plot .plotly .modebar-btn { color: inherit; }  /* a button's own is the browser's black or white */
+.js-plotly-plot .plotly .modebar-btn:focus-visible { outline: 2px solid currentColor; outline-offset: 1px; }
+.js-plotly-plot .plotly .modebar-btn[data-title]:focus-visible::before,
+.js-plotly-plot .plotly .modebar-btn[data-title]:focus-visible::after { display: block; opacity: 1; }
+.st-key-view [role="radio"][aria-checked="true"] { color: inherit; text-decoration: underline 2px;
+  text-underline-offset: 0.3em; }
+[data-testid="stSliderThumbValue"] { color: inherit; }
+[data-testid="stMain"] button kbd { opacity: 0.8; }
 /* the Examples menu's item under the arrow keys: Streamlit marks it by a background 1.1:1 on white */
 [role="menuitem"]:focus-visible { outline: 2px solid currentColor; outline-offset: -2px; }
 /* on a phone the Examples menu was as wide as its longest line (393 px on a 390 px screen): it wraps instead */
