@@ -51,6 +51,15 @@ def drawn_charts(page) -> int:
     return page.locator(".js-plotly-plot .main-svg").count()
 
 
+def draw_every_chart(page, pause_ms: int) -> None:
+    """Scroll to each chart in turn, so that each draws (a chart off the screen waits), and wait until none waits."""
+    drawn_charts(page)
+    for i in range(page.locator(".js-plotly-plot").count()):
+        page.locator(".js-plotly-plot").nth(i).scroll_into_view_if_needed()
+        page.wait_for_timeout(pause_ms)
+    page.wait_for_function("() => !document.querySelector('[data-waiting]')", timeout=20_000)
+
+
 def test_every_view_draws_in_the_browser(page):
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     for n, label in enumerate(VIEW_LABELS, start=1):
@@ -1017,11 +1026,7 @@ def test_on_a_phone_the_key_labels_of_heads_side_by_side_never_run_together(brow
         tab.goto(f"{streamlit_url}/?views=heads&sentence_a=the%20cat%20sat%20on%20the%20mat"
                  "&sentence_b=the%20mat%20sat%20on%20the%20cat")
         wait_idle(tab)
-        drawn_charts(tab)
-        for i in range(tab.locator(".js-plotly-plot").count()):  # each drawn, scrolled to
-            tab.locator(".js-plotly-plot").nth(i).scroll_into_view_if_needed()
-            tab.wait_for_timeout(300)
-        tab.wait_for_function("() => !document.querySelector('[data-waiting]')", timeout=20_000)
+        draw_every_chart(tab, 300)
         overlapping = tab.evaluate(OVERLAPPING_X_LABELS)
         labelled = tab.evaluate("() => document.querySelectorAll('.js-plotly-plot .xaxislayer-above text').length")
     finally:
@@ -1077,11 +1082,7 @@ def test_on_a_phone_panels_side_by_side_keep_their_labels_and_titles_apart(brows
             tab.goto(f"{streamlit_url}/?views={view}&sentence_a=你喜欢她&sentence_b=她喜欢你"
                      + ("&model=zh-en" if view == "translate" else ""))
             wait_idle(tab)
-            drawn_charts(tab)
-            for i in range(tab.locator(".js-plotly-plot").count()):  # each drawn, scrolled to
-                tab.locator(".js-plotly-plot").nth(i).scroll_into_view_if_needed()
-                tab.wait_for_timeout(200)
-            tab.wait_for_function("() => !document.querySelector('[data-waiting]')", timeout=20_000)
+            draw_every_chart(tab, 200)
             found += tab.evaluate(NARROW_PANELS)
             gaps.update(tab.evaluate(TITLE_TO_PLOT))
             if view == "order":
