@@ -743,17 +743,23 @@ def test_order_view_draws_layer_and_head_only_where_they_choose_something(make_a
     assert [s for s in at.selectbox if s.key in ("layer", "head")]
 
 
-def test_order_view_numbers_show_small_differences_in_three_digits_and_no_row_numbers(make_app):
+def test_order_view_numbers_show_small_differences_as_the_verdict_does_and_no_row_numbers(make_app):
     """A bad-input walk: st.dataframe's own format showed 5.96e-07 as 0.0000005 (one digit, cut), and a row index
-    0, 1, 2 beside the model names."""
+    0, 1, 2 beside the model names; a teacher's walk: then "3.58e-7" (a printf format) beside the verdict's
+    3.58e−07."""
     at = make_app(view="order", **SMALL)
     clean(at)
     table = next(d for d in at.dataframe if "equivariant" in d.value.columns)
     columns = json.loads(table.proto.columns)
     assert columns["_index"]["hidden"] is True
+    shown = displayed(table)
     for name in ("max |f(B) − P f(A)|", "max |W(B) − P W(A) Pᵀ|"):
-        assert columns[name]["type_config"]["format"] == "%.3g"
-        assert table.value[name].iloc[1] < 1e-5  # the value itself unchanged (the CSV and the table hold it)
+        value = table.value[name].iloc[1]
+        assert value < 1e-5  # the value itself unchanged (the CSV and the table hold it)
+        written = shown[name].iloc[1]
+        assert "e−0" in written and float(written.replace("−", "-")) == pytest.approx(value, rel=1e-2), written
+    written = shown["max |f(B) − P f(A)|"].iloc[1]
+    assert any(f"max |f(B) − P f(A)| = {written}" in t for t in alerts(at.info)), written  # the verdict beside it
 
 
 def test_the_translate_view_with_a_random_model_draws_no_controls_that_do_nothing(make_app):

@@ -99,10 +99,13 @@ def _table(panel: Panel, key: str, *, numbers: bool, slide: bool = False) -> Non
         gaps = {c: st.column_config.TextColumn(alignment="right") for c in table.columns
                 if isinstance(c, str) and pd.api.types.is_numeric_dtype(table[c])
                 and not pd.api.types.is_bool_dtype(table[c]) and not pd.api.types.is_numeric_dtype(frame[c])}
-        tiny = {} if numbers else {c: st.column_config.NumberColumn(format=SMALL_NUMBERS) for c in table.columns
-                                   if c not in gaps and _has_tiny(table[c])}
-        st.dataframe(shown, key=f"table-{key}", hide_index=_plain_index(panel.table),
-                     column_config={**gaps, **tiny} or None)
+        # a column with values under 1e-3 written as the notes beside it write them (viz.num: "3.58e−07"; st.dataframe's
+        # own format cut 5.96e-07 to 0.0000005, and a printf format wrote "3.58e-7" beside the verdict's 3.58e−07);
+        # a Styler's display values, so that the cells keep their numbers (sorting, the CSV)
+        tiny = [] if numbers else [c for c in table.columns if c not in gaps and _has_tiny(table[c])]
+        if tiny:
+            shown = (shown if isinstance(shown, Styler) else shown.style).format({c: SMALL_NUMBERS for c in tiny})
+        st.dataframe(shown, key=f"table-{key}", hide_index=_plain_index(panel.table), column_config=gaps or None)
 
 
 def _slide_table(table: pd.DataFrame, panel: Panel) -> None:
@@ -123,7 +126,7 @@ def _slide_table(table: pd.DataFrame, panel: Panel) -> None:
 
 
 SLIDE_NUMBERS = num  # 3 significant digits, a true minus: "2.38e−07", as view 6's verdict beside it says
-SMALL_NUMBERS = "%.3g"  # a column with values under 1e-3: st.dataframe's own format cut 5.96e-07 to 0.0000005
+SMALL_NUMBERS = num  # a column with values under 1e-3, in st.dataframe too
 
 
 def _has_tiny(column: pd.Series) -> bool:
