@@ -392,16 +392,23 @@ def _texts_fit(texts, w: float, h: float, size: float) -> bool:
     return h >= size + 2 and w >= widest + max(4.0, CELL_PAD_EM * size)
 
 
+def _x_span_px(trace, layout, width: float) -> float:
+    """The width in px of `trace`'s x axis as laid out: the plot area (the figure less its margins) times the
+    axis's domain."""
+    margin = layout.get("margin") or {}
+    xa = layout.get("xaxis" + (trace.get("xaxis") or "x")[1:]) or {}
+    x0, x1 = xa.get("domain") or (0.0, 1.0)
+    return (width - (margin.get("l") or 0) - (margin.get("r") or 0)) * (x1 - x0)
+
+
 def _cell_px(trace, layout, width: float, height: float, shape: tuple[int, int]) -> tuple[float, float]:
     """A heatmap cell's (width, height) in px as laid out: the plot area (the figure less its margins)
     times its axes' domains, over its `shape`'s rows and columns; square where the y axis is tied to x
     (scaleanchor)."""
     margin = layout.get("margin") or {}
-    xa = layout.get("xaxis" + (trace.get("xaxis") or "x")[1:]) or {}
     ya = layout.get("yaxis" + (trace.get("yaxis") or "y")[1:]) or {}
-    x0, x1 = xa.get("domain") or (0.0, 1.0)
     y0, y1 = ya.get("domain") or (0.0, 1.0)
-    w = (width - margin.get("l", 0) - margin.get("r", 0)) * (x1 - x0) / max(1, shape[1])
+    w = _x_span_px(trace, layout, width) / max(1, shape[1])
     h = (height - margin.get("t", 0) - margin.get("b", 0)) * (y1 - y0) / max(1, shape[0])
     return (min(w, h), min(w, h)) if ya.get("scaleanchor") else (w, h)
 
@@ -701,22 +708,19 @@ def _unline_thin_bars(fig: Fig, width: float) -> None:
     side, white, or the page's colour in dark): it covered them. The base model's pooled outputs (512 dimensions,
     A and B side by side, ~0.35 px a bar at paper's 600 px) were an empty plot (an export walk). A trace that sets
     its own outline (view 5's unscaled weights) keeps it. Called once the margins are set."""
-    m = fig.layout.get("margin") or {}
-    plot_w = max(1.0, width - (m.get("l") or 0) - (m.get("r") or 0))
     by_axis: dict[str, list[Node]] = {}
     for trace in fig.data:
         if trace.get("type") == "bar" and trace.get("orientation") != "h" and trace.get("x") is not None:
             by_axis.setdefault(trace.get("xaxis") or "x", []).append(trace)
     side_by_side = fig.layout.get("barmode") == "group"
-    for name, traces in by_axis.items():
-        ax = fig.layout.get("xaxis" + name[1:])
-        d0, d1 = (ax.get("domain") if isinstance(ax, dict) else None) or (0.0, 1.0)
+    for traces in by_axis.values():
         try:
             xs = np.concatenate([np.asarray(t["x"], dtype=np.float64).ravel() for t in traces])
             slots = float(xs.max() - xs.min()) + 1.0 if xs.size else 1.0
         except (TypeError, ValueError):  # categories: one slot each
             slots = float(max(len(t["x"]) for t in traces))
-        bar_px = plot_w * (d1 - d0) / max(slots, 1.0) * 0.8 / (len(traces) if side_by_side else 1)  # bargap 0.2
+        bar_px = (_x_span_px(traces[0], fig.layout, width) / max(slots, 1.0) * 0.8  # bargap 0.2
+                  / (len(traces) if side_by_side else 1))
         if bar_px < THIN_BAR_PX:
             for trace in traces:
                 line = trace.child("marker").child("line")
