@@ -171,8 +171,7 @@ def head_buttons(spec: FigureSpec, models) -> None:
 
 def share(spec: FigureSpec) -> None:
     """Keep the address bar a share link of this view; show it and the spec JSON."""
-    step = st.session_state.get("translate_step") if spec.views[0] == "translate" else None  # ui/translate.py
-    query = share_query(spec, theme_follows_page=follows_page(), step=step)
+    query = share_query(spec, theme_follows_page=follows_page(), step=st.session_state.get("translate_step"))
     if st.query_params.to_dict() != query:
         st.query_params.from_dict(query)
     base = (st.context.url or "").split("?")[0]

@@ -8,7 +8,6 @@ in st.session_state: two browser tabs never see each other's settings.
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Sequence
 
 import streamlit as st
@@ -163,10 +162,10 @@ def spec_from_link(params: dict[str, str]) -> tuple[FigureSpec | None, list[Spec
         except SpecError as exc:
             # a conflict with a default put in for a field left out: said so (a bad-input walk: d_model=7&n_heads=7
             # said "d_model 64 does not split into 7 heads" of a link that never says 64)
+            # (a field the conflict is about that the link does not give is a default: exc.field, or RELATED's)
             said = str(exc).split(": ", 1)[1]
             stood_in = [f"{f} {getattr(FigureSpec, f)}" + (" (the link's left out)" if f in dropped else "")
-                        for f in (exc.field, RELATED.get(exc.field)) if f and f not in params and hasattr(FigureSpec, f)
-                        and re.search(rf"\b{f}\b|\b{getattr(FigureSpec, f)} {f.removeprefix('n_')}\b", said)]
+                        for f in (exc.field, RELATED.get(exc.field)) if f and f not in params and f in known]
             if said not in seen:  # d_model's conflict with the default n_heads: said once
                 seen.add(said)
                 errors.append(SpecError(exc.field, f"with the default {' and '.join(stood_in)}, {said}") if stood_in
@@ -256,7 +255,8 @@ def share_query(spec: FigureSpec, theme_follows_page: bool = False, step: int | 
     """Query parameters of a share link: the spec's non-default fields, the view always included. A
     theme chosen (in the sidebar or by a link) is always in it; one that only follows the page (dark
     on a dark page) is left out, so the link opens in the receiver's own light or dark. `step`: the
-    translate view's decoding step, given past the first (where a link without one opens)."""
+    translate view's decoding step (ui/translate.py), kept in the link of that view past the first step (where a
+    link without one opens)."""
     shared = dataclasses.replace(
         spec, sentence_a=spec.sentence_a[:MAX_CHARS], sentence_b=spec.sentence_b[:MAX_CHARS]
     )
