@@ -210,11 +210,12 @@ ROUNDING_RECHECK = 1e-3  # a float32 max |f(B) - P f(A)| above the tolerance but
 
 
 @torch.no_grad()
-def _float64_max_abs_diff(model: Transformer, ids_a: Sequence[int], ids_b: Sequence[int], perm: list[int],
+def _float64_diffs(model: Transformer, ids_a: Sequence[int], ids_b: Sequence[int], perm: list[int],
                           causal: bool) -> tuple[float, float]:
-    """(max |f(B) - P f(A)|, max |mean f(A) - mean f(B)|) with a float64 copy of the model, on the CPU. A LayerNorm over few dimensions (d_model 2,
-    pre-norm) can blow float32 rounding up past the tolerance: 3.57e-05 for a no-PE encoder, which is exactly
-    permutation-equivariant, was told as "the model sees word order" (a claims walk)."""
+    """(max |f(B) - P f(A)|, max |mean f(A) - mean f(B)|) with a float64 copy of the encoder, on the CPU. A
+    LayerNorm over few dimensions (d_model 2, pre-norm) can blow float32 rounding up past the tolerance: 3.57e-05
+    for a no-PE encoder, which is exactly permutation-equivariant, was told as "the model sees word order" (a
+    claims walk)."""
     # the encoder's half alone (the base model's whole float64 twin would be ~350 MB, its decoder unused)
     embed, encoder = (copy.deepcopy(m).to("cpu", torch.float64).eval() for m in (model.src_embed, model.encoder))
     outs = []
@@ -251,7 +252,7 @@ def order_report(
             wa, wb = la.self_attn.weights[0], lb.self_attn.weights[0]  # (H, Ta, Ta), (H, Tb, Tb)
             attn_diff = max(attn_diff, float((wb - wa[:, p][:, :, p]).abs().max()))
         if tolerance < max_diff <= ROUNDING_RECHECK:  # rounding, or a difference? float64 tells
-            exact, pooled_exact = _float64_max_abs_diff(model, ids_a, ids_b, perm, causal)
+            exact, pooled_exact = _float64_diffs(model, ids_a, ids_b, perm, causal)
     pa, pb = fa.mean(0), fb.mean(0)
     return OrderReport(
         perm=perm, outputs_a=fa, outputs_b=fb, aligned_a=aligned, diff=diff, max_abs_diff=max_diff,

@@ -104,7 +104,7 @@ def _table(panel: Panel, key: str, *, numbers: bool, slide: bool = False) -> Non
         # a Styler's display values, so that the cells keep their numbers (sorting, the CSV)
         tiny = [] if numbers else [c for c in table.columns if c not in gaps and _has_tiny(table[c])]
         if tiny:
-            shown = (shown if isinstance(shown, Styler) else shown.style).format({c: SMALL_NUMBERS for c in tiny})
+            shown = (shown if isinstance(shown, Styler) else shown.style).format({c: NUMBERS for c in tiny})
         st.dataframe(shown, key=f"table-{key}", hide_index=_plain_index(panel.table), column_config=gaps or None)
 
 
@@ -121,12 +121,13 @@ def _slide_table(table: pd.DataFrame, panel: Panel) -> None:
     shown = viz.shown_table(table, differs=panel.highlight, dark=page_is_dark())
     styler = shown if isinstance(shown, Styler) else shown.style
     frame = styler.data
-    floats = {c: SLIDE_NUMBERS for c in frame.columns if pd.api.types.is_float_dtype(frame[c])}
+    floats = {c: NUMBERS for c in frame.columns if pd.api.types.is_float_dtype(frame[c])}
     st.table(styler.format(floats) if floats else shown, hide_index=plain and not names)
 
 
-SLIDE_NUMBERS = num  # 3 significant digits, a true minus: "2.38e−07", as view 6's verdict beside it says
-SMALL_NUMBERS = num  # a column with values under 1e-3, in st.dataframe too
+# a table's numbers as the notes beside them write them: 3 significant digits, a true minus ("2.38e−07", as view 6's
+# verdict says): every float column of a slide table, a column with values under 1e-3 of st.dataframe's
+NUMBERS = num
 
 
 def _has_tiny(column: pd.Series) -> bool:
