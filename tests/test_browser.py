@@ -5,6 +5,8 @@ Full-page screenshots of every view land in artifacts/screenshots/ (git-ignored)
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 from conftest import CHROMIUM, SCREENSHOTS, svg_pngs, trained_available
 
@@ -49,6 +51,21 @@ def drawn_charts(page) -> int:
     """Plotly charts that really drew: a .js-plotly-plot holding its SVG (waits for the first one)."""
     page.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
     return page.locator(".js-plotly-plot .main-svg").count()
+
+
+@contextlib.contextmanager
+def opened_tab(browser, url: str, width: int = 1280, height: int = 720, **options):
+    """A fresh session (its own browser context: a 1280 x 720 projector unless told), opened at `url` and idle;
+    closed afterwards. `options`: the context's others (color_scheme="dark")."""
+    context = browser.new_context(viewport={"width": width, "height": height}, **options)
+    try:
+        tab = context.new_page()
+        tab.set_default_timeout(60_000)
+        tab.goto(url)
+        wait_idle(tab)
+        yield tab
+    finally:
+        context.close()
 
 
 def draw_every_chart(page, pause_ms: int) -> None:
@@ -240,12 +257,7 @@ def test_a_folded_sidebar_is_no_tab_stop_and_opened_from_the_keyboard_takes_the_
     """A teacher's walk, on a lesson link (slide theme: the sidebar starts folded): its 16 controls were the
     page's first Tab stops, focused off the screen (↓ opened the Model list out of sight); Enter on » then left
     the focus on the <body>, and the next Tab went past the sidebar."""
-    context = browser.new_context(viewport={"width": 1280, "height": 720})
-    try:
-        tab = context.new_page()
-        tab.set_default_timeout(60_000)
-        tab.goto(f"{streamlit_url}/?views=attention&theme=slide")
-        wait_idle(tab)
+    with opened_tab(browser, f"{streamlit_url}/?views=attention&theme=slide") as tab:
         focused = "() => [document.activeElement.getAttribute('aria-label'), document.activeElement.closest('[data-testid=\"stSidebar\"]') !== null]"
         stops = []
         for _ in range(4):
@@ -260,8 +272,6 @@ def test_a_folded_sidebar_is_no_tab_stop_and_opened_from_the_keyboard_takes_the_
         assert tab.evaluate(focused) == ["Model", True]
         box = tab.locator('[data-testid="stSidebar"] input[aria-label="Model"]').bounding_box()
         assert box["x"] >= 0 and 0 <= box["y"] <= 720  # on the screen
-    finally:
-        context.close()
 
 
 def test_a_head_opened_with_the_mouse_from_far_down_view_4_opens_view_3_at_its_top(page):
@@ -1419,19 +1429,11 @@ def test_the_keyboard_focus_stays_on_the_page_after_a_click_that_redraws_it(page
 def test_the_decoding_step_slider_is_in_projector_type_in_the_slide_theme(browser, streamlit_url):
     """A teacher's walk (lesson step 7): the "Decoding step" label and the step's number, which the teacher drags
     and the class reads, were 14 px beside the page's 18 px notes in the slide theme (ui/style.py SLIDE_CSS)."""
-    context = browser.new_context(viewport={"width": 1280, "height": 720})
-    try:
-        page = context.new_page()
-        page.set_default_timeout(60_000)
-        page.goto(f"{streamlit_url}/?views=translate&model=zh-en&theme=slide&step=2")
-        wait_idle(page)
-        slider = page.locator(".st-key-translate_step")
-        texts = slider.locator("p").evaluate_all(
+    with opened_tab(browser, f"{streamlit_url}/?views=translate&model=zh-en&theme=slide&step=2") as page:
+        texts = page.locator(".st-key-translate_step p").evaluate_all(
             "ps => ps.map(p => [p.innerText.trim(), parseFloat(getComputedStyle(p).fontSize)])")
-        assert [t for t, _ in texts][:2] == ["Decoding step", "2"], texts  # the label, then the step's number
-        assert min(size for _, size in texts) >= 18, texts
-    finally:
-        context.close()
+    assert [t for t, _ in texts][:2] == ["Decoding step", "2"], texts  # the label, then the step's number
+    assert min(size for _, size in texts) >= 18, texts
 
 
 SHOWN_CONTRAST = """([selector, onPage]) => {
@@ -1467,12 +1469,7 @@ def test_the_chosen_view_a_sliders_value_and_the_key_hints_read_at_aa_contrast(b
     (3.9:1 light, 3.2:1 dark), a slider's value over its thumb 3.9:1 on the dark page, and the ◂ ▸ buttons' key
     hints 3.9:1 on white (WCAG AA asks 4.5:1 of text this size). The chosen view is also underlined: not told by
     colour alone."""
-    context = browser.new_context(viewport={"width": 1500, "height": 1000}, color_scheme=scheme)
-    try:
-        page = context.new_page()
-        page.set_default_timeout(60_000)
-        page.goto(f"{streamlit_url}/?views=translate&model=zh-en")
-        wait_idle(page)
+    with opened_tab(browser, f"{streamlit_url}/?views=translate&model=zh-en", 1500, 1000, color_scheme=scheme) as page:
         chosen = '.st-key-view [role="radio"][aria-checked="true"] p'
         assert page.locator(chosen).inner_text() == "7 · Translate"
         thumb = '[data-testid="stSliderThumbValue"] p'  # a slider's value, over the page
@@ -1483,8 +1480,6 @@ def test_the_chosen_view_a_sliders_value_and_the_key_hints_read_at_aa_contrast(b
         marks = page.evaluate("""() => [...document.querySelectorAll('.st-key-view [role="radio"]')]
             .map(b => [b.getAttribute('aria-checked'), getComputedStyle(b).textDecorationLine])""")
         assert marks == [["true" if n == 6 else "false", "underline" if n == 6 else "none"] for n in range(7)], marks
-    finally:
-        context.close()
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
@@ -1493,12 +1488,7 @@ def test_a_chart_toolbar_button_reached_with_tab_shows_a_ring_and_its_name(brows
     plotly.js rings the focused icon 1 px in black, ~1.1:1 on the dark page: no one could see where the focus was.
     The ring is now the page's 2 px one, in the figure's text colour, and the button's name shows as on hover.
     A radio's option reached with Tab (Sentence A / B) was marked by a faint grey box: ringed too."""
-    context = browser.new_context(viewport={"width": 1500, "height": 1000}, color_scheme=scheme)
-    try:
-        page = context.new_page()
-        page.set_default_timeout(60_000)
-        page.goto(f"{streamlit_url}/?views=attention")
-        wait_idle(page)
+    with opened_tab(browser, f"{streamlit_url}/?views=attention", 1500, 1000, color_scheme=scheme) as page:
         drawn_charts(page)
         page.locator('[data-testid="stMain"] h1').click()
         for _ in range(40):
@@ -1523,8 +1513,6 @@ def test_a_chart_toolbar_button_reached_with_tab_shows_a_ring_and_its_name(brows
             const s = getComputedStyle(e.closest('label'));
             return [e.type, s.outlineStyle, s.outlineWidth]; }""")
         assert mark == ["radio", "solid", "2px"], mark  # its option ringed too, not Streamlit's faint grey box
-    finally:
-        context.close()
 
 
 def rgb(color: str) -> tuple[float, ...]:
