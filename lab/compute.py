@@ -100,7 +100,6 @@ class Sentence:
     translation: str | None = None  # trained models: the greedy translation
     cut_from: int | None = None  # number of tokens before cutting, when the input was too long
     predicted: list[str] | None = None  # trained models: what step t wrote, having read tgt_pieces[t]
-    finished: bool = True  # trained models: greedy decoding wrote [EOS] (else it stopped at the length limit)
 
     def step_labels(self) -> list[str]:
         """Each decoding step as "read→written" ("[BOS]→she"; no spaces, which a figure shows as ␣) where the model
@@ -110,6 +109,11 @@ class Sentence:
         if self.predicted is None:
             return list(self.tgt_pieces)
         return [f"{read}→{wrote}" for read, wrote in zip(self.tgt_pieces, self.predicted, strict=True)]
+
+    @property
+    def finished(self) -> bool:
+        """Trained models: greedy decoding wrote [EOS] at its last step (else it stopped at the length limit)."""
+        return self.predicted is None or self.predicted[-1:] == ["[EOS]"]
 
     def source_token(self, block: str, row: int) -> int | None:
         """The source token that query row `row` of `block` reads: the encoder's own row; in a decoder block row − 1
@@ -256,8 +260,7 @@ def prepare(loaded: Loaded, key: str, text: str, notices: list[str]) -> Sentence
         dec_ids = list(info.decoder_input)  # what the decoder read: [BOS] y1 .. yn, one step behind
         return Sentence(key, text, enc, list(enc.ids), dec_ids, list(info.out_pieces[: len(dec_ids)]),
                         translation=info.text, cut_from=cut_from,
-                        predicted=list(info.out_pieces[1: len(dec_ids) + 1]),  # step t read out[t], wrote out[t + 1]
-                        finished=info.finished)
+                        predicted=list(info.out_pieces[1: len(dec_ids) + 1]))  # step t read out[t], wrote out[t + 1]
     # random model: the decoder reads [BOS] + the same tokens (there is no translation to show)
     tgt_ids = [BOS_ID] + list(enc.ids)
     tgt_pieces = ["[BOS]"] + list(enc.pieces)
