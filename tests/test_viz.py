@@ -511,14 +511,16 @@ def test_hover_labels_read_at_aa_contrast_whatever_the_traces_colour(name):
     assert all(t.hoverlabel.bgcolor is None and t.hoverlabel.font.color is None for t in fig.data)
 
 
-def test_paper_theme_writes_values_in_small_matrices_only():
+@pytest.mark.parametrize("theme", viz.THEME_NAMES)
+def test_every_theme_writes_values_in_small_matrices_only_where_they_fit(theme):
+    # a student reads the 4 x 4 weights of 你喜欢她 off the cells (hover needs a mouse, a projector has none)
     w = softmax_rows(RNG.normal(size=(4, 4)))
-    assert values_traces(viz.weights_heatmap(w, row_labels=None, theme="paper"))[0].texttemplate
-    assert not values_traces(viz.weights_heatmap(w, row_labels=None))[0].texttemplate
+    heat = values_traces(viz.weights_heatmap(w, row_labels=None, theme=theme))[0]
+    assert heat.texttemplate == "%{text}"
+    shown = [[float(cell_text(cell)[0]) for cell in row] for row in heat.text]
+    assert np.allclose(shown, w, atol=0.005)
     big = softmax_rows(RNG.normal(size=(20, 20)))
-    assert not values_traces(viz.weights_heatmap(big, row_labels=None, theme="paper"))[
-        0
-    ].texttemplate
+    assert not values_traces(viz.weights_heatmap(big, row_labels=None, theme=theme))[0].texttemplate
 
 
 def test_cell_values_are_written_with_a_true_minus_sign_and_leave_gaps_empty():

@@ -131,9 +131,10 @@ THEMES: dict[str, dict] = {
 }
 THEMES["paper-sans"] = dict(THEMES["paper"], font_family=FONT_SANS)
 for _name, _t in THEMES.items():
-    # Paper: heatmaps write each cell's value by themselves (small matrices only), and a legend
-    # goes under the plot, where it does not take half of a one-column figure's width.
-    _t["auto_values"] = _t["legend_below"] = _name.startswith("paper")
+    # Every theme: heatmaps write each cell's value by themselves (small matrices only, where it fits
+    # its cell). Paper: a legend goes under the plot, where it does not take half of a one-column figure's width.
+    _t["auto_values"] = True
+    _t["legend_below"] = _name.startswith("paper")
 THEME_NAMES = tuple(THEMES)
 
 # Themes without a fixed size are drawn by the app at its column's width (~1,050 px in a 1500 px
