@@ -502,7 +502,7 @@ def test_hover_labels_read_at_aa_contrast_whatever_the_traces_colour(name):
     the figure's own colours, in every theme, for every trace (none sets a box colour of its own)."""
     w, v = np.array([0.1, 0.2, 0.3, 0.4]), RNG.normal(size=(4, 6))
     fig = viz.context_vector_figure(w, v, key_labels=list("abcd"), theme=name)
-    assert {t.marker.color for t in fig.data if t.type == "bar"} >= set(viz.theme.QUALITATIVE[:4])
+    assert {t.marker.color for t in fig.data if t.type == "bar"} >= set(viz.THEMES[name]["palette"][:4])
     box = fig.layout.hoverlabel
     assert box.bgcolor == viz.THEMES[name]["paper_bgcolor"]
     assert _contrast(box.font.color, box.bgcolor) >= 4.5
