@@ -252,6 +252,35 @@ def test_every_nan_cell_is_covered_by_an_explained_overlay():
         assert "NaN" in header(fig)
 
 
+@pytest.mark.parametrize("theme", viz.THEME_NAMES)
+def test_a_nan_cell_is_a_hole_in_the_plots_own_colour_not_a_white_box_and_not_masked_grey(theme):
+    """viz draws a user's own arrays too, where NaN can be (the model never makes one): a NaN cell was #f2f2f2
+    cross-hatched black in every theme, a white box on the dark plot with its "NaN" in white on it (1.1:1)."""
+    t = viz.THEMES[theme]
+    z = RNG.normal(size=(4, 4))
+    z[1, 2] = np.nan
+    mask = np.ones((4, 4), dtype=bool)
+    mask[:, 3] = False
+    built = viz.scores_heatmap(z, row_labels=list("abcd"), mask=mask, theme=theme)
+    themed = viz.apply_theme(viz.scores_heatmap(z, row_labels=list("abcd"), mask=mask,  # themed again
+                                                theme="dark" if theme != "dark" else "default"), theme)
+    dense = np.where(np.indices((80, 80)).sum(axis=0) % 2, np.nan, 1.0)  # 3,200 NaN cells: too many patches
+    plain = viz.matrix_heatmap(dense, row_labels=None, theme=theme)
+    (nan_cells,) = role_traces(plain, "nan_cells")
+    assert not role_traces(plain, "mask_cells")  # not drawn as masked
+    assert {c for _, c in nan_cells.colorscale} == {t["nan_bg"]}
+    for fig in (built, themed):
+        (nan,), (masked,) = role_traces(fig, "nan"), role_traces(fig, "mask")
+        (text,) = role_traces(fig, "nan_text")
+        bg, plot = nan.fillpattern.bgcolor, fig.layout.plot_bgcolor
+        assert nan.fillcolor == bg and nan.fillpattern.shape == "x" and masked.fillpattern.shape == "/"
+        assert _contrast(bg, plot) < 1.3  # a hole in the matrix, in the plot's own colour (the dark one: 16:1)
+        assert _contrast(nan.fillpattern.fgcolor, bg) >= 3 and nan.line.color == nan.fillpattern.fgcolor  # its x
+        assert _contrast(nan.line.color, plot) >= 3  # and its edge stand out (WCAG 2.1 SC 1.4.11)
+        assert _contrast(bg, masked.fillcolor) >= 1.5  # not the masked cells' grey
+        assert list(text.text) == ["NaN"] and _contrast(text.textfont.color, bg) >= 4.5
+
+
 def test_weights_show_row_sums():
     w = softmax_rows(RNG.normal(size=(3, 3)))
     fig = viz.weights_heatmap(w, row_labels=list("abc"))

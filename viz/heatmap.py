@@ -409,7 +409,8 @@ def add_cell_overlay(
     legendgroup: str | None = None,
     panel: tuple[float, float] | None = None,
 ) -> str | None:
-    """Grey hatched patches over `cells` (plus `cell_text` in each when it fits), hover = name.
+    """Hatched patches over `cells` (plus `cell_text` in each when it fits), hover = name: pattern "/" masked cells,
+    grey; "x" NaN ones, in the theme's colour for them, near its plot's own (a hole in the matrix).
 
     panel: the (width, height) px of the plot at the theme's size (default: one plot).
     Returns the key to print under the title (e.g. "▨ grey hatched: masked (−∞)"), or None.
@@ -420,10 +421,9 @@ def add_cell_overlay(
     where = dict(row=row, col=col) if row is not None else {}
     rects = _rectangles(cells, grid.x_edges, grid.y_edges)
     role = "mask" if pattern == "/" else "nan"
+    bg, fg = t[f"{role}_bg"], t[f"{role}_fg"]  # the theme's: NaN cells were a white box on the dark plot
     if len(rects) <= MAX_PATCHES:
         xs, ys = _polygon_xy(rects)
-        bg = t["mask_bg"] if role == "mask" else "#f2f2f2"
-        fg = t["mask_fg"] if role == "mask" else "#000000"
         fig.add_trace(
             vf.scatter(
                 x=xs,
@@ -439,20 +439,20 @@ def add_cell_overlay(
                 name=name,
                 showlegend=False,
                 legendgroup=legendgroup or name,
-                meta={"role": role} if role == "mask" else {"role": "nan"},
+                meta={"role": role},
             ),
             **where,
         )
-    else:  # too many separate patches: one grey cell per masked cell instead of hatching
+    else:  # too many separate patches: one plain cell per masked (or NaN) cell instead of hatching
         for trace in grid_heatmaps(
             grid,
             np.where(cells, 1.0, np.nan).astype(np.float32),
-            colorscale=[[0, t["mask_bg"]], [1, t["mask_bg"]]],
+            colorscale=[[0, bg], [1, bg]],
             showscale=False,
             hoverongaps=False,
             hovertemplate=f"{name}<extra></extra>",
             name=name,
-            meta={"role": "mask_cells"},
+            meta={"role": f"{role}_cells"},
         ):
             fig.add_trace(trace, **where)
     key = ("▨ grey hatched: " if role == "mask" else "⊠ cross-hatched: ") + name
@@ -466,11 +466,11 @@ def add_cell_overlay(
                 y=grid.y[rr],
                 mode="text",
                 text=[cell_text] * len(rr),
-                textfont=dict(color=t["mask_text"]),
+                textfont=dict(color=t[f"{role}_text"]),
                 hoverinfo="skip",
                 showlegend=False,
                 legendgroup=legendgroup or name,
-                meta={"role": "mask_text"},
+                meta={"role": f"{role}_text"},
             ),
             **where,
         )

@@ -70,6 +70,9 @@ THEMES: dict[str, dict] = {
         mask_bg="#b3b3b3",
         mask_fg="#4d4d4d",
         mask_text="#000000",
+        nan_bg="#f2f2f2",  # NaN cells: near the plot's colour, cross-hatched "x" (masked ones: grey, "/")
+        nan_fg="#000000",
+        nan_text="#000000",
         palette=QUALITATIVE_LIGHT,
         width=None,
         height=None,
@@ -95,6 +98,9 @@ THEMES: dict[str, dict] = {
         mask_bg="#bdbdbd",
         mask_fg="#525252",
         mask_text="#000000",
+        nan_bg="#f2f2f2",
+        nan_fg="#000000",
+        nan_text="#000000",
         palette=QUALITATIVE_LIGHT,
         width=600,
         height=480,
@@ -116,6 +122,9 @@ THEMES: dict[str, dict] = {
         mask_bg="#a6a6a6",
         mask_fg="#262626",
         mask_text="#000000",
+        nan_bg="#f2f2f2",
+        nan_fg="#000000",
+        nan_text="#000000",
         palette=QUALITATIVE_LIGHT,
         width=1280,
         height=720,
@@ -137,6 +146,9 @@ THEMES: dict[str, dict] = {
         mask_bg="#6b6b6b",
         mask_fg="#c8c8c8",
         mask_text="#ffffff",
+        nan_bg="#24231f",  # NaN cells: near the plot's colour, cross-hatched in light grey (#f2f2f2 was a white box)
+        nan_fg="#e6e4e0",
+        nan_text="#ffffff",
         palette=QUALITATIVE,
         width=None,
         height=None,
@@ -548,14 +560,16 @@ def apply_theme(fig: Fig | go.Figure, name: str = "default") -> go.Figure:
             colorbar.apply(trace.child("colorbar"))
         if role == "line":
             trace.child("line").width = t["line_width"]
-        elif role == "mask":
-            trace.child("fillpattern").update(bgcolor=t["mask_bg"], fgcolor=t["mask_fg"])
-            trace.fillcolor = t["mask_bg"]
-        elif role == "mask_cells":  # heatmap fallback for masks with very many runs
-            trace.colorscale = [[0, t["mask_bg"]], [1, t["mask_bg"]]]
-        elif role == "mask_text":
-            trace.child("textfont").update(color=t["mask_text"], family=t["font_family"],
-                                           size=max(9, t["font_size"] - 3))
+        elif role in ("mask", "nan"):  # masked cells (grey, hatched "/"), and NaN ones (the plot's colour, "x")
+            bg, fg = t[f"{role}_bg"], t[f"{role}_fg"]
+            trace.child("fillpattern").update(bgcolor=bg, fgcolor=fg)
+            trace.fillcolor = bg
+            trace.child("line").color = fg
+        elif role in ("mask_cells", "nan_cells"):  # heatmap fallback for cells in very many runs
+            bg = t[f"{role[:-6]}_bg"]
+            trace.colorscale = [[0, bg], [1, bg]]
+        elif role in ("mask_text", "nan_text"):
+            trace.child("textfont").update(color=t[role], family=t["font_family"], size=max(9, t["font_size"] - 3))
         if trace.get("type") == "heatmap" and trace.get("texttemplate"):
             trace.child("textfont").update(size=max(9, t["font_size"] - 3), family=t["font_family"])
     _set_margins(fig, t, width, left, xs, ys)
