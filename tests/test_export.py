@@ -753,6 +753,31 @@ def test_cell_values_are_drawn_in_black_or_white_whichever_reads_better_on_their
         assert drawn.get(text) in (color, rgb[color]), (text, color, drawn.get(text))
 
 
+@needs_browser
+@pytest.mark.parametrize("theme", ["default", "dark", "paper", "slide"])
+def test_the_context_vectors_keys_keep_their_patterns_in_a_static_export(server, models, theme):
+    """View 5's stacked bars carry a pattern per key besides its colour (WCAG 1.4.1): the exported SVG draws each
+    key's bars, and its legend entry, filled with a pattern of its own, opaque, in the plot's colour."""
+    spec = FigureSpec(theme=theme, sentence_a="你喜欢她们吗", **SMALL)  # 6 keys: the encoder's last query sees all
+    spec = dataclasses.replace(spec, query=5)
+    fig = {p.key: p for p in build_view("query", spec, models).panels}["query-context"].figure
+    keys = [i for i, t in enumerate(fig.data) if t.type == "bar"]
+    assert len(keys) == 6
+    svg = server.render(fig, "svg", width=900, height=600).decode()
+    patterns = dict(re.findall(r'<pattern id="([^"]+)"[^>]*>(.*?)</pattern>', svg))
+    fills = set(re.findall(r"fill: ?url\('?#([^')]+)'?\)", svg))
+    drawn = []
+    for i in keys:
+        bar, legend = next(p for p in patterns if p.endswith(f"-t{i}") and "legend" not in p), f"-legend-t{i}"
+        assert bar in fills and any(p.endswith(legend) and p in fills for p in patterns), i
+        shape = re.sub(r"<rect[^>]*/>", "", patterns[bar])  # the pattern less its background, the bar's colour
+        assert 'opacity="0.5"' not in shape and shape, (i, shape)
+        bg = fig.layout.plot_bgcolor.lstrip("#")
+        assert f"rgb({int(bg[:2], 16)}, {int(bg[2:4], 16)}, {int(bg[4:], 16)})" in shape  # in the plot's colour
+        drawn.append(re.sub(r"rgb\([^)]*\)", "", shape))  # its shape, whatever its colour
+    assert len(set(drawn)) == len(drawn)
+
+
 def test_an_export_records_what_made_it_commit_packages_and_model_files(models, monkeypatch, tmp_path):
     """provenance.json beside the figures: a reviewer's "with which code, torch and weights?". A random model's
     weights come from torch's generator (the torch version matters), a trained model's from its files."""

@@ -281,6 +281,27 @@ def test_a_nan_cell_is_a_hole_in_the_plots_own_colour_not_a_white_box_and_not_ma
         assert list(text.text) == ["NaN"] and _contrast(text.textfont.color, bg) >= 4.5
 
 
+@pytest.mark.parametrize("theme", viz.THEME_NAMES)
+@pytest.mark.parametrize("n_keys", [7, 9])  # every colour of the palette; six and the grey "other keys"
+def test_the_context_vectors_keys_differ_by_pattern_not_by_colour_alone(theme, n_keys):
+    """View 5's stacked bars told their keys apart by colour alone (the legend and the hover name them): to a
+    colour-blind student two keys were one grey (WCAG 1.4.1). Each key's bars carry a pattern of their own too, in
+    the plot's colour, 3:1 or more on the bar's (opaque: plotly.js draws it half-opaque unless told)."""
+    w = softmax_rows(RNG.normal(size=(1, n_keys)))[0]
+    fig = viz.context_vector_figure(w, RNG.normal(size=(n_keys, 6)), key_labels=list("abcdefghi")[:n_keys],
+                                    theme=theme)
+    bars = [t for t in fig.data if t.type == "bar"]
+    shapes = [t.marker.pattern.shape or "" for t in bars]
+    assert len(bars) == 7 and len(set(shapes)) == len(bars), shapes  # one each; "other keys" (grey) none
+    assert ("" in shapes) == (n_keys > 7)
+    for bar in bars:
+        pattern = bar.marker.pattern
+        if pattern.shape:
+            assert pattern.fillmode == "overlay" and pattern.fgopacity == 1  # the bar's colour under its pattern
+            assert pattern.fgcolor == fig.layout.plot_bgcolor
+            assert _contrast(pattern.fgcolor, bar.marker.color) >= 3
+
+
 def test_weights_show_row_sums():
     w = softmax_rows(RNG.normal(size=(3, 3)))
     fig = viz.weights_heatmap(w, row_labels=list("abc"))

@@ -736,6 +736,11 @@ def query_bars(
     return apply_theme(fig, theme)
 
 
+# view 5's context vector: a pattern per key (one for each colour of QUALITATIVE), none on the grey "other keys" bar;
+# "x" and "/" last, the hatching of NaN and masked cells elsewhere
+KEY_PATTERNS = ("\\", ".", "|", "-", "+", "x", "/")
+
+
 def context_vector_figure(
     weights: np.ndarray,
     values: np.ndarray,
@@ -746,7 +751,7 @@ def context_vector_figure(
     title: str | None = None,
     theme: str = "default",
 ) -> go.Figure:
-    """The context vector Σⱼ wⱼ vⱼ per dimension as stacked bars of wⱼ·vⱼ, one colour per key.
+    """The context vector Σⱼ wⱼ vⱼ per dimension as stacked bars of wⱼ·vⱼ, one colour and pattern per key.
 
     The ◆ markers are the total. Pass the model's own `context` to have it drawn instead and
     its max difference from the sum of the bars stated in the title.
@@ -774,7 +779,12 @@ def context_vector_figure(
                 x=dims,
                 y=parts[j].astype(np.float32),
                 name=f"{ticks[j]} (w = {w[j]:.3f})",
-                marker_color=QUALITATIVE[n_ % len(QUALITATIVE)],
+                # a pattern per key too, in the legend as well: keys told apart by colour alone were one grey to a
+                # colour-blind student (WCAG 1.4.1); apply_theme draws it in the plot's colour, 3:1 on every shade
+                # (opaque: plotly.js's half-opaque default took it under that)
+                marker=dict(color=QUALITATIVE[n_ % len(QUALITATIVE)],
+                            pattern=dict(shape=KEY_PATTERNS[n_ % len(KEY_PATTERNS)], fillmode="overlay",
+                                         fgopacity=1, size=max(6, round(0.5 * t["font_size"])), solidity=0.25)),
                 customdata=np.stack([np.full(V.shape[1], w[j]), V[j]], axis=1).astype(np.float32),
                 hovertemplate=(
                     f"key {ticks[j]}<br>dim %{{x}}<br>w = %{{customdata[0]:.4g}} × "

@@ -556,6 +556,8 @@ def apply_theme(fig: Fig | go.Figure, name: str = "default") -> go.Figure:
             style = trace.get(part)
             if style and isinstance(colour := style.get("color"), str) and (shade := _reshade(colour, name)):
                 style["color"] = shade
+        if role == "bars" and ((trace.get("marker") or {}).get("pattern") or {}).get("fillmode") == "overlay":
+            trace["marker"]["pattern"]["fgcolor"] = t["plot_bgcolor"]  # a bar's pattern: 3:1 on its palette shade
         if trace.get("type") == "heatmap" and trace.get("showscale") is not False:  # the trace types with a colorbar
             colorbar.apply(trace.child("colorbar"))
         if role == "line":
