@@ -813,7 +813,7 @@ def order_view(spec: FigureSpec, models: Models) -> ViewResult:
     # and one for both token-output maps (A, B aligned, |A − B|): the outputs with PE and without on one scale
     aligned_top = max((_aligned_top(rep) for _, _, rep, _, _ in compared if rep.perm is not None), default=None)
     for name, slug, rep, pieces_a, pieces_b in compared:
-        # the verdict first: in a 1024 px window the table scrolls sideways, and these two carry the lesson
+        # the verdict first: these two carry the lesson (narrower than its columns, the page shows the table turned)
         rows.append(_numbers_row(name, rep))
         caption = _verdict(rep, name[0].upper() + name[1:], pieces_a, pieces_b, with_pe=slug == "pe")
         if rep.perm is None:

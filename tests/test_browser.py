@@ -1108,6 +1108,35 @@ def test_on_a_phone_panels_side_by_side_keep_their_labels_and_titles_apart(brows
         assert len(pair) == 2 and abs(pair[0] - pair[1]) <= 3, (row, gaps)
 
 
+# the page's table cells that are shown and hold a number ("2.54", "2.38e−07"): their text and box on the screen
+NUMBER_CELLS = r"""() => [...document.querySelectorAll('[data-testid="stMain"] :is(td, th)')]
+    .filter((c) => c.checkVisibility() && /^−?\d+(\.\d+)?(e[−+]\d+)?$/.test(c.innerText.trim()))
+    .map((c) => { const r = c.getBoundingClientRect(); return [c.innerText.trim(), r.left, r.right, r.top, r.bottom]; })"""
+
+
+def test_on_a_phone_view_6s_numbers_are_all_on_the_screen(browser, streamlit_url):
+    """A phone walk (390 px): view 6's table (3 models x 7 columns, st.dataframe) showed the model names and the two
+    True/False columns; its numbers were scrolled off to the right with no hint. Narrower than the table, the page
+    shows it turned (ui/panels.py TURNED_*): a row per quantity, a column per model, every number on the screen.
+    A 1500 px window keeps st.dataframe as it was."""
+    with opened_tab(browser, f"{streamlit_url}/?views=order&sentence_a=你喜欢她&sentence_b=她喜欢你", 390, 844,
+                    device_scale_factor=3, is_mobile=True, has_touch=True) as tab:
+        tab.get_by_role("heading", name="The numbers").scroll_into_view_if_needed()
+        cells = tab.evaluate(NUMBER_CELLS)
+        tab.screenshot(path=str(SCREENSHOTS / "browser-phone-order-numbers.png"))
+        width = tab.evaluate("() => document.documentElement.clientWidth")
+        models = tab.evaluate("""() => [...document.querySelectorAll('[data-testid="stMain"] thead th')]
+            .filter((th) => th.checkVisibility()).map((th) => th.innerText.trim()).filter(Boolean)""")
+    # three numbers per model (max |f(B) − P f(A)|, of the means, of the weights), each whole within the screen
+    assert models[:1] == ["with sinusoidal PE"] and len(models) in (2, 3), models
+    assert len(cells) == 3 * len(models), cells
+    assert all(0 <= left and right <= width for _, left, right, _, _ in cells), (width, cells)
+    with opened_tab(browser, f"{streamlit_url}/?views=order&sentence_a=你喜欢她&sentence_b=她喜欢你", 1500, 1000) as tab:
+        wide = tab.locator('[data-testid="stMain"] [data-testid="stDataFrame"]').first
+        assert wide.is_visible() and wide.bounding_box()["width"] > 900
+        assert tab.evaluate(NUMBER_CELLS) == []  # the turned table is not shown beside it
+
+
 def test_slide_twins_stack_where_side_by_side_would_show_them_at_under_half_their_size(browser, streamlit_url):
     """Slide charts are laid out for 1280 px: in half of a 1500 px window's main area (~520 px) they would
     be shown at ~0.4 of that, so there the twins stack, each the full width (0.8); so they do in a 1920 px

@@ -734,6 +734,20 @@ def test_a_shown_table_draws_gaps_as_a_dash_and_keeps_its_numbers_readable():
     assert list(viz.shown_table(flags)["equivariant"]) == ["False", "True"]
 
 
+def test_a_turned_table_holds_every_value_as_the_page_writes_it_a_row_per_column():
+    """View 6's numbers turned for a phone (ui/panels.py): a row per quantity, a column per model, each value as
+    the verdicts write it (3 significant digits, a true minus), True/False in words, a missing one a dash."""
+    import pandas as pd
+
+    frame = pd.DataFrame([{"model": "with PE", "equivariant": False, "max": 2.5414, "pooled": None},
+                          {"model": "without PE", "equivariant": True, "max": 2.384e-07, "pooled": 0.5}])
+    turned = viz.turned_table(frame)
+    assert list(turned.columns) == ["with PE", "without PE"] and list(turned.index) == ["equivariant", "max", "pooled"]
+    assert turned.loc["equivariant"].tolist() == ["False", "True"]
+    assert turned.loc["max"].tolist() == ["2.54", "2.38e−07"] and turned.loc["pooled"].tolist() == ["—", "0.5"]
+    assert frame["equivariant"].dtype == bool and frame.shape == (2, 4)  # the CSV's frame as it was
+
+
 @pytest.mark.parametrize("dark", [False, True])
 def test_highlighted_rows_are_legible_on_a_light_and_on_a_dark_page(dark):
     """Bold text on the highlight reads (WCAG AA, 4.5:1); on a dark page the table draws its check marks

@@ -6,6 +6,7 @@ rendered only while their expander is open (Streamlit's lazy containers, on_chan
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import re
 from collections.abc import Callable, Mapping
@@ -30,6 +31,12 @@ SHOW_NUMBERS_CELLS = 20_000  # the numbers behind a figure are shown up to this 
 # the page's CSS sets in projector-sized type (ui/style.py), and True/False in words, where st.dataframe's canvas
 # keeps 14 px and its faint ticked boxes. A longer table stays a scrolling st.dataframe.
 SLIDE_TABLE_ROWS = 40
+# A panel's own table of a few rows named by words in its first column and more columns than a phone shows (view 6's
+# numbers: 3 models x 7 columns, ~890 px) is drawn twice, st.dataframe and turned (viz.turned_table, st.table: HTML,
+# which wraps), and the page shows the one that fits (ui/style.py, by the width the pair has): on a 390 px phone
+# st.dataframe showed the model names and two True/False columns, the numbers scrolled off to the right unsaid.
+TURNED_ROWS = 6
+TURNED_COLUMNS = 4  # more than this beside the row names: turned where narrow
 
 
 def _ui_export():
@@ -105,7 +112,18 @@ def _table(panel: Panel, key: str, *, numbers: bool, slide: bool = False) -> Non
         tiny = [] if numbers else [c for c in table.columns if c not in gaps and _has_tiny(table[c])]
         if tiny:
             shown = (shown if isinstance(shown, Styler) else shown.style).format({c: NUMBERS for c in tiny})
-        st.dataframe(shown, key=f"table-{key}", hide_index=_plain_index(panel.table), column_config=gaps or None)
+        turned = not numbers and _turns(panel.table)
+        with st.container(key=f"turned-{key}") if turned else contextlib.nullcontext():
+            st.dataframe(shown, key=f"table-{key}", hide_index=_plain_index(panel.table), column_config=gaps or None)
+            if turned:  # shown instead where the pair is narrower than the table (ui/style.py)
+                st.table(viz.turned_table(table))
+
+
+def _turns(table: pd.DataFrame) -> bool:
+    """A few rows named by words in the first column, and more columns than a phone's width shows (TURNED_ROWS,
+    TURNED_COLUMNS): view 6's numbers, not the tokens (a position column) nor the translations (three)."""
+    return (_plain_index(table) and 0 < table.shape[0] <= TURNED_ROWS and table.shape[1] - 1 > TURNED_COLUMNS
+            and not pd.api.types.is_numeric_dtype(table[table.columns[0]]))
 
 
 def _slide_table(table: pd.DataFrame, panel: Panel) -> None:

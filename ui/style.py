@@ -24,6 +24,9 @@ reruns keep it.
   ~7.5:1 on the dark page). They carry the views' explanations (why ÷√d_k, what the model is).
 - A folded sidebar (a slide link opens so, a phone after a tap) is hidden, not only moved off the screen: its
   controls were the first Tab stops, focused where nobody could see them.
+- A short, wide table that is a panel (view 6's numbers) comes twice, as st.dataframe and turned (ui/panels.py),
+  in a container that is measured (container-type): narrower than the table (a phone, a laptop with the sidebar
+  open) the turned one is shown, the numbers as rows; a phone showed three columns, the numbers scrolled off.
 - Text panels side by side (ui/panels.py render_result: a container keyed "twins-<row>", e.g. the
   two verdicts of view 6) are one height, so the pair reads as a pair whatever each one says; and
   like the twin charts (ui/chart.py), the pair stacks where either would be narrower than 28rem.
@@ -87,6 +90,12 @@ CSS = """
    Tab stops and no screen reader's; the » button that opens it is outside it */
 [data-testid="stSidebar"][data-collapsed="true"], [data-testid="stSidebar"][data-collapsed="true"] * { visibility: hidden !important; }
 [class*="st-key-twins-"] [data-testid="stColumn"] { min-width: min(100%, 28rem); }
+/* a short, wide table and the same turned (ui/panels.py TURNED_*): the one that fits the width the pair has */
+[class*="st-key-turned-"] { container-type: inline-size; }
+@container (width >= __TURNED_REM__rem) {
+  [class*="st-key-turned-"] [data-testid="stElementContainer"]:has([data-testid="stTable"]) { display: none; } }
+@container (width < __TURNED_REM__rem) {
+  [class*="st-key-turned-"] [data-testid="stElementContainer"]:has([data-testid="stDataFrame"]) { display: none; } }
 [class*="st-key-twins-"] [data-testid="stElementContainer"]:has(> [data-testid="stAlert"]) { flex-grow: 1; }
 [class*="st-key-twins-"] [data-testid="stAlert"],
 [class*="st-key-twins-"] [data-testid="stAlertContainer"] { height: 100%; }
@@ -107,6 +116,11 @@ SLIDE_CSS = """
 """
 
 
+# st.dataframe's width for view 6's numbers (its columns as wide as their headings: ~890 px): narrower, the table is
+# shown turned (ui/panels.py), its numbers scrolled out of sight otherwise
+TURNED_REM = 58
+
+
 def page_style(slide: bool = False) -> None:
-    css = CSS + (SLIDE_CSS if slide else "")
+    css = (CSS + (SLIDE_CSS if slide else "")).replace("__TURNED_REM__", str(TURNED_REM))
     st.html(f"<style>{css.replace('__HIDDEN__', HIDDEN)}</style>")

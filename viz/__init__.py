@@ -41,6 +41,7 @@ from viz.tables import (
     token_comparison,
     token_diff,
     token_table,
+    turned_table,
 )
 from viz.theme import (
     FONT_SANS,
@@ -106,6 +107,7 @@ __all__ = [
     "token_comparison",
     "token_diff",
     "token_table",
+    "turned_table",
     "unique_labels",
     "visible_whitespace",
     "weights_heatmap",

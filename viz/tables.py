@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from viz.labels import unique_labels
+from viz.labels import num, unique_labels
 
 DIFF_HIGHLIGHT = "background-color: #ffe08a; color: #000000; font-weight: bold"
 # On a dark page: a dark amber under light text, so the table's own (light) check marks still show.
@@ -121,6 +121,27 @@ def shown_table(
         number = pd.api.types.is_float_dtype(shown[c])  # type per column, as Arrow (st.dataframe) needs
         shown[c] = [GAP if pd.isna(v) else (f"{v:.6g}" if number else str(v)) for v in shown[c]]
     return shown if differs is None else highlight_differences(shown, differs=differs, dark=dark)
+
+
+def turned_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """A short, wide table whose first column names its rows (view 6's numbers: one row per model), turned for
+    a narrow screen: one row per column, named by it, and one column per row, named by its first column's
+    words; every value as text as the page writes it (num's 3 significant digits, True/False in words, a gap
+    as GAP), since each turned column now holds several kinds. `frame` itself is left as it is (the CSV)."""
+    names = [str(v) for v in frame[frame.columns[0]]]
+
+    def written(v) -> str:
+        if v is None or (isinstance(v, float) and np.isnan(v)):
+            return GAP
+        if isinstance(v, bool | np.bool_):
+            return "True" if v else "False"
+        if isinstance(v, float | np.floating):
+            return num(float(v))
+        return str(v)
+
+    rest = frame.columns[1:]
+    return pd.DataFrame([[written(v) for v in frame[c]] for c in rest], index=pd.Index([str(c) for c in rest]),
+                        columns=names)
 
 
 def matrix_frame(
