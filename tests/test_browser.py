@@ -1282,6 +1282,38 @@ def test_a_slide_link_opens_folded_for_a_projector_with_the_first_chart_on_a_720
         context.close()
 
 
+ENTROPY_CHART = ".st-key-chart-heads-entropy .js-plotly-plot"
+# the values written in a chart's cells: their text and their type as shown on the screen (the chart's scale taken)
+CELL_VALUES = """gd => [...gd.querySelectorAll('.heatmaplayer text')].filter((t) => t.textContent.trim())
+    .map((t) => [t.textContent, parseFloat(getComputedStyle(t).fontSize) * gd.__lab.scale])"""
+
+
+def test_on_a_projector_with_the_sidebar_open_cell_values_keep_the_slide_type_or_are_left_to_the_hover(
+        browser, streamlit_url):
+    """A projector walk (1280 x 720, slide theme): with the sidebar open a slide chart is shown at 0.64 of its 1280
+    px, and view 4's entropy per layer and head wrote its values at 12 px (the slide's cell type, 19 px, shrunk),
+    under the 18 px of the page's own notes. Shown shrunk, a chart writes its cell values at the theme's cell type
+    on the screen (viz.theme.cell_type_px) where they fit their cells so, and leaves them to the hover where they
+    do not (16 heads side by side), as the server leaves out values that do not fit as laid out."""
+    from viz.theme import cell_type_px
+
+    slide = cell_type_px("slide")
+    for heads, written in ((4, 8), (16, 0)):
+        with opened_tab(browser, f"{streamlit_url}/?views=heads&theme=slide&n_heads={heads}") as tab:
+            open_sidebar(tab)
+            tab.locator(ENTROPY_CHART).scroll_into_view_if_needed()
+            tab.wait_for_function(f"() => document.querySelector('{ENTROPY_CHART}').__lab.scale < 0.7")
+            values = tab.eval_on_selector(ENTROPY_CHART, CELL_VALUES)
+            tab.locator(".st-key-chart-heads-entropy").screenshot(
+                path=str(SCREENSHOTS / f"browser-slide-sidebar-entropy-{heads}.png"))
+            assert len(values) == written, values  # 2 layers x 4 heads; none in 16 narrow columns
+            assert all(size >= slide - 0.01 for _, size in values), values
+            if not written:  # left to the hover, which names each cell's value
+                tab.mouse.move(*cell_centre(tab, ENTROPY_CHART, 1, 15))
+                tab.wait_for_function("() => [...document.querySelectorAll('.hoverlayer .hovertext')]"
+                                      ".some((e) => e.textContent.includes('entropy (bits)'))", timeout=10_000)
+
+
 def test_slide_tables_are_html_in_projector_type_with_words_for_booleans_and_markup_as_text(browser, streamlit_url):
     """In the slide theme a table that is the panel (the tokens; view 6's numbers and translations) is drawn as
     st.table: HTML, in the page's projector-sized type (ui/style.py; st.dataframe's canvas keeps 14 px whatever

@@ -32,7 +32,15 @@ import streamlit as st
 
 from viz import crisp
 from viz.fig import payload_json
-from viz.theme import APP_HEIGHT, LEGEND_BELOW_UNDER, NARROW_WIDTH, design_size, theme_spec
+from viz.theme import (
+    APP_HEIGHT,
+    CELL_PAD_EM,
+    LEGEND_BELOW_UNDER,
+    NARROW_WIDTH,
+    cell_type_px,
+    design_size,
+    theme_spec,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 STATIC = ROOT / "static"  # Streamlit serves <app dir>/static/ at app/static/ (server.enableStaticServing)
@@ -477,6 +485,42 @@ function shrink(gd, k, height, fullscreen) {
   box.style.height = k < 1 && !fullscreen ? `${Math.ceil(height * k)}px` : "";
 }
 
+const CELL_PAD_EM = __CELL_PAD_EM__;  // viz.theme.CELL_PAD_EM
+
+function readableCells(data, layout, k, type) {
+  // Shown shrunk (k < 1), the values and marks written in cells ("1.64", "−∞") would be shown at k times the theme's
+  // cell type (viz.theme.cell_type_px): a slide chart beside the open sidebar of a 1280 px projector, at 0.64, wrote
+  // the slide's 19 px as 12. They are drawn at type / k instead, shown at the theme's own, where they still fit their
+  // cells as drawn, by the server's rule (viz.theme.fit_cell_values: the widest with room either side, a line
+  // high); else they are left out, as the server leaves out what does not fit (the hover keeps every value).
+  if (!(k < 1) || !type) return data;
+  const size = type / k;
+  const m = layout.margin || {};
+  const plotW = (layout.width || 0) - (m.l || 0) - (m.r || 0), plotH = (layout.height || 0) - (m.t || 0) - (m.b || 0);
+  const family = (layout.font || {}).family || "sans-serif";
+  return data.map((trace) => {
+    const values = trace.type === "heatmap" && trace.texttemplate && Array.isArray(trace.text);
+    const marks = (trace.meta || {}).role === "mask_text" && Array.isArray(trace.text);
+    const font = trace.textfont || {};
+    if (!(values || marks) || (font.size || 0) * k >= type) return trace;
+    const xa = layout["xaxis" + (trace.xaxis || "x").slice(1)] || {};
+    const ya = layout["yaxis" + (trace.yaxis || "y").slice(1)] || {};
+    if (!Array.isArray(xa.range) || !Array.isArray(ya.range)) return trace;
+    const [x0, x1] = xa.domain || [0, 1], [y0, y1] = ya.domain || [0, 1];
+    let w = plotW * (x1 - x0) / Math.abs(xa.range[1] - xa.range[0]);  // a cell: one position of each axis
+    let h = plotH * (y1 - y0) / Math.abs(ya.range[1] - ya.range[0]);
+    if (ya.scaleanchor) w = h = Math.min(w, h);
+    const texts = values ? trace.text.flat() : trace.text;
+    const widest = Math.max(0, ...texts.map((t) => textWidth(String(t || ""), size, font.family || family)));
+    if (h >= size + 2 && w >= widest + Math.max(4, CELL_PAD_EM * size)) {
+      return Object.assign({}, trace, {textfont: Object.assign({}, font, {size})});
+    }
+    if (marks) return Object.assign({}, trace, {visible: false});
+    const {text, texttemplate, ...rest} = trace;
+    return rest;
+  });
+}
+
 function tokenHover(figure) {
   // A heatmap's hover names its cell by its axis labels, "query 30:家", also where the ticks skip it
   // (plotly.js shows %{y} as the tick's text only at a tick, else the bare position "query 30"). The
@@ -557,7 +601,8 @@ function draw(Plotly, gd) {
       {name: "fullscreen", title: "Full screen (Esc leaves)", icon: FULLSCREEN_ICON, click: toggleFullscreen},
     ],
   });
-  return Plotly.react(gd, figure.data || [], layout, full).then(() => {
+  const data = readableCells(figure.data || [], layout, k, gd.__lab.spec.cellType);
+  return Plotly.react(gd, data, layout, full).then(() => {
     const drawn = toolbar ? (gd.querySelector(".modebar") || {}).offsetWidth || 0 : 0;  // layout px: no CSS scale
     toolbarSeen = Math.max(toolbarSeen, drawn);
     return toolbar && drawn / k + 8 > toolbar + 1 ? draw(Plotly, gd) : describe(gd);  // wrapped for too short a bar
@@ -858,7 +903,8 @@ def ensure_plotly_js(static: Path = STATIC) -> Path:
 def _script() -> str:
     return (JS.replace("__PLOTLY_JS__", PLOTLY_JS).replace("__APP_HEIGHT__", str(APP_HEIGHT))
             .replace("__CRISP_TARGET__", str(crisp.TARGET_PX)).replace("__CRISP_MAX__", str(crisp.MAX_PX))
-            .replace("__STACK_REM__", str(STACK_REM)).replace("__STACK_FRACTION__", str(STACK_FRACTION)).replace("__LEGEND_BELOW_UNDER__", str(LEGEND_BELOW_UNDER)))
+            .replace("__STACK_REM__", str(STACK_REM)).replace("__STACK_FRACTION__", str(STACK_FRACTION)).replace("__LEGEND_BELOW_UNDER__", str(LEGEND_BELOW_UNDER))
+            .replace("__CELL_PAD_EM__", str(CELL_PAD_EM)))
 
 
 @functools.cache
@@ -884,7 +930,8 @@ def chart(figure, *, key: str, config: dict, title: str = "", caption: str = "",
           theme: str = "default") -> None:
     """Draw `figure` (a go.Figure, styled with viz theme `theme`) under `key`; the same key on the next
     rerun updates it in place. Where the page gives it less width than the theme laid it out for
-    (design_width: 1280 px for slides), it is drawn at that width and shown shrunk to fit.
+    (design_width: 1280 px for slides), it is drawn at that width and shown shrunk to fit, the values in its
+    cells kept at the theme's cell type on the screen (viz.theme.cell_type_px), or left out where they no longer fit.
 
     title and caption (plain text, shown as text: never HTML or markdown) are drawn above and below
     the chart in the look of st.subheader and st.caption, by the same element (CSS). Charts side by
@@ -894,5 +941,5 @@ def chart(figure, *, key: str, config: dict, title: str = "", caption: str = "",
     payload = ('{"figure":' + payload_json(figure) + ',"config":' + json.dumps(config)
                + ',"title":' + json.dumps(title) + ',"caption":' + json.dumps(caption)
                + ',"row":' + json.dumps(row) + ',"design":' + str(design_width(theme))
-               + ',"wrapped":' + str(design_size(theme)[0]) + "}")
+               + ',"wrapped":' + str(design_size(theme)[0]) + ',"cellType":' + str(cell_type_px(theme)) + "}")
     _component()(key=key, data=payload.encode("utf-8"), width="stretch", height="content")

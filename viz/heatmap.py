@@ -27,6 +27,7 @@ from viz.theme import (
     SCORES_COLORSCALE,
     WEIGHTS_COLORSCALE,
     apply_theme,
+    cell_type_px,
     design_size,
     text_width,
     theme_spec,
@@ -511,9 +512,8 @@ def add_overlays(
 def text_fits(text: str, grid: Grid, theme: str, panel: tuple[float, float] | None = None) -> bool:
     """Whether `text` fits inside one cell of `grid` drawn in a panel (w, h px) at the theme's
     size (default: a single plot), in the cell-text font."""
-    t = theme_spec(theme)
     w, h = panel or panel_px(theme)
-    size = max(9, t["font_size"] - 3)
+    size = cell_type_px(theme)
     R, C = grid.z.shape
     return w / C >= text_width(text, size) + 4 and h / R >= size + 2
 

@@ -376,6 +376,13 @@ def _contrast_cell_texts(trace, layout) -> None:
 CELL_PAD_EM = 0.3  # room a value keeps in its cell (of its text size): less, and neighbours read as one number
 
 
+def cell_type_px(theme: str) -> int:
+    """The type of the values and marks written in cells ("0.25", "−∞"), the smallest a theme's figures write: 3 px
+    under its text, at least 9 (slide 19, paper 15, default 11). ui/chart.py keeps a figure shown shrunk from
+    writing them smaller on the screen than this."""
+    return max(9, theme_spec(theme)["font_size"] - 3)
+
+
 def fit_cell_values(data, layout, theme: str) -> None:
     """Each value heatmap's cell texts, where they fit their cells as laid out (the figure's size less its
     margins, times the axes' domains), in cell_text_colors' colours; otherwise with one decimal fewer, down to
@@ -386,7 +393,7 @@ def fit_cell_values(data, layout, theme: str) -> None:
     narrower ones took off. `data` and `layout` are the figure's own (a Fig's, or a lean Figure's pending dict):
     changed in place."""
     t = theme_spec(theme)
-    size = max(9, t["font_size"] - 3)
+    size = cell_type_px(theme)
     width, height = (layout.get("width") or t["width"] or APP_WIDTH), (layout.get("height") or t["height"] or APP_HEIGHT)
     for trace in data:
         made = (trace.get("meta") or {}).get("format")  # set where the figure was made with values in its cells
@@ -571,9 +578,9 @@ def apply_theme(fig: Fig | go.Figure, name: str = "default") -> go.Figure:
             bg = t[f"{role[:-6]}_bg"]
             trace.colorscale = [[0, bg], [1, bg]]
         elif role in ("mask_text", "nan_text"):
-            trace.child("textfont").update(color=t[role], family=t["font_family"], size=max(9, t["font_size"] - 3))
+            trace.child("textfont").update(color=t[role], family=t["font_family"], size=cell_type_px(name))
         if trace.get("type") == "heatmap" and trace.get("texttemplate"):
-            trace.child("textfont").update(size=max(9, t["font_size"] - 3), family=t["font_family"])
+            trace.child("textfont").update(size=cell_type_px(name), family=t["font_family"])
     _set_margins(fig, t, width, left, xs, ys)
     _unline_thin_bars(fig, width)
     fit_cell_values(fig.data, fig.layout, name)  # once the margins, and so the cells' sizes, are known
