@@ -6,6 +6,7 @@ Full-page screenshots of every view land in artifacts/screenshots/ (git-ignored)
 from __future__ import annotations
 
 import contextlib
+import itertools
 
 import pytest
 from conftest import CHROMIUM, SCREENSHOTS, svg_pngs, trained_available
@@ -1023,6 +1024,33 @@ def test_token_labels_drawn_narrower_than_laid_out_are_thinned_not_run_together(
     thinned = [(w, len(now), len(laid)) for w, now, laid in shown if isinstance(now, list) and isinstance(laid, list)
                and len(now) < len(laid)]
     assert thinned and all(w < 690 for w, _, _ in thinned), shown  # the twins: thinned, not the full-width charts
+
+
+@pytest.mark.skipif(not trained_available(), reason="the translate view needs the trained models")
+def test_a_step_chart_beside_its_twin_labels_every_source_token_where_a_smaller_type_fits_them(page, streamlit_url):
+    """A wide-screen walk (1500 px, the sidebar open): view 7's step cross-attention, beside its twin in ~510 px of
+    the 700 laid out, labelled every other one of 16 source tokens, since at 14 px one label per 1.3 lines fitted
+    14. Where every label fits by that rule at a smaller type, no smaller than the cell values' (11 px), each is
+    drawn so (ui/chart.py thinTicks); the hover names the cells either way."""
+    from urllib.parse import quote
+
+    from viz.theme import cell_type_px
+
+    sentence = "我们的老师不喜欢他们的大白猫小狗"  # 16 characters the model knows
+    page.goto(f"{streamlit_url}/?views=translate&model=zh-en&sentence_a={quote(sentence)}")
+    wait_idle(page)
+    chart = page.locator("[class*='st-key-chart-translate-step'][class*='-cross'] .js-plotly-plot")
+    chart.scroll_into_view_if_needed()
+    page.wait_for_function("gd => !gd.parentElement.hasAttribute('data-waiting') && gd._fullLayout",
+                           arg=chart.element_handle())
+    drawn = chart.evaluate("""gd => [...gd.querySelectorAll('.xaxislayer-above .xtick text')].map((t) => [t.textContent,
+        parseFloat(getComputedStyle(t).fontSize), t.getBoundingClientRect().left + t.getBoundingClientRect().width / 2])""")
+    chart.screenshot(path=str(SCREENSHOTS / "browser-step-cross-1500.png"))
+    assert [text for text, _, _ in drawn] == [f"{i}:{c}" for i, c in enumerate(sentence)], drawn
+    size = drawn[0][1]
+    assert cell_type_px("default") <= size < 14, drawn  # smaller than the page's 14 px, not under its cells' type
+    centres = sorted(x for _, _, x in drawn)
+    assert min(b - a for a, b in itertools.pairwise(centres)) >= 1.3 * size - 0.5, drawn  # the rule they fit by
 
 
 def test_on_a_phone_the_key_labels_of_heads_side_by_side_never_run_together(browser, streamlit_url):

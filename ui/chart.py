@@ -285,11 +285,14 @@ function fitTitle(layout, width, wrapped, reserve = 0) {
   return out;
 }
 
-function thinTicks(layout, width, laidOut) {
+function thinTicks(layout, width, laidOut, smallest) {
   // Drawn narrower than laid out (a column beside another, a 1024 px window), an axis labelled one token per cell
   // where that fitted the laid-out width ran its labels into each other (a bad-input walk: 21 source tokens,
-  // turned 90°, in 380 px). Each x axis keeps every k-th label of its own, by the server's rule (one label per
-  // 1.3 lines of its font: viz.heatmap.tick_budget); the hover still names every cell (tokenHover).
+  // turned 90°, in 380 px). Each x axis keeps every label at a smaller type where all of them fit so, by the
+  // server's rule (one label per 1.3 lines of its type: viz.heatmap.tick_budget), at no less than `smallest` px
+  // (the type of the figure's cell values, as shown: view 7's step chart beside its twin at 1500 px, 15 source
+  // tokens where 14 fitted, labelled every other one); else every k-th label of its own at its type. The hover
+  // still names every cell (tokenHover).
   if (!width || !laidOut || width >= laidOut) return layout;
   const m = layout.margin || {};
   const plotW = width - (m.l || 0) - (m.r || 0);
@@ -301,9 +304,14 @@ function thinTicks(layout, width, laidOut) {
     const fit = Math.max(2, Math.floor(plotW * (d1 - d0) / (1.3 * size)));
     const n = axis.tickvals.length;
     if (n <= fit) continue;
+    if (out === layout) out = Object.assign({}, layout);
+    const all = Math.floor(10 * plotW * (d1 - d0) / (1.3 * n)) / 10;  // the type at which all n fit
+    if (smallest && all >= smallest) {
+      out[name] = Object.assign({}, axis, {tickfont: Object.assign({}, axis.tickfont, {size: all})});
+      continue;
+    }
     const k = Math.ceil(n / fit);
     const keep = (_, i) => i % k === 0;
-    if (out === layout) out = Object.assign({}, layout);
     out[name] = Object.assign({}, axis, {tickvals: axis.tickvals.filter(keep), ticktext: axis.ticktext.filter(keep)});
   }
   return clearRightEnds(out, plotW);
@@ -578,7 +586,8 @@ function draw(Plotly, gd) {
   let layout = legendBelow(fitTitle(sized, sized.width, figure.layout.width || wrapped, toolbar), sized.width);
   if (!fullscreen) {
     const laidOut = figure.layout.width || wrapped;
-    layout = roundPanels(thinTicks(narrowPanels(layout, sized.width, laidOut), sized.width, laidOut), sized.width);
+    layout = roundPanels(thinTicks(narrowPanels(layout, sized.width, laidOut), sized.width, laidOut,
+                                   (gd.__lab.spec.cellType || 0) / k), sized.width);
   }
   if (fullscreen) layout.height = window.innerHeight / k;  // the screen's, whatever the title takes
   gd.__lab.ownTop = (layout.margin || {}).t || 0;
