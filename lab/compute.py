@@ -118,7 +118,7 @@ class Sentence:
     def source_token(self, block: str, row: int) -> int | None:
         """The source token that query row `row` of `block` reads: the encoder's own row; in a decoder block row − 1
         where the decoder reads [BOS] + the source (a random model: no translation), else None ([BOS], or a
-        translation's token). (ui/look.py moves the query control by the same one position between blocks.)"""
+        translation's token). ui/look.py follow_the_token moves the query control between blocks by this rule."""
         if block != "encoder self":
             if self.predicted is not None or row < 1:
                 return None

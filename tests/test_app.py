@@ -361,6 +361,26 @@ def test_the_query_token_stays_the_same_token_when_the_block_changes(make_app):
     assert token() == "3: 她"
 
 
+def test_the_query_control_moves_between_blocks_by_the_rule_the_figures_read_a_row_by(make_app):
+    """The query control moves between blocks (ui/look.py follow_the_token) by the rule the figures read a query
+    row's source token by (Sentence.source_token: the textbook panel's word). Each had its own one-position shift,
+    free to drift apart: for every token, the decoder row the control moves to reads that token, and back."""
+    from lab.compute import load_model, model_fields, run
+
+    at = make_app(view="query", sentence_a="你喜欢她", **SMALL)
+    clean(at)
+    spec = FigureSpec.from_query(dict(at.query_params))
+    sentence = run(load_model(model_fields(spec)), spec.sentence_a, spec.sentence_b, spec.mask).sentences[0]
+    assert at.selectbox(key="block").value == "encoder self" and sentence.key == "a"
+    for token in range(len(sentence.encoding.offsets)):
+        at.selectbox(key="query").set_value(token).run()
+        at.selectbox(key="block").set_value("decoder self").run()
+        clean(at)
+        assert sentence.source_token("decoder self", at.selectbox(key="query").value) == token
+        at.selectbox(key="block").set_value("encoder self").run()
+        assert at.selectbox(key="query").value == token
+
+
 def test_a_links_heads_the_model_lacks_are_dropped_with_a_note_as_layer_and_head_are(make_app):
     at = make_app(link={"views": "heads", "heads": "1,99", **{k: str(v) for k, v in SMALL.items()}})
     clean(at)

@@ -13,7 +13,7 @@ import dataclasses
 
 import streamlit as st
 
-from lab.compute import Run, model_fields
+from lab.compute import Run, Sentence, model_fields
 from lab.spec import BLOCKS, FigureSpec
 from lab.views import order_draws_attention
 from ui import cache, focus
@@ -55,12 +55,18 @@ def layers_heads(spec: FigureSpec, view: str) -> tuple[int, int]:
     return (config.decoder_layers if decoder else config.n_layers), config.n_heads
 
 
+def shown_row(run: Run, spec: FigureSpec) -> int:
+    """The batch row of the sentence the look controls count positions in: the chosen one, or A's where the
+    chosen one is empty."""
+    row = run.row(spec.sentence)
+    return 0 if row is None else row
+
+
 def query_labels(run: Run | None, spec: FigureSpec) -> list[str]:
     """"i: token" for every query position of the block shown (decoder blocks: [BOS] + tokens)."""
     if run is None:
         return ["0"]
-    row = run.row(spec.sentence)
-    row = 0 if row is None else row
+    row = shown_row(run, spec)
     pieces = run.src_pieces(row) if spec.block == "encoder self" else run.tgt_pieces(row)
     return [f"{i}: {visible_whitespace(p)}" for i, p in enumerate(pieces)]
 
@@ -68,17 +74,21 @@ def query_labels(run: Run | None, spec: FigureSpec) -> list[str]:
 QUERY_BLOCK = "_query_block"  # the block whose positions the query token's number counts
 
 
-def follow_the_token(spec: FigureSpec) -> None:
-    """The query token is a position: in the random model the decoder reads [BOS] + the same tokens, so from
-    the encoder's position i to a decoder block the same token is at i + 1, and back at i - 1 (it pointed at
-    another token, with nothing said). A trained model's decoder reads the translation: no such token."""
+def follow_the_token(sentence: Sentence | None, block: str, rows: int) -> None:
+    """The query token is a position, and one source token can sit at another position in another block: the
+    random model's decoder reads [BOS] + the same tokens, so the encoder's i is a decoder block's i + 1 (the
+    number was kept, and pointed at another token, with nothing said). The query moves to the row of `block`
+    (of `rows`) that reads the source token it read, as Sentence.source_token says (the one place for that
+    rule); where it read none ([BOS], a trained model's translation, [PAD]) it keeps its number."""
     ss = st.session_state
-    before, now = ss.get(QUERY_BLOCK), spec.block
-    ss[QUERY_BLOCK] = now
-    if before is None or spec.model != "random" or (before == "encoder self") == (now == "encoder self"):
+    before = ss.get(QUERY_BLOCK)
+    ss[QUERY_BLOCK] = block
+    if before is None or before == block or sentence is None:
         return
-    shift = 1 if before == "encoder self" else -1
-    ss["query"] = max(0, int(ss.get("query") or 0) + shift)
+    query = int(ss.get("query") or 0)
+    token = sentence.source_token(before, query)
+    if token is not None:
+        ss["query"] = next((r for r in range(rows) if sentence.source_token(block, r) == token), query)
 
 
 def steppers(key: str, count: int) -> None:
@@ -141,8 +151,9 @@ def look_controls(view: str, base: FigureSpec | None, notes: list[str]) -> None:
             st.radio("Sentence", ["a", "b"], key="sentence", horizontal=True, format_func=str.upper,
                      help="Which sentence the attention figures show.", **focus.let_go("sentence"))
         if "query" in used and base is not None:
-            labels = query_labels(cache.run_for(base), base)
-            follow_the_token(base)
+            run = cache.run_for(base)
+            labels = query_labels(run, base)
+            follow_the_token(None if run is None else run.sentences[shown_row(run, base)], base.block, len(labels))
             keep_choice("query", list(range(len(labels))), notes)
             st.selectbox("Query token", list(range(len(labels))), key="query", format_func=lambda i: labels[i],
                          width=WIDTHS["query"], help="The token whose attention the bars show.",
