@@ -442,7 +442,7 @@ def test_user_text_is_escaped_in_every_builder():
         viz.pooled_outputs_figure(v[0], v[1], name_a=XSS),
         viz.cross_attention_heatmap(w, target_labels=toks, source_labels=toks),
         viz.decoder_self_attention_heatmap(w, target_labels=toks, mask=causal(len(toks))),
-        viz.loss_curve([3.0, 2.0, 1.0], title=XSS),
+        viz.loss_curves({XSS: [3.0, 2.0, 1.0]}, title=XSS),
         viz.pe_dot_curve(np.arange(-3, 4), np.cos(np.arange(-3, 4)), title=XSS),
         viz.entropy_overview(np.ones((2, 2)), title=XSS),
     ]
@@ -533,7 +533,7 @@ def test_themes_differ_as_promised():
 
 
 def test_apply_theme_restyles_a_finished_figure_and_rejects_unknown_names():
-    fig = viz.loss_curve([3.0, 2.0, 1.0])
+    fig = viz.loss_curves({"run": [3.0, 2.0, 1.0]})
     viz.apply_theme(fig, "slide")
     assert fig.layout.font.size == viz.THEMES["slide"]["font_size"]
     assert fig.data[0].line.width == viz.THEMES["slide"]["line_width"]
@@ -633,7 +633,7 @@ def test_line_and_bar_charts_keep_their_axis_titles_after_the_theme(theme):
     assert titles(pe_dot_curve(k, np.cos(k / 3.0), theme=theme)) == ("offset k = n − m", f"PE(m){viz.theme.DOT}PE(m+k)")
     pos = np.arange(6)
     assert titles(pe_curves(pos, RNG.normal(size=(6, 8)), dims=[0, 1], theme=theme))[0] == "position"
-    assert titles(viz.loss_curve([3.0, 2.0, 1.0], theme=theme))[0] == "training step"
+    assert titles(viz.loss_curves({"run": [3.0, 2.0, 1.0]}, theme=theme))[0] == "training step"
 
 
 @pytest.mark.parametrize("theme", ["default", "paper", "paper-sans", "slide", "dark"])
@@ -1001,12 +1001,6 @@ def test_the_query_bars_fit_a_slide_and_leave_every_panel_room_for_its_ticks(the
     heights = [plot * (axis.domain[1] - axis.domain[0]) for axis in (fig.layout.yaxis, fig.layout.yaxis2,
                                                                      fig.layout.yaxis3)]
     assert min(heights) >= 5 * t["font_size"], (theme, heights)
-
-
-def test_loss_curve_draws_train_and_validation():
-    fig = viz.loss_curve([3, 2, 1.5], steps=[0, 10, 20], val_loss=[3.1, 2.4], val_steps=[0, 20])
-    assert [t.name for t in fig.data] == ["train", "validation"]
-    np.testing.assert_allclose(np.asarray(fig.data[1].x, float), [0, 20])
 
 
 # ---------------------------------------------------------------- layering

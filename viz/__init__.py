@@ -57,7 +57,6 @@ from viz.theme import (
 from viz.translation import (
     cross_attention_heatmap,
     decoder_self_attention_heatmap,
-    loss_curve,
     loss_curves,
 )
 
@@ -88,7 +87,6 @@ __all__ = [
     "shown_table",
     "layers_heads_grid",
     "local_maxima",
-    "loss_curve",
     "loss_curves",
     "mask_heatmap",
     "matrix_frame",

@@ -1,4 +1,4 @@
-"""Encoder-decoder figures: decoder self-attention, cross-attention, the training loss curve."""
+"""Encoder-decoder figures: decoder self-attention, cross-attention, the training runs' loss curves."""
 
 from __future__ import annotations
 
@@ -71,62 +71,6 @@ def cross_attention_heatmap(
         row_sums=row_sums,
         theme=theme,
     )
-
-
-def loss_curve(
-    train_loss: Sequence[float],
-    *,
-    steps: Sequence[float] | None = None,
-    val_loss: Sequence[float] | None = None,
-    val_steps: Sequence[float] | None = None,
-    log_y: bool = False,
-    title: str | None = "Training loss",
-    y_title: str = "cross-entropy loss",
-    theme: str = "default",
-) -> go.Figure:
-    """Loss over training steps (and validation loss, possibly at other steps) as lines."""
-    y = np.asarray(train_loss, dtype=np.float64).ravel()
-    x = np.arange(y.size) if steps is None else np.asarray(steps, dtype=np.float64).ravel()
-    if x.size != y.size:
-        raise ValueError(f"{x.size} steps for {y.size} losses")
-    fig = Fig(
-        vf.scatter(
-            x=x,
-            y=y.astype(np.float32),
-            mode="lines",
-            name="train",
-            line=dict(color=QUALITATIVE[0]),
-            meta={"role": "line"},
-            hovertemplate="step %{x}<br>train loss %{y:.4g}<extra></extra>",
-        )
-    )
-    if val_loss is not None:
-        vy = np.asarray(val_loss, dtype=np.float64).ravel()
-        if val_steps is not None:
-            vx = np.asarray(val_steps, dtype=np.float64).ravel()
-        else:
-            vx = x if vy.size == y.size else np.arange(vy.size)
-        if vx.size != vy.size:
-            raise ValueError(f"{vx.size} validation steps for {vy.size} losses")
-        fig.add_trace(
-            vf.scatter(
-                x=vx,
-                y=vy.astype(np.float32),
-                mode="lines+markers",
-                name="validation",
-                line=dict(color=QUALITATIVE[1], dash="dash"),
-                meta={"role": "line"},
-                hovertemplate="step %{x}<br>validation loss %{y:.4g}<extra></extra>",
-            )
-        )
-    if x.size and np.all(x == np.round(x)) and np.ptp(x) <= 12:
-        fig.update_xaxes(dtick=1)  # few integer steps: no 0.5 ticks
-    fig.update_layout(
-        title=title_layout(title),
-        xaxis_title="training step",
-        yaxis=dict(title_text=y_title, type="log" if log_y else "linear"),
-    )
-    return apply_theme(fig, theme)
 
 
 def loss_curves(
