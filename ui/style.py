@@ -121,6 +121,12 @@ SLIDE_CSS = """
 TURNED_REM = 58
 
 
+def page_css(slide: bool = False) -> str:
+    """The page's CSS: every page's rules, and the slide theme's after them. No "<" anywhere in it, not even in
+    a comment: st.html drops every rule after one, with nothing said (tests/test_app.py checks)."""
+    css = CSS + (SLIDE_CSS if slide else "")
+    return css.replace("__TURNED_REM__", str(TURNED_REM)).replace("__HIDDEN__", HIDDEN)
+
+
 def page_style(slide: bool = False) -> None:
-    css = (CSS + (SLIDE_CSS if slide else "")).replace("__TURNED_REM__", str(TURNED_REM))
-    st.html(f"<style>{css.replace('__HIDDEN__', HIDDEN)}</style>")
+    st.html(f"<style>{page_css(slide)}</style>")
