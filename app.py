@@ -41,6 +41,7 @@ from ui.sidebar import sidebar  # noqa: E402
 from ui.state import (  # noqa: E402
     DEFAULTS,
     RANDOM_POSITIONAL,
+    SIDEBAR_NAMES,
     follows_page,
     init_state,
     open_head,
@@ -203,12 +204,9 @@ def share(spec: FigureSpec) -> None:
                                                  config=cache.load(model_fields(traced)).model.config)
 
 
-SIDEBAR_NAMES = {"n_heads": "heads", "n_layers": "layers"}  # a spec's field as the sidebar's box names it
-
-
 def spec_error(exc: SpecError) -> None:
     field = SIDEBAR_NAMES.get(exc.field, exc.field)
-    st.error(md(f"These settings cannot be drawn. {field}: {str(exc).split(': ', 1)[-1]}"), icon=":material/block:")
+    st.error(md(f"These settings cannot be drawn. {field}: {exc.message}"), icon=":material/block:")
 
 
 @st.fragment(key="main")

@@ -34,6 +34,7 @@ class SpecError(ValueError):
     def __init__(self, field: str, message: str) -> None:
         super().__init__(f"{field}: {message}")
         self.field = field
+        self.message = message  # what is wrong with it, without its name
 
 
 @dataclass(frozen=True)

@@ -585,18 +585,21 @@ def test_a_link_with_a_bad_field_keeps_the_rest(make_app, bad, left_out):
     (error,) = at.error
     said = plain(error.value)
     assert said.startswith("Part of this link cannot be used") and all(k in said for k in bad), said
-    assert ("Showing the default " + ", ".join(left_out)) in said if left_out else "default" not in said
+    boxes = {"n_heads": "heads"}  # the sidebar's name for it (the error before said the link's too)
+    assert ("Showing the default " + ", ".join(boxes.get(f, f) for f in left_out)) in said if left_out else (
+        "default" not in said)
     assert figures(at) and len(at.selectbox(key="layer").options) == 3  # the link's 3 layers are drawn
     assert dict(at.query_params)["sentence_a"] == "我爱我家"  # and the address bar is a working link again
 
 
 @pytest.mark.parametrize("bad, said", [
     # d_model 7 is left out (odd, sinusoidal): the heads' conflict is with the default 64, which the link never says
-    ({"d_model": "7", "n_heads": "7"}, "n_heads: with the default d_model 64 (the link's left out), d_model 64 does"),
-    ({"n_heads": "5"}, "n_heads: with the default d_model 64, d_model 64 does not split into 5 heads"),
-    ({"d_model": "7"}, "n_heads: with the default n_heads 4, d_model 7 does not split into 4 heads"),
+    ({"d_model": "7", "n_heads": "7"},
+     "heads (n_heads in the link): with the default d_model 64 (the link's left out), d_model 64 does"),
+    ({"n_heads": "5"}, "heads (n_heads in the link): with the default d_model 64, d_model 64 does not split into 5 heads"),
+    ({"d_model": "7"}, "heads (n_heads in the link): with the default heads 4, d_model 7 does not split into 4 heads"),
     # both fields are the link's: nothing stood in, and the conflict said once (not again for the default 4)
-    ({"d_model": "30", "n_heads": "4"}, "(n_heads: d_model 30 does not split into 4 heads")])
+    ({"d_model": "30", "n_heads": "4"}, "(heads (n_heads in the link): d_model 30 does not split into 4 heads")])
 def test_a_links_conflict_with_a_default_says_the_number_is_the_default(bad, said):
     """A bad-input walk: d_model=7&n_heads=7 said "d_model 64 does not split into 7 heads" of a link that never
     says 64 (d_model 7 was left out first, the default 64 put in)."""
@@ -606,6 +609,21 @@ def test_a_links_conflict_with_a_default_says_the_number_is_the_default(bad, sai
     message = link_error_message(errors, dropped, spec is not None)
     assert said in message, message
     assert message.count("does not split") == 1, message
+
+
+def test_a_links_notice_names_the_sidebars_box_and_the_links_field(make_app):
+    """A link's notice named its fields as the link spells them (n_heads, n_layers), where the sidebar's boxes say
+    heads and layers, as a spec's own error on the page does (app.py spec_error): now the box, and the link's
+    field beside it in the error; the defaults shown instead by the box (a default stood in: the test above)."""
+    at = make_app(link={"views": "heads", "n_heads": "5", "n_layers": "9"})
+    assert not at.exception
+    assert [at.number_input(key=key).label for key in ("n_heads", "n_layers")] == ["heads", "layers"]
+    (error,) = at.error
+    assert plain(error.value) == (
+        "Part of this link cannot be used (heads (n_heads in the link): with the default d_model 64, d_model 64 does "
+        "not split into 5 heads of a whole d_k = d_model / heads; 1, 2, 4, 8, 16, 32 or 64 heads do (or choose "
+        "another d_model); layers (n_layers in the link): 9 is more than this app offers, up to 6 (python -m "
+        "lab.export draws it)). Showing the default heads, layers instead. Everything else is as the link says.")
 
 
 def test_a_link_naming_several_views_or_a_key_twice_says_what_it_shows(make_app):

@@ -17,7 +17,15 @@ import streamlit as st
 from lab.spec import MASKS, MIN_EXPORT_SIDE, THEMES
 from model.device import available_devices
 from ui import focus
-from ui.state import UI_LIMITS, choose_model, choose_theme, follows_page, keep_choice, keep_in_range
+from ui.state import (
+    SIDEBAR_NAMES,
+    UI_LIMITS,
+    choose_model,
+    choose_theme,
+    follows_page,
+    keep_choice,
+    keep_in_range,
+)
 from viz.theme import design_size, too_narrow
 
 MASK_HELP = {
@@ -69,16 +77,16 @@ def model_section(trained_problem: str | None, notes: list[str]) -> None:
     st.selectbox("Mask", list(MASKS), key="mask", **focus.let_go("mask"),
                  help=" ".join(f"**{k}**: {v}" for k, v in MASK_HELP.items()))
     with st.expander("Model size (random model)", expanded=False, key="model-size"):
-        for key, label, help_text in (
-            ("d_model", "d_model", "width of every token vector"),
-            ("n_heads", "heads", "d_k = d_model / heads must be a whole number"),
-            ("n_layers", "layers", "encoder layers (and as many decoder layers)"),
-            ("d_ff", "d_ff", "inner width of the feed-forward network"),
-            ("seed", "seed", "random initialisation"),
+        for key, help_text in (
+            ("d_model", "width of every token vector"),
+            ("n_heads", "d_k = d_model / heads must be a whole number"),
+            ("n_layers", "encoder layers (and as many decoder layers)"),
+            ("d_ff", "inner width of the feed-forward network"),
+            ("seed", "random initialisation"),
         ):
             lo, hi = UI_LIMITS[key]
             keep_in_range(key, lo, hi)
-            st.number_input(label, min_value=lo, max_value=hi, step=1, key=key, disabled=trained, help=help_text)
+            st.number_input(SIDEBAR_NAMES.get(key, key), min_value=lo, max_value=hi, step=1, key=key, disabled=trained, help=help_text)
         st.radio("LayerNorm placement", ["post", "pre"], key="norm", horizontal=True, disabled=trained, **focus.let_go("norm"),
                  help="post (the paper): x = LayerNorm(x + Sublayer(x)). pre: x = x + Sublayer(LayerNorm(x)).")
     devices = ["cpu"] + [d for d in available_devices() if d != "cpu"]

@@ -120,6 +120,10 @@ def _repeated(params: dict[str, str]) -> list[SpecError]:
             for key in params if len(values := st.query_params.get_all(key)) > 1]
 
 
+# A spec's field as the sidebar's box names it, where the two differ (ui/sidebar.py labels its boxes so; a spec's
+# error on the page, app.py spec_error, and a link's, link_field, name them so too).
+SIDEBAR_NAMES = {"n_heads": "heads", "n_layers": "layers"}
+
 # A field that cannot be used because of another: the divisibility of d_model by n_heads is reported as
 # n_heads's, and where the link's d_model does not divide by the default n_heads, d_model goes too.
 RELATED = {"n_heads": "d_model"}
@@ -163,8 +167,8 @@ def spec_from_link(params: dict[str, str]) -> tuple[FigureSpec | None, list[Spec
             # a conflict with a default put in for a field left out: said so (a bad-input walk: d_model=7&n_heads=7
             # said "d_model 64 does not split into 7 heads" of a link that never says 64)
             # (a field the conflict is about that the link does not give is a default: exc.field, or RELATED's)
-            said = str(exc).split(": ", 1)[1]
-            stood_in = [f"{f} {getattr(FigureSpec, f)}" + (" (the link's left out)" if f in dropped else "")
+            said = exc.message
+            stood_in = [f"{SIDEBAR_NAMES.get(f, f)} {getattr(FigureSpec, f)}" + (" (the link's left out)" if f in dropped else "")
                         for f in (exc.field, RELATED.get(exc.field)) if f and f not in params and f in known]
             if said not in seen:  # d_model's conflict with the default n_heads: said once
                 seen.add(said)
@@ -178,13 +182,20 @@ def spec_from_link(params: dict[str, str]) -> tuple[FigureSpec | None, list[Spec
     return None, errors, dropped
 
 
+def link_field(field: str) -> str:
+    """A link's field as a notice names it: by the sidebar's box, and as the link spells it where that differs
+    ("heads (n_heads in the link)": a link's error named n_heads, a box the sidebar calls heads)."""
+    return f"{SIDEBAR_NAMES[field]} ({field} in the link)" if field in SIDEBAR_NAMES else field
+
+
 def link_error_message(errors: list[SpecError], dropped: list[str], opened: bool) -> str:
     """What app.py's notice says about a link that could not be used in full (opened: what was left of it,
     without the known fields `dropped`)."""
-    said = "; ".join(str(e) for e in errors)
+    said = "; ".join(f"{link_field(e.field)}: {e.message}" for e in errors)
     if not opened:
         return f"This link cannot be opened ({said}); showing the default settings instead."
-    instead = f" Showing the default {', '.join(sorted(dropped))} instead." if dropped else ""
+    shown = ", ".join(SIDEBAR_NAMES.get(f, f) for f in sorted(dropped))  # by the box: the error named the link's
+    instead = f" Showing the default {shown} instead." if dropped else ""
     return f"Part of this link cannot be used ({said}).{instead} Everything else is as the link says."
 
 
