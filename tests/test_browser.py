@@ -575,13 +575,9 @@ def test_on_a_touch_screen_the_toolbar_keeps_three_buttons_and_every_title_keeps
     title ("Positional encoding P[toolbar]"). On a touch screen the toolbar keeps reset, camera and full screen,
     and each title is wrapped to end left of it. With a mouse (the other tests) nothing changes. A narrow-screen
     walk: at 820 px titles ran 12-31 px under it (the first draw, before any toolbar, guessed 100 px; it is 134)."""
-    context = browser.new_context(viewport={"width": width, "height": 844}, is_mobile=True, has_touch=True)
-    try:
-        tab = context.new_page()
-        tab.set_default_timeout(60_000)
+    with opened_tab(browser, f"{streamlit_url}/?views=positional&sentence_a=你喜欢她&sentence_b=她喜欢你", width, 844,
+                    is_mobile=True, has_touch=True) as tab:
         assert tab.evaluate("() => matchMedia('(hover: none)').matches")  # what the chart's script asks
-        tab.goto(f"{streamlit_url}/?views=positional&sentence_a=你喜欢她&sentence_b=她喜欢你")
-        wait_idle(tab)
         boxes = tab.evaluate("""() => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')]
             .filter(gd => gd.querySelector('.modebar') && gd.querySelector('.gtitle'))
             .map(gd => { const bar = gd.querySelector('.modebar');
@@ -605,8 +601,6 @@ def test_on_a_touch_screen_the_toolbar_keeps_three_buttons_and_every_title_keeps
         menu = tab.evaluate("""() => [...document.querySelectorAll('[role="menuitem"]')].map((e) =>
             [e.textContent, e.getBoundingClientRect().right <= innerWidth, [...e.querySelectorAll('*')].every((c) =>
                 c.scrollWidth <= c.clientWidth + 1)])""")
-    finally:
-        context.close()
     assert len(boxes) >= 4, boxes
     for box in boxes:
         title, bar = box["title"], box["bar"]
@@ -771,50 +765,45 @@ def test_chart_titles_drawn_narrower_than_laid_out_wrap_again_rather_than_run_of
     """The page's themes lay figures out for 700 px, and a chart follows its column down to 480 px (then
     shrinks): its title and note lines, wrapped for 700 px, ran off the right edge ("… — encoder self,
     laye"). They are wrapped again to the width drawn, and the plot moves down by the lines added."""
-    context = browser.new_context(viewport={"width": width, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(60_000)
-    page.goto(f"{streamlit_url}/?views=query")
-    wait_idle(page)
-    rewrapped, legends = {}, {}
-    for label in ("5 · One query", "3 · Attention step by step", "2 · Positional encoding", "6 · Order & positional encoding"):
-        open_view(page, label)
-        drawn_charts(page)
-        page.wait_for_timeout(500)  # every chart of the view drawn
-        widths = page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')].map((g) => g._fullLayout.width)")
-        assert min(widths) < 690, widths  # drawn narrower than laid out: the case under test
-        assert page.evaluate(CUT_TITLES) == [], label
-        assert page.evaluate(OVERLAPPING_TITLES) == [], label  # panel titles side by side never run into each other
-        titles = page.evaluate("""() => [...document.querySelectorAll('.js-plotly-plot')].map((gd) => {
-            const lines = (l) => ((l.title || {}).text || '').split('<br').length;
-            return [lines(gd.layout), lines(gd.__lab.spec.figure.layout), gd._fullLayout.margin.t,
-                    gd.__lab.spec.figure.layout.margin.t]; })""")
-        for drawn_lines, laid_lines, drawn_top, laid_top in titles:  # more lines: a top margin grown to hold them
-            assert drawn_lines >= laid_lines and (drawn_lines > laid_lines) <= (drawn_top > laid_top), titles
-        rewrapped[label] = any(t[0] > t[1] for t in titles)
-        for chart in page.evaluate(LEGENDS):  # a legend beside the plot took half a phone's chart
-            (ll, lt, lr, lb), (pl, _, pr, pb), (sl, _, sr, sb) = chart["legend"], chart["plot"], chart["svg"]
-            assert sl - 1 <= ll and lr <= sr + 1 and lb <= sb + 1, (label, chart)  # inside its chart
-            assert lt >= pb - 1 or width > 1024, (label, chart)  # under LEGEND_BELOW_UNDER px: every legend below
-            if width <= 1024 or chart["below"]:  # under the plot and its x title (narrower than 600 px, every legend)
-                assert lt >= max(pb, chart["xtitle"]) - 1, (label, chart)
-                assert width != 390 or pr - pl >= 0.7 * (sr - sl), (label, chart)  # the plot as wide as it can be
-            else:  # beside it, as laid out
-                assert ll >= pr - 1, (label, chart)
-        legends[label] = len(page.evaluate(LEGENDS))
-        # the clock's round panels: the plot only as tall as they need (it left ~150 px blank under them at 1024)
-        for blank in page.evaluate("""() => [...document.querySelectorAll('.js-plotly-plot')]
-                .filter((gd) => (gd.layout.meta || {}).round).map((gd) => { const L = gd._fullLayout;
-                    const bottom = Math.max(...Object.keys(L).filter((k) => /^yaxis\\d*$/.test(k))
-                                                .map((k) => L[k]._offset + L[k]._length));
-                    return L.height - L.margin.b - bottom; })"""):
-            assert -1 <= blank <= 3, (label, width, blank)
-        if label == "2 · Positional encoding":
-            assert page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')].filter((gd) => (gd.layout.meta || {}).round).length") == 1
+    with opened_tab(browser, f"{streamlit_url}/?views=query", width, 900) as page:
+        rewrapped, legends = {}, {}
+        for label in ("5 · One query", "3 · Attention step by step", "2 · Positional encoding", "6 · Order & positional encoding"):
+            open_view(page, label)
+            drawn_charts(page)
+            page.wait_for_timeout(500)  # every chart of the view drawn
+            widths = page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')].map((g) => g._fullLayout.width)")
+            assert min(widths) < 690, widths  # drawn narrower than laid out: the case under test
+            assert page.evaluate(CUT_TITLES) == [], label
+            assert page.evaluate(OVERLAPPING_TITLES) == [], label  # panel titles side by side never run into each other
+            titles = page.evaluate("""() => [...document.querySelectorAll('.js-plotly-plot')].map((gd) => {
+                const lines = (l) => ((l.title || {}).text || '').split('<br').length;
+                return [lines(gd.layout), lines(gd.__lab.spec.figure.layout), gd._fullLayout.margin.t,
+                        gd.__lab.spec.figure.layout.margin.t]; })""")
+            for drawn_lines, laid_lines, drawn_top, laid_top in titles:  # more lines: a top margin grown to hold them
+                assert drawn_lines >= laid_lines and (drawn_lines > laid_lines) <= (drawn_top > laid_top), titles
+            rewrapped[label] = any(t[0] > t[1] for t in titles)
+            for chart in page.evaluate(LEGENDS):  # a legend beside the plot took half a phone's chart
+                (ll, lt, lr, lb), (pl, _, pr, pb), (sl, _, sr, sb) = chart["legend"], chart["plot"], chart["svg"]
+                assert sl - 1 <= ll and lr <= sr + 1 and lb <= sb + 1, (label, chart)  # inside its chart
+                assert lt >= pb - 1 or width > 1024, (label, chart)  # under LEGEND_BELOW_UNDER px: every legend below
+                if width <= 1024 or chart["below"]:  # under the plot and its x title (narrower than 600 px, every legend)
+                    assert lt >= max(pb, chart["xtitle"]) - 1, (label, chart)
+                    assert width != 390 or pr - pl >= 0.7 * (sr - sl), (label, chart)  # the plot as wide as it can be
+                else:  # beside it, as laid out
+                    assert ll >= pr - 1, (label, chart)
+            legends[label] = len(page.evaluate(LEGENDS))
+            # the clock's round panels: the plot only as tall as they need (it left ~150 px blank under them at 1024)
+            for blank in page.evaluate("""() => [...document.querySelectorAll('.js-plotly-plot')]
+                    .filter((gd) => (gd.layout.meta || {}).round).map((gd) => { const L = gd._fullLayout;
+                        const bottom = Math.max(...Object.keys(L).filter((k) => /^yaxis\\d*$/.test(k))
+                                                    .map((k) => L[k]._offset + L[k]._length));
+                        return L.height - L.margin.b - bottom; })"""):
+                assert -1 <= blank <= 3, (label, width, blank)
+            if label == "2 · Positional encoding":
+                assert page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')].filter((gd) => (gd.layout.meta || {}).round).length") == 1
     if width == 390:  # on a phone (charts drawn at 480 px) titles must take more lines than at 700
         assert all(rewrapped.values()), rewrapped
     assert legends["5 · One query"] >= 1 and legends["2 · Positional encoding"] >= 1, legends  # the case under test
-    context.close()
 
 
 def test_in_full_screen_the_arrow_keys_flip_heads_and_the_chart_stays_full_screen(page):
@@ -870,16 +859,10 @@ def test_a_theme_chosen_live_draws_what_a_fresh_page_of_that_theme_draws(page, b
     page.wait_for_function(f"""(size) => [...document.querySelectorAll('{charts}')]
         .every(gd => gd._fullLayout.font.size === size)""", arg=THEMES["slide"]["font_size"])
     live = page.eval_on_selector_all(charts, look)
-    fresh_context = browser.new_context(viewport={"width": 1500, "height": 1000})
-    try:
-        fresh = fresh_context.new_page()
-        fresh.goto(f"{streamlit_url}/?views=attention&theme=slide")
-        wait_idle(fresh)
+    with opened_tab(browser, f"{streamlit_url}/?views=attention&theme=slide", 1500, 1000) as fresh:
         open_sidebar(fresh)  # a slide link opens with it folded: the same column as the live page's
         drawn_charts(fresh)
         assert live == fresh.eval_on_selector_all(charts, look)
-    finally:
-        fresh_context.close()
     assert len(live) == len(before) >= 5 and all(a != b for a, b in zip(live, before, strict=True))
 
 
@@ -892,11 +875,7 @@ def test_on_a_dark_page_the_charts_are_dark_and_follow_the_page_until_a_theme_is
     """The browser asks for dark (the operating system's dark mode): Streamlit's page is dark, and so are the
     charts, in the page's own colour; the page turning light, the next interaction follows (a head change, which
     reruns only the main area, reruns the whole app for it); a theme chosen stays."""
-    context = browser.new_context(viewport={"width": 1500, "height": 1000}, color_scheme="dark")
-    try:
-        tab = context.new_page()
-        tab.goto(f"{streamlit_url}/?views=attention")
-        wait_idle(tab)
+    with opened_tab(browser, f"{streamlit_url}/?views=attention", 1500, 1000, color_scheme="dark") as tab:
         drawn_charts(tab)
         page_bg, *charts = tab.evaluate(PAGE_AND_CHART_COLOURS)
         assert len(charts) >= 5 and set(charts) == {page_bg} != {"rgb(255, 255, 255)"}, (page_bg, charts)
@@ -917,8 +896,6 @@ def test_on_a_dark_page_the_charts_are_dark_and_follow_the_page_until_a_theme_is
         tab.wait_for_function(f"() => ({PAGE_AND_CHART_COLOURS})().slice(1).every(c => c !== 'rgb(255, 255, 255)')")
         page_bg, *charts = tab.evaluate(PAGE_AND_CHART_COLOURS)
         assert page_bg == "rgb(255, 255, 255)" and len(charts) >= 5 and "rgb(255, 255, 255)" not in charts
-    finally:
-        context.close()
 
 
 TWIN_ROWS = """() => {
@@ -1057,18 +1034,11 @@ def test_on_a_phone_the_key_labels_of_heads_side_by_side_never_run_together(brow
     """A phone walk: view 4's grids, drawn at 480 px (laid out for 700), read "0:t 10:t 20:a0:t": a panel's last
     label ran into the next panel's first. Drawn narrower, the chart's script thins the labels and clears a
     panel's right end as the server does at the laid-out width."""
-    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
-    try:
-        tab = context.new_page()
-        tab.set_default_timeout(60_000)
-        tab.goto(f"{streamlit_url}/?views=heads&sentence_a=the%20cat%20sat%20on%20the%20mat"
-                 "&sentence_b=the%20mat%20sat%20on%20the%20cat")
-        wait_idle(tab)
+    with opened_tab(browser, f"{streamlit_url}/?views=heads&sentence_a=the%20cat%20sat%20on%20the%20mat"
+                             "&sentence_b=the%20mat%20sat%20on%20the%20cat", 390, 844, is_mobile=True, has_touch=True) as tab:
         draw_every_chart(tab, 300)
         overlapping = tab.evaluate(OVERLAPPING_X_LABELS)
         labelled = tab.evaluate("() => document.querySelectorAll('.js-plotly-plot .xaxislayer-above text').length")
-    finally:
-        context.close()
     assert labelled >= 8 and overlapping == [], overlapping
 
 
@@ -1170,21 +1140,16 @@ def test_slide_twins_stack_where_side_by_side_would_show_them_at_under_half_thei
     be shown at ~0.4 of that, so there the twins stack, each the full width (0.8); so they do in a 1920 px
     window (half: ~700 px, 0.56: the slide's type smaller than the default theme's); in a 2400 px window
     (half: ~960 px) they sit side by side and level."""
-    context = browser.new_context(viewport={"width": 1500, "height": 1000})
-    page = context.new_page()
-    page.set_default_timeout(60_000)
-    page.goto(f"{streamlit_url}/?theme=slide&views=order")
-    wait_idle(page)
-    drawn_charts(page)
-    rows = twin_rows(page, 1500)
-    assert {"order-diff", "order-pooled"} <= set(rows), rows
-    assert_stacked_full_width(rows)
-    scales = page.eval_on_selector_all('[data-testid="stMain"] .js-plotly-plot', "els => els.map(gd => gd.__lab.scale)")
-    assert min(scales) > 0.75, scales
-    assert_stacked_full_width(twin_rows(page, 1920))
-    assert_side_by_side_and_level(twin_rows(page, 2400))
-    assert page.locator(ERRORS).count() == 0
-    context.close()
+    with opened_tab(browser, f"{streamlit_url}/?theme=slide&views=order", 1500, 1000) as page:
+        drawn_charts(page)
+        rows = twin_rows(page, 1500)
+        assert {"order-diff", "order-pooled"} <= set(rows), rows
+        assert_stacked_full_width(rows)
+        scales = page.eval_on_selector_all('[data-testid="stMain"] .js-plotly-plot', "els => els.map(gd => gd.__lab.scale)")
+        assert min(scales) > 0.75, scales
+        assert_stacked_full_width(twin_rows(page, 1920))
+        assert_side_by_side_and_level(twin_rows(page, 2400))
+        assert page.locator(ERRORS).count() == 0
 
 
 VERDICTS = """() => [...document.querySelectorAll('.st-key-twins-order-verdict [data-testid="stAlert"]')].map(a => {
@@ -1263,13 +1228,8 @@ def test_a_slide_link_opens_folded_for_a_projector_with_the_first_chart_on_a_720
     screen without scrolling (before, it began below the screen's edge), with no "Deploy" button on it. The
     sidebar opened by hand stays open through reruns; a link without the slide theme opens with it, and choosing
     slide there does not fold it."""
-    context = browser.new_context(viewport={"width": 1280, "height": 720})
-    try:
-        page = context.new_page()
-        page.set_default_timeout(60_000)
-        page.goto(f"{streamlit_url}/?views=attention&sentence_a=你喜欢她&sentence_b=她喜欢你&block=decoder+self"
-                  "&theme=slide")
-        wait_idle(page)
+    with opened_tab(browser, f"{streamlit_url}/?views=attention&sentence_a=你喜欢她&sentence_b=她喜欢你"
+                             "&block=decoder+self&theme=slide") as page:
         assert page.evaluate(SIDEBAR_RIGHT) <= 0  # folded away
         # no "Deploy" button on the projector (.streamlit/config.toml: client.toolbarMode = "viewer"); the menu stays
         assert page.locator('[data-testid="stAppDeployButton"]').count() == 0
@@ -1295,10 +1255,7 @@ def test_a_slide_link_opens_folded_for_a_projector_with_the_first_chart_on_a_720
         wait_for_setting(page, "head", "1")
         assert page.evaluate(SIDEBAR_RIGHT) > 200  # opened by hand: it stays open
 
-        page = context.new_page()
-        page.set_default_timeout(60_000)
-        page.goto(f"{streamlit_url}/?views=attention")
-        wait_idle(page)
+    with opened_tab(browser, f"{streamlit_url}/?views=attention") as page:
         assert page.evaluate(SIDEBAR_RIGHT) > 200
         page.locator(".st-key-theme [role='combobox']").click()
         if not page.get_by_role("option", name="slide", exact=True).count():
@@ -1306,8 +1263,6 @@ def test_a_slide_link_opens_folded_for_a_projector_with_the_first_chart_on_a_720
         page.get_by_role("option", name="slide", exact=True).click()
         wait_for_setting(page, "theme", "slide")
         assert page.evaluate(SIDEBAR_RIGHT) > 200  # chosen in the sidebar: it stays under the pointer
-    finally:
-        context.close()
 
 
 ENTROPY_CHART = ".st-key-chart-heads-entropy .js-plotly-plot"
@@ -1398,22 +1353,17 @@ def test_in_full_screen_a_slide_title_keeps_clear_of_the_toolbar(browser, stream
     """On a 1280 x 720 projector a slide chart in full screen is as wide as its design: its title, laid out
     for 1280 px, ran under plotly.js's toolbar (top right, shown while the pointer is on the chart). In full
     screen the title is wrapped to end left of the toolbar."""
-    context = browser.new_context(viewport={"width": 1280, "height": 720})
-    page = context.new_page()
-    page.set_default_timeout(60_000)
-    page.goto(f"{streamlit_url}/?theme=slide&views={view}&sentence_a=你喜欢她&sentence_b=她喜欢你")
-    wait_idle(page)
-    gd = f".st-key-chart-{view}-{chart} .lab-chart"
-    page.locator(gd).scroll_into_view_if_needed()
-    page.hover(gd)
-    page.locator(f".st-key-chart-{view}-{chart} .modebar-btn[data-title^='Full screen']").click()
-    page.wait_for_function("() => document.fullscreenElement && document.fullscreenElement.className === 'lab-chart-box'")
-    page.wait_for_timeout(300)
-    page.hover(gd)  # the toolbar shows
-    title, bar = page.eval_on_selector(gd, "gd => [gd.querySelector('.gtitle').getBoundingClientRect().toJSON(), "
-                                           "gd.querySelector('.modebar').getBoundingClientRect().toJSON()]")
-    page.screenshot(path=str(SCREENSHOTS / f"browser-full-screen-title-{view}.png"))
-    context.close()
+    with opened_tab(browser, f"{streamlit_url}/?theme=slide&views={view}&sentence_a=你喜欢她&sentence_b=她喜欢你") as page:
+        gd = f".st-key-chart-{view}-{chart} .lab-chart"
+        page.locator(gd).scroll_into_view_if_needed()
+        page.hover(gd)
+        page.locator(f".st-key-chart-{view}-{chart} .modebar-btn[data-title^='Full screen']").click()
+        page.wait_for_function("() => document.fullscreenElement && document.fullscreenElement.className === 'lab-chart-box'")
+        page.wait_for_timeout(300)
+        page.hover(gd)  # the toolbar shows
+        title, bar = page.eval_on_selector(gd, "gd => [gd.querySelector('.gtitle').getBoundingClientRect().toJSON(), "
+                                               "gd.querySelector('.modebar').getBoundingClientRect().toJSON()]")
+        page.screenshot(path=str(SCREENSHOTS / f"browser-full-screen-title-{view}.png"))
     assert bar["width"] > 100 and title["width"] > 300
     assert title["right"] <= bar["left"] or title["top"] >= bar["bottom"], (title, bar)
     assert title["left"] >= 0 and title["top"] >= -2  # on the screen (its glyph box starts at its line top)
