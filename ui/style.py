@@ -94,7 +94,7 @@ CSS = """
 [class*="st-key-turned-"] { container-type: inline-size; }
 @container (width >= __TURNED_REM__rem) {
   [class*="st-key-turned-"] [data-testid="stElementContainer"]:has([data-testid="stTable"]) { display: none; } }
-@container (width < __TURNED_REM__rem) {
+@container not (width >= __TURNED_REM__rem) {  /* not "width less than": st.html drops the CSS after that sign */
   [class*="st-key-turned-"] [data-testid="stElementContainer"]:has([data-testid="stDataFrame"]) { display: none; } }
 [class*="st-key-twins-"] [data-testid="stElementContainer"]:has(> [data-testid="stAlert"]) { flex-grow: 1; }
 [class*="st-key-twins-"] [data-testid="stAlert"],
