@@ -1297,6 +1297,38 @@ def test_on_a_projector_with_the_sidebar_open_cell_values_keep_the_slide_type_or
                                       ".some((e) => e.textContent.includes('entropy (bits)'))", timeout=10_000)
 
 
+# each chart's smallest notes line and cell value as shown (its font size times the chart's scale, ui/chart.py)
+SHOWN_SIZES = """() => [...document.querySelectorAll('[data-testid="stMain"] .lab-chart')].map(gd => {
+  const k = (gd.__lab && gd.__lab.scale) || 1, px = el => parseFloat(getComputedStyle(el).fontSize) * k;
+  const notes = (gd._fullLayout.annotations || []).map((a, i) => a.name === "notes"
+    ? gd.querySelector(`.annotation[data-index="${i}"] .annotation-text`) : null).filter(Boolean);
+  return {title: gd._fullLayout.title.text, notes: Math.min(...notes.map(px)),
+          values: Math.min(...[...gd.querySelectorAll("g.heatmaplayer text, g.textpoint text")].map(px))};
+})"""
+
+
+def test_a_slide_link_on_a_projector_shows_notes_and_cell_values_in_the_pages_projector_type(browser, streamlit_url):
+    """A teacher's walk: on a 1280 x 720 projector (a lesson link in the slide theme, charts shown at ~0.87 of
+    their 1280 px) the notes over a plot and the values in its cells were the smallest text on the screen, 15.8 and
+    16.6 px, under the 18 px of the page's own captions, and they carry what the lesson asks the room to read:
+    step 2's "max |difference| 4.4e−15", step 3's weights (add up a row), step 4's "largest weight 0.463"."""
+    lesson = "sentence_a=你喜欢她&sentence_b=她喜欢你&theme=slide"
+    shown = {}
+    for query in ("views=positional", "views=attention&block=decoder+self", "views=query&query=1"):
+        with opened_tab(browser, f"{streamlit_url}/?{query}&{lesson}") as tab:
+            draw_every_chart(tab, 200)
+            shown.update({c["title"]: c for c in tab.evaluate(SHOWN_SIZES)})
+    with_notes = [t for t, c in shown.items() if c["notes"] is not None and c["notes"] < 1e9]
+    with_values = [t for t, c in shown.items() if c["values"] is not None and c["values"] < 1e9]
+    assert any(t.startswith("Each (sin, cos) pair") for t in with_notes)  # the rotation's error
+    assert any(t.startswith("Query 1:") for t in with_notes)  # the largest weight with and without ÷√d_k
+    assert any(t.startswith("5. Weights") for t in with_values) and any(t.startswith("PE(m)") for t in with_values)
+    for title in with_notes:
+        assert shown[title]["notes"] >= 18, (title, shown[title])
+    for title in with_values:
+        assert shown[title]["values"] >= 18, (title, shown[title])
+
+
 def test_slide_tables_are_html_in_projector_type_with_words_for_booleans_and_markup_as_text(browser, streamlit_url):
     """In the slide theme a table that is the panel (the tokens; view 6's numbers and translations) is drawn as
     st.table: HTML, in the page's projector-sized type (ui/style.py; st.dataframe's canvas keeps 14 px whatever

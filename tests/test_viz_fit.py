@@ -18,7 +18,7 @@ from lab.export import cli_models
 from lab.spec import FigureSpec
 from lab.views import build_view
 from viz.heatmap import label_gap
-from viz.theme import cell_text, design_size, text_width, theme_spec
+from viz.theme import cell_text, cell_type_px, design_size, text_width, theme_spec
 
 EN = ("the cat sat on the mat", "the mat sat on the cat")  # 22 characters; 8 BPE tokens
 
@@ -60,7 +60,7 @@ def cell_width(fig: dict, theme: str, trace: dict, columns: int) -> float:
 def test_every_value_written_in_a_cell_fits_it_with_room_either_side(models, theme, sentences, tokenizer):
     figs = figures(models, "attention", sentence_a=sentences[0], sentence_b=sentences[1], tokenizer=tokenizer,
                    theme=theme, mask="look-ahead")
-    size = max(9, theme_spec(theme)["font_size"] - 3)
+    size = cell_type_px(theme)
     for key, fig in figs.items():
         for trace, texts in value_texts(fig):
             w = cell_width(fig, theme, trace, len(texts[0]))
@@ -186,7 +186,7 @@ def test_a_step_figure_drawn_alone_takes_its_own_margins_and_its_values_still_fi
         drawn = vx.alone(copy.deepcopy(figs[key]))
         assert drawn["layout"]["margin"]["r"] < shared["r"] - 30, key  # no room for row sums it does not have
         assert drawn["layout"]["margin"]["l"] <= shared["l"]
-        size = max(9, theme_spec(theme)["font_size"] - 3)
+        size = cell_type_px(theme)
         for trace, texts in value_texts(drawn):  # fitted again to the cells so laid out
             widest = max(text_width(x, size) for row in texts for x in row if x)
             assert widest + 4 <= cell_width(drawn, theme, trace, len(texts[0])), key
@@ -226,7 +226,7 @@ def test_masked_cells_write_minus_infinity_only_where_it_fits(models, theme):
     """14 keys, 10 of them [PAD] (sentence B of a long A): "−∞" was written in every masked cell, run together."""
     figs = figures(models, "attention", sentence_a="我喜欢她你喜欢他她喜欢我们吗", sentence_b="她喜欢你",
                    sentence="b", theme=theme)
-    size = max(9, theme_spec(theme)["font_size"] - 3)
+    size = cell_type_px(theme)
     fig = figs["attention-masked"]
     assert any((t.get("meta") or {}).get("role") == "mask" for t in fig["data"])  # the [PAD] keys are masked
     for trace in fig["data"]:
@@ -250,7 +250,7 @@ def test_a_step_figure_exported_alone_writes_the_values_its_own_cells_hold(model
     own = alone(copy.deepcopy(fig))
     found = value_texts(own)
     assert found, key
-    size = max(9, theme_spec("paper")["font_size"] - 3)
+    size = cell_type_px("paper")
     for trace, texts in found:
         w = cell_width(own, "paper", trace, len(texts[0]))
         assert max(text_width(x, size) for row in texts for x in row if x) + 4 <= w

@@ -29,6 +29,7 @@ from viz.theme import (
     apply_theme,
     cell_type_px,
     design_size,
+    note_size,
     text_width,
     theme_spec,
     widest,
@@ -662,8 +663,7 @@ def plot_px(
     wide = widest(col_text, f)
     shown = min(len(col_text), tick_budget(max(w, 40.0), f))
     below = 1.3 * f if shown * (wide + 8) <= w else wide + 6
-    note_size = max(10, round(0.8 * f))
-    top = 32 + 1.4 * t["title_size"] + 1.3 * note_size * note_lines
+    top = 32 + 1.4 * t["title_size"] + 1.3 * note_size(t) * note_lines
     h = H - top - below - 1.5 * f - edge - 6
     return max(40.0, w), max(40.0, h)
 

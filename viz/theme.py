@@ -119,6 +119,12 @@ THEMES: dict[str, dict] = {
         grid_color="#ffffff",
         line_width=3.5,
         colorbar_thickness=24,
+        # notes over a plot and the values in its cells: shown at ~0.87 on a 1280 x 720 projector (the page's
+        # width less its margins), 21 px is 18 px there, the page's own captions' size (ui/style.py); at the
+        # others' 0.8 and 3 px less than the text they were 15.8 and 16.6 px (a teacher's walk: step 2's
+        # "max |difference| 4.4e−15" and step 4's "largest weight 0.463" are notes)
+        note_size=21,
+        value_size=21,
         mask_bg="#a6a6a6",
         mask_fg="#262626",
         mask_text="#000000",
@@ -161,6 +167,12 @@ for _name, _t in THEMES.items():
     _t["auto_values"] = True
     _t["legend_below"] = _name.startswith("paper")
 THEME_NAMES = tuple(THEMES)
+
+
+def note_size(t: dict) -> int:
+    """The size of a figure's note lines (under its title) in theme settings `t`: its own, else 0.8 of its text's."""
+    return t.get("note_size") or max(10, round(0.8 * t["font_size"]))
+
 
 # Themes without a fixed size are drawn by the app at its column's width (~1,050 px in a 1500 px
 # window, ~520 for charts side by side, ~560 in a 1024 px window) and the figure's own height (Plotly's
@@ -377,10 +389,12 @@ CELL_PAD_EM = 0.3  # room a value keeps in its cell (of its text size): less, an
 
 
 def cell_type_px(theme: str) -> int:
-    """The type of the values and marks written in cells ("0.25", "−∞"), the smallest a theme's figures write: 3 px
-    under its text, at least 9 (slide 19, paper 15, default 11). ui/chart.py keeps a figure shown shrunk from
-    writing them smaller on the screen than this."""
-    return max(9, theme_spec(theme)["font_size"] - 3)
+    """The type of the values and marks written in cells ("0.25", "−∞"), the smallest a theme's figures write: the
+    theme's own value_size (slide 21: 18 px as shown on a 1280 x 720 projector), else 3 px under its text, at least 9
+    (paper 15, default 11). ui/chart.py keeps a figure shown shrunk from writing them smaller on the screen than
+    this."""
+    t = theme_spec(theme)
+    return t.get("value_size") or max(9, t["font_size"] - 3)
 
 
 def fit_cell_values(data, layout, theme: str) -> None:
@@ -824,10 +838,10 @@ def _fit_title(fig: Fig, t: dict, width: float, left: float, xs: list[Node]) -> 
     first, *rest = ((fig.layout.get("title") or {}).get("text") or "").split("<br>")
     old = [a for a in fig.layout.get("annotations") or () if a.get("name") == "notes"]
     lines = [unwrap(x) for x in (old[0].get("text").split("<br>") if old else [])] + rest
-    note_size = max(10, round(0.8 * t["font_size"]))
+    notes_px = note_size(t)
     room = width - left - max(8, round(0.5 * t["font_size"])) - 4
     first = soft_wrap(first, room, t["title_size"]) if first else first
-    notes = "<br>".join(soft_wrap(x, room, note_size) for x in lines)
+    notes = "<br>".join(soft_wrap(x, room, notes_px) for x in lines)
     title_lines = _lines(first) if first else 0
     note_lines = _lines(notes) if lines else 0
     # make_subplots puts subplot titles at the top edge of the plot area: notes go above them.
@@ -849,7 +863,7 @@ def _fit_title(fig: Fig, t: dict, width: float, left: float, xs: list[Node]) -> 
         old[0].update(
             text=notes,
             yshift=6 + lift,
-            font=dict(family=t["font_family"], size=note_size, color=t["font_color"]),
+            font=dict(family=t["font_family"], size=notes_px, color=t["font_color"]),
         )
     elif lines:
         fig.add_annotation(
@@ -864,9 +878,9 @@ def _fit_title(fig: Fig, t: dict, width: float, left: float, xs: list[Node]) -> 
             yshift=6 + lift,
             showarrow=False,
             align="left",
-            font=dict(family=t["font_family"], size=note_size, color=t["font_color"]),
+            font=dict(family=t["font_family"], size=notes_px, color=t["font_color"]),
         )
-    height = 12 + note_lines * 1.3 * note_size
+    height = 12 + note_lines * 1.3 * notes_px
     if title_lines:
         height += 1.4 * t["title_size"] + 1.3 * t["title_size"] * (title_lines - 1)
     title = fig.layout.child("title")  # plain property names: set directly, as update_layout would
