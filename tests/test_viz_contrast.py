@@ -99,11 +99,9 @@ def view_figures(models, theme: str) -> dict[str, dict]:
         for query in (6, 13) if view == "query" else (spec.query,):
             panels = build_view(view, dataclasses.replace(spec, query=query), models).panels
             figs.update({f"{view}/{p.key}/{query}": p.figure.to_plotly_json() for p in panels if p.figure is not None})
-    # view 7's "train it yourself" panel (ui/train.py): its runs' loss curves, and one run as it trains
+    # view 7's "train it yourself" panel (ui/train.py): its runs' loss curves
     figs["translate/loss"] = viz.loss_curves({"with PE": [3.0, 2.0, 1.5], "without PE": [3.0, 2.5, 2.2],
                                               "third": [3.1, 2.9, 2.8]}, theme=theme).to_plotly_json()
-    figs["translate/loss-curve"] = viz.loss_curve([3.0, 2.0, 1.5], val_loss=[3.1, 2.4], val_steps=[0, 2],
-                                                  theme=theme).to_plotly_json()
     return figs
 
 
