@@ -98,6 +98,25 @@ def test_step_3_the_look_ahead_mask_zero_weights_above_the_diagonal_rows_sum_to_
     np.testing.assert_allclose(weights.sum(axis=1), 1.0, atol=1e-6)
 
 
+def test_step_3_a_row_of_rounded_weights_the_lesson_adds_up_is_the_one_the_figure_writes(models):
+    """A teacher's walk: the lesson has the class add up a row of the weights' cells; row 3:欢's two-decimal cells
+    make 1.01, beside "Σ = 1.000" (the exact sum), which a student would take for a mistake. The lesson names that
+    row, and its numbers are the figure's own."""
+    from viz.theme import cell_text
+
+    text = " ".join(LESSON.read_text(encoding="utf-8").split())
+    found = re.search(r"row (\d+:\S+?)'s ((?:[0-9.]+ \+ )+[0-9.]+) make ([0-9.]+), its Σ = (\d\.\d+)", text)
+    assert found, "step 3 names the row whose rounded cells do not add up to 1"
+    row, cells, total, sigma = found[1], found[2].split(" + "), found[3], found[4]
+    fig = panels(3, models)["attention-weights"].figure
+    values = next(t for t in fig.data if (t.meta or {}).get("role") == "values")
+    rows = list(fig.layout.yaxis.ticktext)
+    written = [cell_text(x)[0] for x in values.text[rows.index(row)]]
+    assert [x for x in written if x] == cells  # the masked key writes its own "0", in the hatched cell
+    assert f"{sum(map(float, cells)):.2f}" == total != "1.00"
+    assert fig.layout.yaxis2.ticktext[rows.index(row)] == f"Σ = {sigma}"
+
+
 def test_step_4_without_scaling_the_largest_weight_is_larger(models):
     table = panels(4, models)["query-bars"].table
     assert table["weight without ÷√d_k"].max() > table["weight"].max()
