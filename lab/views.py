@@ -518,11 +518,22 @@ def heads_view(spec: FigureSpec, models: Models) -> ViewResult:
 
 
 # -- 5. one query -----------------------------------------------------------------------------
-def _context_frame(v: np.ndarray, context: np.ndarray, keys: list[str], query: str) -> pd.DataFrame:
-    """The context panel's numbers: each key's value vector v ("v of 1: like"), then z = Σⱼ wⱼ vⱼ of the query
+def _context_frame(weights: np.ndarray, v: np.ndarray, context: np.ndarray, keys: list[str],
+                   query: str) -> pd.DataFrame:
+    """The context panel's numbers: each key's value vector v ("v of 1: like"), then what the figure's bars draw,
+    each key's wⱼ·vⱼ ("w·v of 1: like"; a reviewer's walk: the bars were in no CSV) and the sum of those the figure
+    draws as one grey bar ("w·v of 2 other keys (5:h, 7:r)"), then z = Σⱼ wⱼ vⱼ of the query
     ("z of 2:我"). Under bare positions a numbers walk read "8:context" as a ninth token."""
-    names = [f"v of {key}" for key in viz.unique_labels(keys)] + [f"z of {query}"]
-    return pd.DataFrame(np.vstack([v, context]), index=pd.Index(names, name="row"))  # (Tk + 1, d_k)
+    keys = viz.unique_labels(keys)
+    parts = np.asarray(weights)[:, None] * v  # row j: w_j v_j, a bar of viz.context_vector_figure
+    names = [f"v of {key}" for key in keys] + [f"w·v of {key}" for key in keys]
+    rows = [v, parts]
+    rest = viz.context_key_bars(weights)[1]
+    if rest:  # the figure's grey bar: their sum
+        names.append(f"w·v of {len(rest)} other keys ({', '.join(keys[j] for j in rest)})")
+        rows.append(parts[rest].sum(axis=0, keepdims=True))
+    names.append(f"z of {query}")
+    return pd.DataFrame(np.vstack([*rows, context]), index=pd.Index(names, name="row"))  # (2 Tk [+ 1] + 1, d_k)
 
 
 def _journey_word(sentence, block: str, q: int) -> int | None:
@@ -566,8 +577,7 @@ def _journey_panels(spec: FigureSpec, word: int | None, qlabel: str) -> list[Pan
               viz.context_vector_figure(a["weights"][q], a["v"], key_labels=words, query_label=words[q],
                                         context=a["context"][q], theme=spec.theme,
                                         title=f"Textbook (Raschka, section 3.4): context vector z for '{words[q]}' = Σⱼ wⱼ vⱼ"),
-              pd.DataFrame(a["context"][q : q + 1], columns=["z0", "z1"],  # (1, 2): the query at its own position
-                           index=pd.Index([f"z of {q}:{words[q]}"], name="row")),
+              _context_frame(a["weights"][q], a["v"], a["context"][q], words, f"{q}:{words[q]}"),
               caption=f"z = {np.round(_np(context[q]), 4).tolist()}"
                       + (" — the tutorial prints tensor([0.3061, 0.8210]) for it." if words[q] == "journey" else
                          ". The tutorial prints z for 'journey' only (word 1; choose a query token in it): "
@@ -630,7 +640,7 @@ def query_view(spec: FigureSpec, models: Models) -> ViewResult:
         viz.context_vector_figure(a["weights"][q], a["v"], key_labels=cols, query_label=qlabel,
                                   context=a["context"][q], theme=spec.theme,
                                   title=f"Context vector of query {qlabel} = Σⱼ wⱼ vⱼ — {where}"),
-        lambda: _context_frame(a["v"], a["context"][q], cols, viz.unique_labels(rows)[q]),
+        lambda: _context_frame(a["weights"][q], a["v"], a["context"][q], cols, viz.unique_labels(rows)[q]),
     ))
     if run_.sentences[row].text.strip() == JOURNEY_TEXT:
         out.panels.extend(_journey_panels(spec, _journey_word(run_.sentences[row], spec.block, q), qlabel))

@@ -1057,8 +1057,8 @@ def test_a_figures_numbers_show_a_space_token_as_its_chart_does():
 
     bars = pd.DataFrame({"key": viz.unique_labels(["I", " like"]), "weight": [0.4, 0.6]})
     assert list(_visible_tokens(bars)["key"]) == ["0:I", "1:␣like"] and list(bars["key"]) == ["0:I", "1: like"]
-    context = _context_frame(np.eye(2), np.ones(2), ["I", " "], "1: ")
-    assert list(_visible_tokens(context).index) == ["v of 0:I", "v of 1:␣", "z of 1:␣"]
+    context = _context_frame(np.array([0.5, 0.5]), np.eye(2), np.ones(2), ["I", " "], "1: ")
+    assert list(_visible_tokens(context).index) == ["v of 0:I", "v of 1:␣", "w·v of 0:I", "w·v of 1:␣", "z of 1:␣"]
 
 
 def test_the_slide_themes_order_table_names_its_rows_and_writes_small_numbers_as_the_verdict_does(make_app):

@@ -878,3 +878,26 @@ def test_text_a_spreadsheet_would_run_as_a_formula_is_quoted_in_the_csv():
     assert rows[0] == ["sentence", "score"]
     assert [r[0] for r in rows[1:]] == ["'=HYPERLINK(\"http://x\",\"click\")你", "'@SUM(A1)", "'-2+3", "-", "你喜欢她"]
     assert [float(r[1]) for r in rows[1:]] == [-0.5, 1.0, -2.0, 0.25, 3.0]
+
+
+@pytest.mark.parametrize("sentence", ["你喜欢她们吗", "Your journey starts with one step"])
+def test_every_number_a_figure_draws_in_bars_or_cells_is_in_its_csv(models, sentence):
+    """A reviewer's walk: the numbers behind a figure are the ones it draws. View 5's context vector draws each
+    key's wⱼ·vⱼ as a bar, and its CSV held v and z only (the textbook's, z alone): no bar's height was in it."""
+    spec = FigureSpec(sentence_a=sentence, query=1, views=("attention",), **SMALL)
+    checked = 0
+    for view in ("positional", "attention", "heads", "query", "order"):
+        for panel in build_view(view, spec, models).panels:
+            if panel.figure is None or panel.table is None:
+                continue
+            drawn = np.concatenate([np.asarray(t.z if t.type == "heatmap" else t.y, dtype=float).ravel()
+                                    for t in panel.figure.data if t.type in ("heatmap", "bar")] or [np.empty(0)])
+            drawn = drawn[np.isfinite(drawn)]
+            table = pd.read_csv(io.BytesIO(vx.table_csv(panel.table)), encoding="utf-8-sig")
+            written = table.select_dtypes("number").to_numpy(dtype=float).ravel()
+            written = np.sort(written[np.isfinite(written)])
+            for x in drawn:  # each drawn number (float32 in the figure) among the written ones
+                near = written[np.clip(np.searchsorted(written, x), 1, len(written) - 1) - 1:][:2]
+                assert np.isclose(near, x, rtol=1e-6, atol=1e-7).any(), (view, panel.key, x)
+            checked += panel.key.endswith("context")
+    assert checked == (2 if sentence.startswith("Your") else 1)

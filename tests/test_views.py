@@ -15,6 +15,7 @@ from lab.spec import FigureSpec
 from lab.views import Models, build_view, order_data, order_draws_attention
 from tests.conftest import needs_trained, trained_available
 from viz.labels import num as viz_num
+from viz.labels import unique_labels
 
 
 @pytest.fixture(scope="module")
@@ -284,11 +285,11 @@ def test_query_view_reproduces_seed_002_for_the_journey_preset(models):
     seed = p["journey-bars"].table
     np.testing.assert_allclose(seed["score ω"], [1.2705, 1.8524, 1.8111, 1.0795, 0.5577, 1.5440], atol=1e-4)
     np.testing.assert_allclose(seed["weight α"], [0.1500, 0.2264, 0.2199, 0.1311, 0.0906, 0.1820], atol=1e-4)
-    np.testing.assert_allclose(p["journey-context"].table.to_numpy()[0], [0.3061, 0.8210], atol=1e-4)
+    np.testing.assert_allclose(p["journey-context"].table.to_numpy()[-1], [0.3061, 0.8210], atol=1e-4)  # z, last
     assert p["journey-context"].caption.endswith("the tutorial prints tensor([0.3061, 0.8210]) for it.")
     # another query: its own z, and the tutorial's number named as journey's, not as this word's
     p, _ = panels("query", dataclasses.replace(spec, query=2), models)
-    z = p["journey-context"].table.to_numpy()[0]
+    z = p["journey-context"].table.to_numpy()[-1]
     assert "'starts'" in p["journey-context"].title and not np.allclose(z, [0.3061, 0.8210], atol=1e-4)
     assert "for 'journey' only (word 1" in p["journey-context"].caption
 
@@ -319,8 +320,10 @@ def test_the_textbook_panel_follows_the_word_of_the_pages_query_token(models, bl
         assert "query 0:[BOS] is not one of its words" in p["journey-bars"].title
     bars = p["query-bars"].table
     np.testing.assert_allclose(bars["weight"].sum(), 1.0, atol=1e-6)
-    ctx = p["query-context"].table.to_numpy()
-    np.testing.assert_allclose(bars["weight"].to_numpy() @ ctx[:-1], ctx[-1], atol=1e-6)
+    ctx = p["query-context"].table.to_numpy()  # v of each key, w·v of each key, z
+    n = len(bars)
+    np.testing.assert_allclose(bars["weight"].to_numpy() @ ctx[:n], ctx[-1], atol=1e-6)
+    np.testing.assert_allclose(bars["weight"].to_numpy()[:, None] * ctx[:n], ctx[n : 2 * n], atol=1e-12)
 
 
 def test_positional_view_numbers(models):
@@ -856,11 +859,13 @@ def test_the_query_views_tables_name_their_rows_and_keys_as_the_other_views_tabl
     assert any(" " in k for k in keys) and not any("␣" in k for k in keys)  # BPE's leading spaces
     assert list(p["query-bars"].table["key"]) == keys
     context = p["query-context"].table
-    assert list(context.index) == [f"v of {k}" for k in keys] + [f"z of {keys[1]}"]
+    assert list(context.index) == [f"v of {k}" for k in keys] + [f"w·v of {k}" for k in keys] + [f"z of {keys[1]}"]
     w = p["query-bars"].table["weight"].to_numpy()
-    np.testing.assert_allclose(w @ context.to_numpy()[:-1], context.to_numpy()[-1], atol=1e-6)
+    np.testing.assert_allclose(w @ context.to_numpy()[: len(keys)], context.to_numpy()[-1], atol=1e-6)
     journey = dataclasses.replace(SPEC, sentence_a="Your journey starts with one step", query=3, tokenizer="bpe")
-    assert list(panels("query", journey, models)[0]["journey-context"].table.index) == ["z of 3:with"]
+    words = unique_labels("Your journey starts with one step".split())
+    assert list(panels("query", journey, models)[0]["journey-context"].table.index) == (
+        [f"v of {w}" for w in words] + [f"w·v of {w}" for w in words] + ["z of 3:with"])
 
 
 def test_the_order_verdict_counts_a_token_only_one_sentence_has_rather_than_repeating_it(models):

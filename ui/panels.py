@@ -77,12 +77,13 @@ def _visible_tokens(table: pd.DataFrame) -> pd.DataFrame:
     return shown.rename(index=_visible_label, columns=_visible_label)
 
 
-_TOKEN_LABEL = re.compile(r"((?:[a-z]+ of )?\d+):(.*)", re.DOTALL)  # viz.labels.unique_labels: "i:piece", "v of i:piece"
+# viz.labels.unique_labels: "i:piece"; view 5's context rows "v of i:piece", "w·v of i:piece"
+_TOKEN_LABEL = re.compile(r"((?:[a-z·]+ of )?\d+):(.*)", re.DOTALL)
 
 
 def _visible_label(label):
-    """A token label "i:piece" (or a row of a token's, "v of i:piece", view 5's context table) with its piece's
-    whitespace shown as the chart shows it; any other as it is."""
+    """A token label "i:piece" (or a row of a token's, "v of i:piece", "w·v of i:piece", view 5's context table)
+    with its piece's whitespace shown as the chart shows it; any other as it is."""
     match = _TOKEN_LABEL.fullmatch(label) if isinstance(label, str) else None
     return f"{match[1]}:{viz.visible_whitespace(match[2])}" if match else label
 

@@ -7,6 +7,7 @@ and applies one of the themes in viz.theme; token labels are made unique ("0:I")
 from viz.attention import (
     attention_lines,
     attention_step_figures,
+    context_key_bars,
     context_vector_figure,
     entropy_overview,
     heads_grid,
@@ -75,6 +76,7 @@ __all__ = [
     "apply_theme",
     "attention_step_figures",
     "attention_lines",
+    "context_key_bars",
     "context_vector_figure",
     "cross_attention_heatmap",
     "decoder_self_attention_heatmap",

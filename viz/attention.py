@@ -741,6 +741,18 @@ def query_bars(
 KEY_PATTERNS = ("\\", ".", "|", "-", "+", "x", "/")
 
 
+def context_key_bars(weights: np.ndarray) -> tuple[list[int], list[int]]:
+    """Which keys context_vector_figure draws a bar of their own, and which it sums into one grey "other keys" bar
+    (both in key order; masked keys, weight 0 or not finite, add nothing and are in neither). One colour per key while
+    the palette lasts; beyond it the heaviest keys keep theirs (the stack still adds up to the total)."""
+    w = np.asarray(weights, dtype=np.float64).ravel()
+    live = [j for j in range(w.size) if np.isfinite(w[j]) and w[j] != 0]
+    if len(live) <= len(QUALITATIVE):
+        return live, []
+    keep = sorted(sorted(live, key=lambda j: -abs(w[j]))[: len(QUALITATIVE) - 1])
+    return keep, [j for j in live if j not in keep]
+
+
 def context_vector_figure(
     weights: np.ndarray,
     values: np.ndarray,
@@ -766,13 +778,7 @@ def context_vector_figure(
     ticks = display_labels(key_labels, w.size)
     dims = np.arange(V.shape[1])
     fig = Fig()
-    live = [j for j in range(w.size) if np.isfinite(w[j]) and w[j] != 0]  # masked keys add nothing
-    # One colour per key while the palette lasts; beyond it the heaviest keys keep theirs and
-    # the rest are summed into one grey "other keys" bar (the stack still adds up to the total).
-    if len(live) > len(QUALITATIVE):
-        keep = sorted(sorted(live, key=lambda j: -abs(w[j]))[: len(QUALITATIVE) - 1])
-    else:
-        keep = live
+    keep, rest = context_key_bars(w)
     for n_, j in enumerate(keep):
         fig.add_trace(
             vf.bar(
@@ -793,7 +799,6 @@ def context_vector_figure(
                 meta={"role": "bars"},
             )
         )
-    rest = [j for j in live if j not in keep]
     if rest:
         other = parts[rest].sum(axis=0)  # (d_v,)
         fig.add_trace(
