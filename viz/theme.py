@@ -80,7 +80,9 @@ THEMES: dict[str, dict] = {
     # Paper figure, designed at width x height CSS px = 600 x 480 and printed one column wide
     # (8.5 cm, so 1 px = 0.4 pt): 18 px text prints at ~7 pt, axis lines at ~0.4 pt; no
     # gridlines; serif (Noto Serif CJK SC). "paper-sans" below is the same in Noto Sans CJK SC.
-    # Two columns (17.8 cm): export at 1200 px wide and the same sizes print at ~7.5 pt.
+    # Cell values (cell_type_px, 15 px) print at ~6 pt, the notes under a title (14 px) at ~5.6 pt. Not for two
+    # columns at 1200 px wide: a figure is laid out for 600 x 480 whatever width it is drawn at (a reviewer's
+    # walk: titles wrapped at 600 px, a 4 x 4 matrix drawn 2.5 : 1); README, 'Figures for papers'.
     "paper": dict(
         template="simple_white",
         font_family=FONT_SERIF,
