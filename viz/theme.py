@@ -391,7 +391,7 @@ CELL_PAD_EM = 0.3  # room a value keeps in its cell (of its text size): less, an
 
 
 def cell_type_px(theme: str) -> int:
-    """The type of the values and marks written in cells ("0.25", "−∞"), the smallest a theme's figures write: the
+    """The type of the values and marks written in cells ("0.25", "−∞"; a figure's notes can be smaller): the
     theme's own value_size (slide 21: 18 px as shown on a 1280 x 720 projector), else 3 px under its text, at least 9
     (paper 15, default 11). ui/chart.py keeps a figure shown shrunk from writing them smaller on the screen than
     this."""
