@@ -62,6 +62,15 @@ def plain(markdown: object) -> str:
     return re.sub(r"\\(.)", r"\1", str(markdown))
 
 
+def as_shown(frame):
+    """An st.table's frame as the page shows it: st.table renders its text as markdown, which the app escapes (ui/panels.py
+    as_text): each cell, row name and column name read as plain does."""
+    def shown(v):
+        return plain(v) if isinstance(v, str) else v
+
+    return frame.map(shown).rename(index=shown, columns=shown)
+
+
 def texts(at) -> list[str]:
     """Every piece of text the page shows: what it renders as markdown (titles, captions, alerts...), as
     shown, then each chart's title and caption (plain text)."""
@@ -986,7 +995,7 @@ def test_train_panel_trains_a_fresh_model_and_leaves_the_shipped_one_alone(make_
         b.proto.label for b in at.get("download_button")]
     at.selectbox(key="theme").set_value("slide").run()  # a projector: the slide type, as every panel's table (a
     clean(at)                                            # teacher's walk: its 13 px among tables of 18 px)
-    assert list(at.table[-1].value["with PE, after 10 steps"]) == outputs
+    assert list(as_shown(at.table[-1].value)["with PE, after 10 steps"]) == outputs
     assert not any("reference" in d.value.columns for d in at.dataframe)  # the translations: an st.table
     after = shipped.state_dict()
     assert all(np.array_equal(before[k].numpy(), after[k].numpy()) for k in before)
@@ -1069,12 +1078,55 @@ def test_the_slide_themes_order_table_names_its_rows_and_writes_small_numbers_as
     at = make_app(view="order", theme="slide", **SMALL)
     clean(at)
     (table,) = [t for t in at.table if "equivariant" in t.value.columns]
-    assert list(table.value.index) == ["with sinusoidal PE", "without PE", "without PE, look-ahead mask"]
-    shown = pa.ipc.open_stream(table.proto.arrow_data.styler.display_values).read_all().to_pandas()
+    frame = as_shown(table.value)
+    assert list(frame.index) == ["with sinusoidal PE", "without PE", "without PE, look-ahead mask"]
+    shown = as_shown(pa.ipc.open_stream(table.proto.arrow_data.styler.display_values).read_all().to_pandas())
     written = shown.loc["without PE", "max |f(B) − P f(A)|"]
-    value = table.value.loc["without PE", "max |f(B) − P f(A)|"]
+    value = frame.loc["without PE", "max |f(B) − P f(A)|"]
     assert "e−0" in written and float(written.replace("−", "-")) == pytest.approx(value, rel=1e-2)
     assert any(f"max |f(B) − P f(A)| = {written}" in t for t in alerts(at.info)), written  # the verdict beside it
+
+
+def table_texts(table) -> dict[str, list]:
+    """An st.table as the page writes it: its cells (a Styler's display values, else its data), row names and
+    column names, each of which the page renders as markdown (st.table, Streamlit 1.67)."""
+    import pyarrow as pa
+
+    arrow = table.proto.arrow_data
+    data = pa.ipc.open_stream(arrow.data).read_all().to_pandas()
+    cells = (pa.ipc.open_stream(arrow.styler.display_values).read_all().to_pandas() if arrow.styler.display_values
+             else data)
+    return {"cells": cells, "index": list(data.index), "columns": list(data.columns)}
+
+
+MARKDOWN_SENTENCE = "#->+*$x$"  # each piece alone is markdown: a heading, a list item, a quote, an item, LaTeX
+
+
+def test_the_slide_themes_token_tables_show_each_piece_as_text_not_markdown(make_app):
+    """A bad-input walk: on the projector (slide theme) the token tables are st.table, which renders every cell as
+    markdown: the piece "#" was an empty heading, "-" and "+" bullets, ">" an empty quote, so their rows were blank."""
+    from ui.text import md
+
+    at = make_app(view="tokens", theme="slide", sentence_a=MARKDOWN_SENTENCE, tokenizer="char", **SMALL)
+    clean(at)
+    pieces = list(MARKDOWN_SENTENCE)
+    (both, own_a, _) = [table_texts(t) for t in at.table]
+    assert list(both["cells"]["A piece"]) == [md(p) for p in pieces]  # "\#": markdown's own way to write "#"
+    assert list(own_a["cells"]["piece"]) == list(own_a["cells"]["text"]) == [md(p) for p in pieces]
+    assert "n\\_bytes" in own_a["columns"]  # a column's name is markdown too
+
+
+@needs_trained
+def test_the_slide_themes_translations_show_the_sentences_as_text_not_markdown(make_app):
+    """A bad-input walk: view 6's translations on the projector (st.table, markdown) wrote the sentence
+    "**bold** $x$ [link](javascript:alert(1))" bold, as LaTeX and as a link."""
+    from ui.text import md
+
+    a, b = "**bold** $x$ [link](javascript:alert(1))", "# 你喜欢她"
+    at = make_app(view="order", theme="slide", model="zh-en", sentence_a=a, sentence_b=b)
+    assert not at.exception
+    (translations,) = [table_texts(t) for t in at.table if "with PE (zh-en)" in as_shown(t.value).columns]
+    assert translations["index"] == [md(a), md(b)]  # the rows, named by the sentences
 
 
 def test_a_links_line_break_becomes_the_space_the_box_shows(make_app):

@@ -117,7 +117,7 @@ def _table(panel: Panel, key: str, *, numbers: bool, slide: bool = False) -> Non
         with st.container(key=f"turned-{key}") if turned else contextlib.nullcontext():
             st.dataframe(shown, key=f"table-{key}", hide_index=_plain_index(panel.table), column_config=gaps or None)
             if turned:  # shown instead where the pair is narrower than the table (ui/style.py)
-                st.table(viz.turned_table(table))
+                st.table(as_text(viz.turned_table(table)))
 
 
 def _turns(table: pd.DataFrame) -> bool:
@@ -127,6 +127,21 @@ def _turns(table: pd.DataFrame) -> bool:
             and not pd.api.types.is_numeric_dtype(table[table.columns[0]]))
 
 
+def as_text(frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame` for st.table, which renders every cell, row name and column name as markdown: its text escaped (md),
+    so that it shows as typed (a bad-input walk: on the projector the piece "#" was an empty heading, "-" a bullet,
+    and view 6's sentence "**bold** $x$" bold and LaTeX), its numbers left as they are."""
+
+    def text(value):
+        return md(value) if isinstance(value, str) else value
+
+    shown = frame.copy()
+    for c in frame.columns:
+        if not pd.api.types.is_numeric_dtype(frame[c]):  # text (or text and gaps); numbers and bools keep their type
+            shown[c] = frame[c].map(text)
+    return shown.rename(index=text, columns=text)
+
+
 def _slide_table(table: pd.DataFrame, panel: Panel) -> None:
     """A panel's own table on a projector, as HTML in the slide type (st.table): where its index is bare row
     numbers, its first column of words as the row names (view 6's "without PE"), or with none where that column
@@ -134,6 +149,7 @@ def _slide_table(table: pd.DataFrame, panel: Panel) -> None:
     as the notes beside them write them, viz.num (a regression walk: the pandas default wrote view 6's 5.96e-07 as
     0.0000, beside row numbers 0, 1, 2; a teacher's walk: the table's 2.384e-07 beside the verdict's 2.38e−07)."""
     plain = _plain_index(panel.table)
+    table = as_text(table)
     names = plain and table.shape[1] > 1 and not pd.api.types.is_numeric_dtype(table[table.columns[0]])
     if names:
         table = table.set_index(table.columns[0])
