@@ -1129,6 +1129,17 @@ def test_the_slide_themes_translations_show_the_sentences_as_text_not_markdown(m
     assert translations["index"] == [md(a), md(b)]  # the rows, named by the sentences
 
 
+@pytest.mark.parametrize("indent", ["    ", "\t", "  \t "])
+def test_text_that_starts_with_spaces_is_not_markdowns_code_block(indent):
+    """A bad-input walk: view 6's sentence "    <b>x</b>" on the projector (st.table, markdown) was a code block, its
+    escapes shown ("\\<b\\>x"): four spaces or a tab at a line's start make one in CommonMark."""
+    from ui.text import md
+
+    written = md(indent + "<b>x</b>")
+    assert written.lstrip(" \t") == written  # no indent that markdown reads
+    assert plain(written).replace("\u00a0", " ").strip() == "<b>x</b>"  # the text itself, its indent kept as spaces
+
+
 def test_a_links_line_break_becomes_the_space_the_box_shows(make_app):
     """A narrow-screen walk: a link's "你喜欢%0A她" showed "你喜欢她" in the one-line box (an <input> drops line
     breaks) above figures of five tokens, ⏎ among them. The box and the figures now read the same text."""
