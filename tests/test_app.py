@@ -635,6 +635,18 @@ def test_a_links_notice_names_the_sidebars_box_and_the_links_field(make_app):
         "lab.export draws it)). Showing the default heads, layers instead. Everything else is as the link says.")
 
 
+def test_a_links_heads_in_the_grid_are_not_named_as_the_sidebars_heads(make_app):
+    """A bad-input walk: a link's heads=1,1 (the heads in view 4's grid) said "heads: 1 is named twice. Showing the
+    default heads instead.", where the sidebar's box called heads is n_heads: a student looked there for a change."""
+    at = make_app(link={"views": "heads", "heads": "1,1"})
+    assert not at.exception
+    (error,) = at.error
+    said = plain(error.value)
+    assert "heads in the grid (heads in the link): 1 is named twice" in said, said
+    assert "Showing the default heads in the grid instead" in said, said
+    assert at.session_state["n_heads"] == DEFAULTS["n_heads"]
+
+
 def test_a_link_naming_several_views_or_a_key_twice_says_what_it_shows(make_app):
     """A bad-input walk: views=attention,heads showed attention and rewrote the link, and a key given twice took
     its last value, with no word. The notice says which view and which value are shown."""

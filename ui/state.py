@@ -121,8 +121,10 @@ def _repeated(params: dict[str, str]) -> list[SpecError]:
 
 
 # A spec's field as the sidebar's box names it, where the two differ (ui/sidebar.py labels its boxes so; a spec's
-# error on the page, app.py spec_error, and a link's, link_field, name them so too).
-SIDEBAR_NAMES = {"n_heads": "heads", "n_layers": "layers"}
+# error on the page, app.py spec_error, and a link's, link_field, name them so too); and the spec's heads, view 4's
+# "Heads in the grid" above the figures, apart from the box called heads (a link's heads=1,1 said "Showing the
+# default heads instead", of a box it never changed).
+SIDEBAR_NAMES = {"n_heads": "heads", "n_layers": "layers", "heads": "heads in the grid"}
 
 # A field that cannot be used because of another: the divisibility of d_model by n_heads is reported as
 # n_heads's, and where the link's d_model does not divide by the default n_heads, d_model goes too.
