@@ -29,12 +29,14 @@ MAX_CHARS = 2000  # longer pastes are cut, with a notice (the model's max_len bo
 
 
 class SpecError(ValueError):
-    """A spec that cannot be drawn; the message names the field."""
+    """A spec that cannot be drawn; the message names the field (and `about`, the other fields a conflict is
+    between: d_model's split into n_heads is n_heads's error, about d_model too)."""
 
-    def __init__(self, field: str, message: str) -> None:
+    def __init__(self, field: str, message: str, about: tuple[str, ...] = ()) -> None:
         super().__init__(f"{field}: {message}")
         self.field = field
         self.message = message  # what is wrong with it, without its name
+        self.about = about
 
 
 @dataclass(frozen=True)
@@ -97,15 +99,16 @@ class FigureSpec:
             raise SpecError(  # in words, not Python's list (a narrow-screen walk: "among [1, 2, 3, 5, 6, 10, 15, 30]")
                 "n_heads",
                 f"d_model {self.d_model} does not split into {self.n_heads} heads of a whole d_k = d_model / heads; "
-                f"{some} heads do (or choose another d_model)",
+                f"{some} heads do (or choose another d_model)", about=("d_model",),
             )
         if self.positional == "sinusoidal" and self.d_model % 2:
             # the even d_model nearest that still splits into n_heads (odd, as d_model is): d_model ± n_heads
             near = " or ".join(str(m) for m in (self.d_model - self.n_heads, self.d_model + self.n_heads) if m >= 2)
             raise SpecError("d_model", f"sinusoidal encoding needs an even d_model (sin and cos in pairs), got "
-                                       f"{self.d_model}: choose {near}, or the 'learned' or 'none' positional encoding")
+                                       f"{self.d_model}: choose {near}, or the 'learned' or 'none' positional encoding",
+                             about=("positional",))
         if self.model == "zh-en" and self.positional == "learned":
-            raise SpecError("positional", "the trained zh-en model comes with 'sinusoidal' or 'none'")
+            raise SpecError("positional", "the trained zh-en model comes with 'sinusoidal' or 'none'", about=("model",))
         for h in self.heads:
             if h < 0:
                 raise SpecError("heads", f"head {h} is negative")

@@ -606,7 +606,8 @@ def test_a_link_with_a_bad_field_keeps_the_rest(make_app, bad, left_out):
     ({"d_model": "7", "n_heads": "7"},
      "heads (n_heads in the link): with the default d_model 64 (the link's left out), d_model 64 does"),
     ({"n_heads": "5"}, "heads (n_heads in the link): with the default d_model 64, d_model 64 does not split into 5 heads"),
-    ({"d_model": "7"}, "heads (n_heads in the link): with the default heads 4, d_model 7 does not split into 4 heads"),
+    # named by the link's own field, d_model (it said "heads (n_heads in the link)" of a link without n_heads)
+    ({"d_model": "7"}, "(d_model: with the default heads 4, d_model 7 does not split into 4 heads"),
     # both fields are the link's: nothing stood in, and the conflict said once (not again for the default 4)
     ({"d_model": "30", "n_heads": "4"}, "(heads (n_heads in the link): d_model 30 does not split into 4 heads")])
 def test_a_links_conflict_with_a_default_says_the_number_is_the_default(bad, said):
@@ -618,6 +619,18 @@ def test_a_links_conflict_with_a_default_says_the_number_is_the_default(bad, sai
     message = link_error_message(errors, dropped, spec is not None)
     assert said in message, message
     assert message.count("does not split") == 1, message
+
+
+@pytest.mark.parametrize("bad", [{"n_heads": "100"}, {"n_heads": "4x"}, {"n_heads": "0", "d_model": "abc"}])
+def test_a_links_error_that_is_no_conflict_names_no_default(bad):
+    """A bad-input walk: n_heads=100 said "with the default d_model 64, 100 is outside [1, 64]", and 4x "with the
+    default d_model 64 (the link's left out), '4x' is not a whole number": a range or a typo is no conflict with
+    d_model, so no default of it is said (only where the error is about it: d_model's split into heads)."""
+    from ui.state import link_error_message, spec_from_link
+
+    spec, errors, dropped = spec_from_link(bad)
+    message = link_error_message(errors, dropped, spec is not None)
+    assert "heads (n_heads in the link): " in message and "with the default" not in message, message
 
 
 def test_a_links_notice_names_the_sidebars_box_and_the_links_field(make_app):

@@ -126,10 +126,6 @@ def _repeated(params: dict[str, str]) -> list[SpecError]:
 # default heads instead", of a box it never changed).
 SIDEBAR_NAMES = {"n_heads": "heads", "n_layers": "layers", "heads": "heads in the grid"}
 
-# A field that cannot be used because of another: the divisibility of d_model by n_heads is reported as
-# n_heads's, and where the link's d_model does not divide by the default n_heads, d_model goes too.
-RELATED = {"n_heads": "d_model"}
-
 
 # The sidebar's number boxes' ranges (ui/sidebar.py): narrower than a FigureSpec's for the model's size, so that one
 # student cannot take a class server's cores (python -m lab.export draws up to FigureSpec's limits).
@@ -168,15 +164,16 @@ def spec_from_link(params: dict[str, str]) -> tuple[FigureSpec | None, list[Spec
         except SpecError as exc:
             # a conflict with a default put in for a field left out: said so (a bad-input walk: d_model=7&n_heads=7
             # said "d_model 64 does not split into 7 heads" of a link that never says 64)
-            # (a field the conflict is about that the link does not give is a default: exc.field, or RELATED's)
-            said = exc.message
+            # (a field the conflict is about, exc.field or exc.about, that the link does not give is a default; an
+            # error about one field alone, a range or a typo, names none: n_heads=100 said "with the default d_model")
+            said, about = exc.message, (exc.field, *exc.about)
             stood_in = [f"{SIDEBAR_NAMES.get(f, f)} {getattr(FigureSpec, f)}" + (" (the link's left out)" if f in dropped else "")
-                        for f in (exc.field, RELATED.get(exc.field)) if f and f not in params and f in known]
+                        for f in about if f and f not in params and f in known]
+            field = next((f for f in about if f in params), None)  # the link's own field that goes
             if said not in seen:  # d_model's conflict with the default n_heads: said once
-                seen.add(said)
-                errors.append(SpecError(exc.field, f"with the default {' and '.join(stood_in)}, {said}") if stood_in
-                              else exc)
-            field = next((f for f in (exc.field, RELATED.get(exc.field)) if f in params), None)
+                seen.add(said)  # named by the link's field (d_model=7 alone said "heads (n_heads in the link)")
+                errors.append(SpecError(field or exc.field, f"with the default {' and '.join(stood_in)}, {said}"
+                                        if stood_in else said))
             if field is None:  # not one field's fault: nothing of the link can be used
                 return None, errors, dropped
             del params[field]  # one fewer each time: the loop ends
