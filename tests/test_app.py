@@ -945,6 +945,22 @@ def test_a_share_link_of_the_translate_view_opens_on_the_decoding_step_it_was_se
 
 
 @needs_trained
+def test_a_links_decoding_step_past_the_translation_says_which_step_is_shown(make_app):
+    """A bad-input walk: step=999 opened "Step 4 of 4" with no word that the link's step was not there, where a
+    link's layer past the model says "layer = 5 is not available here; using 0."; said until the step moves."""
+    at = make_app(link={"views": "translate", "model": "zh-en", "step": "999"})
+    clean(at)
+    assert at.slider(key="translate_step").value == 4
+    (said,) = [t for t in alerts(at.warning) if "999" in t]
+    assert "step = 999 is not available here" in said and "4 decoding steps" in said and "using 4" in said, said
+    at.selectbox(key="layer").set_value(1).run()  # still on the step it was put on: still said
+    assert any("999" in t for t in alerts(at.warning))
+    at.slider(key="translate_step").set_value(2).run()
+    clean(at)
+    assert not any("999" in t for t in alerts(at.warning))
+
+
+@needs_trained
 def test_the_translation_shows_what_the_model_read_and_a_leading_emoji_stays_text(make_app):
     at = make_app(view="translate", model="zh-en", sentence_a="😀你喜欢她")
     clean(at)

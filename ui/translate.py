@@ -15,6 +15,10 @@ from ui.panels import render_panel
 from ui.state import LINKED_STEP
 from ui.text import md
 
+# a link's decoding step past its translation (step=999 of 4): (the sentence, the step), said until the step moves (a
+# bad-input walk: it opened on the last step without a word, where a link's layer past the model is said)
+PAST_STEP = "_translate_step_past"
+
 
 def _row(run: Run, spec: FigureSpec) -> int:
     row = run.row(spec.sentence)
@@ -40,11 +44,19 @@ def decoding_steps(run: Run, spec: FigureSpec) -> None:
         # (a share link's step, the first sentence's: the step the sender's screen showed)
         if ss.get("_translate_step_of") != sentence.text:
             ss["_translate_step_of"], ss["translate_step"] = sentence.text, ss.pop(LINKED_STEP, 1)
+            if ss["translate_step"] > n_dec:  # a link's step past this translation: said while it is shown
+                ss[PAST_STEP] = (sentence.text, ss["translate_step"])
         ss["translate_step"] = min(max(ss.get("translate_step", 1), 1), n_dec)
         # dragged with the mouse, it lets its focus go (ui/focus.py): ← → flip heads again, as after any control
         # (a teacher's walk: after a drag → moved the step, not the head)
         step = st.slider("Decoding step", 1, n_dec, key="translate_step", **focus.let_go("translate_step"),
                          help="Step t: the decoder has read t tokens ([BOS] and its own earlier outputs).")
+        past = ss.get(PAST_STEP)
+        if past is not None and past[0] == sentence.text and step == n_dec:  # as a link's layer past the model is
+            st.warning(f"step = {past[1]} is not available here ({n_dec} decoding steps); using {n_dec}.",
+                       icon=":material/warning:")
+        else:
+            ss.pop(PAST_STEP, None)
     else:
         step = 1
     read = " ".join(tgt[:step])
