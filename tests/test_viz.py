@@ -226,6 +226,17 @@ def test_fully_masked_row_shows_nan_with_its_reason():
     assert fig.layout.yaxis2.ticktext[0] == "Σ = NaN"
 
 
+def test_a_nan_weight_beside_finite_ones_is_not_said_to_be_a_fully_masked_row():
+    """A bad-input walk (viz draws a user's own arrays): a NaN weight in a row of finite weights was named "every key
+    in this row is masked, so softmax over all −∞ is 0/0", which that row shows is not so; the softmax reason is kept
+    for rows with no finite weight (the test above), in a grid of heads too."""
+    w = np.full((3, 3), 1 / 3)
+    w[1, 2] = np.nan
+    for fig in (viz.weights_heatmap(w, row_labels=list("abc")), viz.heads_grid(w[None], row_labels=list("abc"))):
+        (nan_overlay,) = role_traces(fig, "nan")
+        assert "0/0" not in nan_overlay.name and "NaN" in nan_overlay.name, nan_overlay.name
+
+
 def test_every_nan_cell_is_covered_by_an_explained_overlay():
     """NaN is never shown unexplained, whatever made it."""
     z = RNG.normal(size=(6, 6))

@@ -69,6 +69,15 @@ CROSS_QKV_TITLE = Markup(f"Q = XW{sub('Q')} (decoder), K = MW{sub('K')}, V = MW{
 NAN_SOFTMAX = "every key in this row is masked, so softmax over all −∞ is 0/0"
 
 
+def _nan_reason(w: np.ndarray) -> str | None:
+    """Why weights hold NaN: NAN_SOFTMAX where each row with a NaN (or ±inf) has no finite weight, as softmax over
+    all −∞ makes it; else None, the heatmap's own "the input holds NaN or ±inf here" (a user's array: a NaN beside
+    finite weights was said to be a row whose every key is masked)."""
+    rows = np.asarray(w, dtype=np.float64).reshape(-1, np.shape(w)[-1])
+    holed = rows[~np.isfinite(rows).all(axis=1)]
+    return None if np.isfinite(holed).any() else NAN_SOFTMAX
+
+
 def _keys(row_labels, col_labels):
     return row_labels if col_labels is None else col_labels
 
@@ -149,7 +158,7 @@ def weights_heatmap(
         mask=eff_mask,
         masked_text="0",
         masked_name="masked: weight exactly 0",
-        nan_reason=NAN_SOFTMAX,
+        nan_reason=_nan_reason(w),
         show_values=show_values,
         row_sums=row_sums,
         extra_notes=notes,
@@ -417,7 +426,7 @@ def _grid_of_heads(
             y_name=y_name,
             masked_text="0",
             masked_name="masked: weight exactly 0",
-            nan_reason=NAN_SOFTMAX,
+            nan_reason=_nan_reason(w),
             theme=theme,
             # rows are queries and columns keys, as in every matrix of the app: the bottom panels say
             # "key", the first column "query" (after the row's name where rows are layers)
