@@ -40,8 +40,8 @@ from ui.sentences import sentences_row  # noqa: E402
 from ui.sidebar import sidebar  # noqa: E402
 from ui.state import (  # noqa: E402
     DEFAULTS,
+    FIELD_NAMES,
     RANDOM_POSITIONAL,
-    SIDEBAR_NAMES,
     follows_page,
     init_state,
     open_head,
@@ -205,7 +205,7 @@ def share(spec: FigureSpec) -> None:
 
 
 def spec_error(exc: SpecError) -> None:
-    field = SIDEBAR_NAMES.get(exc.field, exc.field)
+    field = FIELD_NAMES.get(exc.field, exc.field)
     st.error(md(f"These settings cannot be drawn. {field}: {exc.message}"), icon=":material/block:")
 
 

@@ -648,6 +648,20 @@ def test_a_links_notice_names_the_sidebars_box_and_the_links_field(make_app):
         "lab.export draws it)). Showing the default heads, layers instead. Everything else is as the link says.")
 
 
+@pytest.mark.parametrize(("link", "named"), [
+    ({"d_model": "7", "n_heads": "7"}, "d_model: with the default positional encoding sinusoidal, sinusoidal encoding "
+                                       "needs an even d_model"),
+    ({"norm": "side"}, "LayerNorm placement (norm in the link): 'side' is not one of"),
+])
+def test_a_links_notice_names_the_positional_encoding_and_layernorm_boxes_as_the_sidebar_does(make_app, link, named):
+    """An odd d_model said "with the default positional sinusoidal" (the spec's field, not the sidebar's "Positional
+    encoding"); a bad norm named "norm", a box the sidebar calls "LayerNorm placement"."""
+    at = make_app(link=link)
+    assert not at.exception
+    (error,) = at.error
+    assert named in plain(error.value), plain(error.value)
+
+
 def test_a_links_heads_in_the_grid_are_not_named_as_the_sidebars_heads(make_app):
     """A bad-input walk: a link's heads=1,1 (the heads in view 4's grid) said "heads: 1 is named twice. Showing the
     default heads instead.", where the sidebar's box called heads is n_heads: a student looked there for a change."""

@@ -18,7 +18,7 @@ from lab.spec import MASKS, MIN_EXPORT_SIDE, THEMES
 from model.device import available_devices
 from ui import focus
 from ui.state import (
-    SIDEBAR_NAMES,
+    FIELD_NAMES,
     UI_LIMITS,
     choose_model,
     choose_theme,
@@ -86,7 +86,7 @@ def model_section(trained_problem: str | None, notes: list[str]) -> None:
         ):
             lo, hi = UI_LIMITS[key]
             keep_in_range(key, lo, hi)
-            st.number_input(SIDEBAR_NAMES.get(key, key), min_value=lo, max_value=hi, step=1, key=key, disabled=trained, help=help_text)
+            st.number_input(FIELD_NAMES.get(key, key), min_value=lo, max_value=hi, step=1, key=key, disabled=trained, help=help_text)
         st.radio("LayerNorm placement", ["post", "pre"], key="norm", horizontal=True, disabled=trained, **focus.let_go("norm"),
                  help="post (the paper): x = LayerNorm(x + Sublayer(x)). pre: x = x + Sublayer(LayerNorm(x)).")
     devices = ["cpu"] + [d for d in available_devices() if d != "cpu"]

@@ -120,11 +120,13 @@ def _repeated(params: dict[str, str]) -> list[SpecError]:
             for key in params if len(values := st.query_params.get_all(key)) > 1]
 
 
-# A spec's field as the sidebar's box names it, where the two differ (ui/sidebar.py labels its boxes so; a spec's
-# error on the page, app.py spec_error, and a link's, link_field, name them so too); and the spec's heads, view 4's
-# "Heads in the grid" above the figures, apart from the box called heads (a link's heads=1,1 said "Showing the
-# default heads instead", of a box it never changed).
-SIDEBAR_NAMES = {"n_heads": "heads", "n_layers": "layers", "heads": "heads in the grid"}
+# A spec's field as the page names its control, where the two differ: the sidebar's boxes (ui/sidebar.py labels
+# its number boxes so) and view 4's "Heads in the grid" above the figures, apart from the box called heads (a link's
+# heads=1,1 said "Showing the default heads instead", of a box it never changed). A spec's error on the page
+# (app.py spec_error) and a link's (link_field) name them so too: an odd d_model said "with the default positional
+# sinusoidal".
+FIELD_NAMES = {"n_heads": "heads", "n_layers": "layers", "heads": "heads in the grid", "positional": "positional encoding",
+               "norm": "LayerNorm placement"}
 
 
 # The sidebar's number boxes' ranges (ui/sidebar.py): narrower than a FigureSpec's for the model's size, so that one
@@ -167,7 +169,7 @@ def spec_from_link(params: dict[str, str]) -> tuple[FigureSpec | None, list[Spec
             # (a field the conflict is about, exc.field or exc.about, that the link does not give is a default; an
             # error about one field alone, a range or a typo, names none: n_heads=100 said "with the default d_model")
             said, about = exc.message, (exc.field, *exc.about)
-            stood_in = [f"{SIDEBAR_NAMES.get(f, f)} {getattr(FigureSpec, f)}" + (" (the link's left out)" if f in dropped else "")
+            stood_in = [f"{FIELD_NAMES.get(f, f)} {getattr(FigureSpec, f)}" + (" (the link's left out)" if f in dropped else "")
                         for f in about if f and f not in params and f in known]
             field = next((f for f in about if f in params), None)  # the link's own field that goes
             if said not in seen:  # d_model's conflict with the default n_heads: said once
@@ -184,7 +186,7 @@ def spec_from_link(params: dict[str, str]) -> tuple[FigureSpec | None, list[Spec
 def link_field(field: str) -> str:
     """A link's field as a notice names it: by the sidebar's box, and as the link spells it where that differs
     ("heads (n_heads in the link)": a link's error named n_heads, a box the sidebar calls heads)."""
-    return f"{SIDEBAR_NAMES[field]} ({field} in the link)" if field in SIDEBAR_NAMES else field
+    return f"{FIELD_NAMES[field]} ({field} in the link)" if field in FIELD_NAMES else field
 
 
 def link_error_message(errors: list[SpecError], dropped: list[str], opened: bool) -> str:
@@ -193,7 +195,7 @@ def link_error_message(errors: list[SpecError], dropped: list[str], opened: bool
     said = "; ".join(f"{link_field(e.field)}: {e.message}" for e in errors)
     if not opened:
         return f"This link cannot be opened ({said}); showing the default settings instead."
-    shown = ", ".join(SIDEBAR_NAMES.get(f, f) for f in sorted(dropped))  # by the box: the error named the link's
+    shown = ", ".join(FIELD_NAMES.get(f, f) for f in sorted(dropped))  # by the box: the error named the link's
     instead = f" Showing the default {shown} instead." if dropped else ""
     return f"Part of this link cannot be used ({said}).{instead} Everything else is as the link says."
 
