@@ -234,8 +234,9 @@ def _read_source(loaded: Loaded, key: str, text: str, notices: list[str]) -> tup
         limit = loaded.model.config.max_len
         if len(source) <= limit:
             return source, loaded.src_tokenizer.encode(source), None
-        notices.append(f"Sentence {key.upper()} has {len(source):,} characters (spaces removed); {loaded.name} "
-                       f"reads at most {limit}, so only the first {limit} are translated and shown.")
+        # the pair's (zh-en, zh-en-nope: one max_len), so that view 6, which runs both, says it once
+        notices.append(f"Sentence {key.upper()} has {len(source):,} characters (spaces removed); the trained "
+                       f"models read at most {limit}, so only the first {limit} are translated and shown.")
         return source[:limit], loaded.src_tokenizer.encode(source[:limit]), len(source)
     enc = loaded.src_tokenizer.encode(text)
     limit = loaded.model.config.max_len - 1  # room for [BOS]/[EOS]

@@ -251,6 +251,15 @@ def test_unknown_right_to_left_letters_and_lone_combining_marks_are_named_so_tha
 
 
 @needs_trained
+def test_the_order_view_says_a_cut_sentence_once_for_both_trained_models(models):
+    """View 6 reads the sentence with zh-en and zh-en-nope (one max_len): a long paste said "zh-en reads at most 64,
+    so only the first 64 are translated" and the same again for zh-en-nope, two warnings above the figures."""
+    spec = FigureSpec(sentence_a="你喜欢她" * 30, sentence_b="她喜欢你", views=("order",), model="zh-en")
+    cut = [n for n in build_view("order", spec, models).notices if "only the first" in n]
+    assert len(cut) == 1 and "has 120 characters" in cut[0] and "the trained models read at most 64" in cut[0], cut
+
+
+@needs_trained
 def test_the_trained_models_token_spans_point_into_the_text_as_typed():
     spec = FigureSpec(model="zh-en", sentence_a="你 喜欢\t她 😀", sentence_b="她喜欢你")
     p, result = panels("tokens", spec, Models(functools.lru_cache(maxsize=None)(load_model)))
