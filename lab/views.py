@@ -785,8 +785,10 @@ def _aligned_top(rep) -> float:
 
 def _order_hint(spec: FigureSpec) -> str:
     """Why view 6 has nothing to compare, or "" when it has."""
-    if not spec.sentence_a.strip() or not spec.sentence_b.strip():
-        return "Type two sentences — e.g. 你喜欢她 and 她喜欢你 — to compare their order."
+    missing = [(key, text) for key, text in (("A", spec.sentence_a), ("B", spec.sentence_b)) if not text.strip()]
+    if missing:  # which one, and why: "   " read as nothing (a bad-input walk: B of spaces got the general hint)
+        said = "; ".join(f"sentence {key} {blank(text)}" for key, text in missing)
+        return f"Type two sentences — e.g. 你喜欢她 and 她喜欢你 — to compare their order ({said})."
     if compared_pe(spec) == "sinusoidal" and spec.model == "random" and spec.d_model % 2:
         return (f"This view compares the model with and without sinusoidal PE, which needs pairs of "
                 f"dimensions: d_model is {spec.d_model}. Choose an even d_model (Model size), or "

@@ -250,6 +250,17 @@ def test_unknown_right_to_left_letters_and_lone_combining_marks_are_named_so_tha
     assert one["tokens-a"].title == "Sentence A: 1 token (char)"  # not "1 tokens"
 
 
+@pytest.mark.parametrize(("a", "b", "named"), [
+    ("你喜欢她", "   ", "(sentence B holds only spaces, which the views read as nothing)."),
+    ("", "\t", "(sentence A is empty; sentence B holds only spaces, which the views read as nothing)."),
+])
+def test_the_order_views_hint_names_the_sentence_it_lacks(models, a, b, named):
+    """A bad-input walk: a B of spaces got the general "Type two sentences" alone, where the other views say which
+    sentence holds only spaces."""
+    result = build_view("order", dataclasses.replace(SPEC, sentence_a=a, sentence_b=b), models)
+    assert not result.panels and result.hint.startswith("Type two sentences") and result.hint.endswith(named)
+
+
 @needs_trained
 def test_the_order_view_says_a_cut_sentence_once_for_both_trained_models(models):
     """View 6 reads the sentence with zh-en and zh-en-nope (one max_len): a long paste said "zh-en reads at most 64,
