@@ -254,6 +254,52 @@ def test_png_dpi_chunk_is_written_and_valid():
         assert int.from_bytes(out[pos + 4 + len(body) : pos + 8 + len(body)], "big") == zlib.crc32(kind + body)
 
 
+def text_baselines(svg: bytes) -> list[tuple[str, float]]:
+    """Each <text> of an SVG but the axes' and colour bars' tick labels as (its text, the y of its baseline on the
+    page): its own y plus every translate() of the groups around it (plotly.js moves a scatter's text by one)."""
+    root = ET.fromstring(svg)
+    parent = {child: el for el in root.iter() for child in el}
+    out = []
+    for el in root.iter():
+        if not el.tag.endswith("}text"):
+            continue
+        y, node = float(el.get("y") or 0), el
+        if "tick" in (parent[el].get("class") or ""):
+            continue
+        while node is not None:
+            if found := re.match(r"translate\(\s*[-\d.e]+\s*[, ]\s*([-\d.e]+)", node.get("transform") or ""):
+                y += float(found.group(1))
+            node = parent.get(node)
+        out.append(("".join(el.itertext()), y))
+    return out
+
+
+@needs_browser
+@pytest.mark.parametrize("theme", ["default", "paper", "paper-sans", "slide", "dark"])
+def test_a_masked_cells_mark_sits_on_the_baseline_of_the_values_in_its_row(server, theme):
+    """A paper-sans export of view 7: the "0" of a masked weight (and the "−∞" of a masked score) sat ~2 px above
+    the values written in the other cells of its row. plotly.js writes a scatter's text 0.25 em below its point
+    and a heatmap's cell text 0.35 em below its cell's centre; the marks are now a heatmap's cell text too."""
+    import viz
+    from viz.theme import design_size
+
+    n = 5
+    mask = np.tril(np.ones((n, n), dtype=bool))
+    weights = np.where(mask, 1.0 / np.arange(1, n + 1)[:, None], 0.0)  # row i: 1/(i+1), "1.00" ... "0.20"
+    scores = np.where(mask, np.arange(n * n, dtype=float).reshape(n, n) / 7, -np.inf)
+    figs = {"0": viz.weights_heatmap(weights, row_labels=list("abcde"), mask=mask, show_values=True, theme=theme),
+            "−∞": viz.scores_heatmap(scores, row_labels=list("abcde"), mask=mask, show_values=True, theme=theme)}
+    for mark, fig in figs.items():
+        width, height = design_size(theme)
+        texts = text_baselines(vx.render(fig, "svg", width=width, height=height))
+        marks = [y for text, y in texts if text == mark]
+        values = [y for text, y in texts if re.fullmatch(r"−?\d+\.\d+", text)]
+        assert len(marks) == (~mask).sum() and len(values) == mask.sum(), (mark, texts)
+        for y in marks:  # the nearest value is one of its own row's (rows are ~50 px or more apart)
+            nearest = min(values, key=lambda v: abs(v - y))
+            assert abs(nearest - y) <= 0.25, (theme, mark, y, nearest)
+
+
 # ---------------------------------------------------------------------------- the CLI
 def write_spec(path: Path, data: dict) -> Path:
     path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")

@@ -507,10 +507,10 @@ function readableCells(data, layout, k, type) {
   const plotW = (layout.width || 0) - (m.l || 0) - (m.r || 0), plotH = (layout.height || 0) - (m.t || 0) - (m.b || 0);
   const family = (layout.font || {}).family || "sans-serif";
   return data.map((trace) => {
+    // the values, and the marks in masked and NaN cells ("−∞": a see-through heatmap's text, viz.heatmap)
     const values = trace.type === "heatmap" && trace.texttemplate && Array.isArray(trace.text);
-    const marks = (trace.meta || {}).role === "mask_text" && Array.isArray(trace.text);
     const font = trace.textfont || {};
-    if (!(values || marks) || (font.size || 0) * k >= type) return trace;
+    if (!values || (font.size || 0) * k >= type) return trace;
     const xa = layout["xaxis" + (trace.xaxis || "x").slice(1)] || {};
     const ya = layout["yaxis" + (trace.yaxis || "y").slice(1)] || {};
     if (!Array.isArray(xa.range) || !Array.isArray(ya.range)) return trace;
@@ -518,12 +518,11 @@ function readableCells(data, layout, k, type) {
     let w = plotW * (x1 - x0) / Math.abs(xa.range[1] - xa.range[0]);  // a cell: one position of each axis
     let h = plotH * (y1 - y0) / Math.abs(ya.range[1] - ya.range[0]);
     if (ya.scaleanchor) w = h = Math.min(w, h);
-    const texts = values ? trace.text.flat() : trace.text;
+    const texts = trace.text.flat();
     const widest = Math.max(0, ...texts.map((t) => textWidth(String(t || ""), size, font.family || family)));
     if (h >= size + 2 && w >= widest + Math.max(4, CELL_PAD_EM * size)) {
       return Object.assign({}, trace, {textfont: Object.assign({}, font, {size})});
     }
-    if (marks) return Object.assign({}, trace, {visible: false});
     const {text, texttemplate, ...rest} = trace;
     return rest;
   });
