@@ -237,6 +237,50 @@ def test_a_nan_weight_beside_finite_ones_is_not_said_to_be_a_fully_masked_row():
         assert "0/0" not in nan_overlay.name and "NaN" in nan_overlay.name, nan_overlay.name
 
 
+def cell_marks(fig: go.Figure, role: str) -> dict[tuple[int, int], str]:
+    """The marks an overlay writes in its cells, by (row, column)."""
+    return {(i, j): text for trace in role_traces(fig, role) for i, row in enumerate(trace.text)
+            for j, text in enumerate(row) if text}
+
+
+def test_an_infinite_cell_says_so_not_nan():
+    """A bad-input walk (viz draws a user's own arrays): a +inf score was cross-hatched with "NaN" written in it,
+    under the key "NaN (not a number): the input holds NaN or ±inf here". Each such cell now says what it holds,
+    and the key names what the cells hold."""
+    fig = viz.scores_heatmap(np.array([[1, np.inf], [-np.inf, np.nan]]), row_labels=["a", "b"])
+    assert cell_marks(fig, "mask_text") == {(1, 0): "−∞"}  # -inf scores count as masked (the model's −∞)
+    assert cell_marks(fig, "nan_text") == {(0, 1): "+∞", (1, 1): "NaN"}
+    (nan,) = role_traces(fig, "nan")
+    assert "+∞" in nan.name and "NaN" in nan.name
+    only_inf = viz.matrix_heatmap(np.array([[1, np.inf], [-np.inf, 2]]), row_labels=None, mask=np.ones((2, 2), bool))
+    assert cell_marks(only_inf, "nan_text") == {(0, 1): "+∞", (1, 0): "−∞"}
+    (nan,) = role_traces(only_inf, "nan")
+    assert "NaN" not in nan.name and "+∞" in nan.name and "−∞" in nan.name, nan.name
+    w = np.array([[1.0, 0.0], [0.5, 0.5]])
+    w[1, 1] = -np.inf
+    weights = viz.weights_heatmap(w, row_labels=["a", "b"], mask=np.tril(np.ones((2, 2), bool)))
+    assert cell_marks(weights, "nan_text") == {(1, 1): "−∞"} and cell_marks(weights, "mask_text") == {(0, 1): "0"}
+    (nan,) = role_traces(viz.weights_heatmap(np.array([[np.inf, np.inf], [0.5, 0.5]]), row_labels=["a", "b"]), "nan")
+    assert nan.name.startswith("+∞") and "0/0" not in nan.name, nan.name  # softmax makes NaN, never +∞
+
+
+def test_a_block_of_infinite_cells_says_what_its_mean_is():
+    """A block of cells (a large matrix in many panels) holds the mean of its cells that are not masked: +∞ where
+    they are +∞, NaN where +∞ meets −∞ (or a NaN)."""
+    from viz.heatmap import prepare_grid
+
+    z = np.zeros((20, 20))
+    mask = np.ones((20, 20), dtype=bool)
+    z[0:2, 0:2] = np.inf
+    mask[0, 0] = False  # a masked cell is left out of its block's mean
+    z[2:4, 2:4] = [[np.inf, -np.inf], [np.inf, np.inf]]
+    z[4:6, 4:6] = -np.inf
+    grid = prepare_grid(z, row_text=[""] * 20, col_text=[""] * 20, mask=mask, panels=1024)
+    assert grid.z.shape == (10, 10)
+    assert grid.bad[0, 0] and grid.bad[1, 1] and grid.bad[2, 2] and grid.bad.sum() == 3
+    assert np.isposinf(grid.bad_value[0, 0]) and np.isnan(grid.bad_value[1, 1]) and np.isneginf(grid.bad_value[2, 2])
+
+
 def test_every_nan_cell_is_covered_by_an_explained_overlay():
     """NaN is never shown unexplained, whatever made it."""
     z = RNG.normal(size=(6, 6))

@@ -71,11 +71,11 @@ NAN_SOFTMAX = "every key in this row is masked, so softmax over all −∞ is 0/
 
 def _nan_reason(w: np.ndarray) -> str | None:
     """Why weights hold NaN: NAN_SOFTMAX where each row with a NaN (or ±inf) has no finite weight, as softmax over
-    all −∞ makes it; else None, the heatmap's own "the input holds NaN or ±inf here" (a user's array: a NaN beside
-    finite weights was said to be a row whose every key is masked)."""
+    all −∞ makes it (NaN only: softmax never makes ±inf); else None, the heatmap's own "as in the input" (a user's
+    array: a NaN beside finite weights was said to be a row whose every key is masked)."""
     rows = np.asarray(w, dtype=np.float64).reshape(-1, np.shape(w)[-1])
     holed = rows[~np.isfinite(rows).all(axis=1)]
-    return None if np.isfinite(holed).any() else NAN_SOFTMAX
+    return None if (~np.isnan(holed)).any() else NAN_SOFTMAX
 
 
 def _keys(row_labels, col_labels):

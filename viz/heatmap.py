@@ -64,6 +64,7 @@ class Grid:
     col_text: list[str]
     shape: tuple[int, int]  # the original matrix shape
     notes: list[str] = field(default_factory=list)
+    bad_value: np.ndarray | None = None  # (R, C) where bad: what the cell holds, NaN, +inf or -inf (None: no bad cell)
 
     @property
     def downsampled(self) -> bool:
@@ -175,12 +176,18 @@ def prepare_grid(
     y, y_edges, row_text = _blocks(R, fr, list(row_text))
     x, x_edges, col_text = _blocks(C, fc, list(col_text))
     any_masked = bool(masked.any())  # (before the block means) the note says masked cells are left out only if any are
+    bad_value = None
     if fr > 1 or fc > 1:
-        values, masked = _block_means(z, masked, hole, fr, fc)
-        bad = np.isnan(values) & ~masked
+        values, block_masked = _block_means(z, masked, hole, fr, fc)
+        bad = np.isnan(values) & ~block_masked
+        if bad.any():  # a block without a finite cell: the sum (so the mean's sign) of its cells not masked
+            with np.errstate(invalid="ignore"):  # +inf + -inf: NaN, as their mean is
+                bad_value = _block_sums(np.where(masked, z.dtype.type(0), z), fr, fc)
+        masked = block_masked
     else:
         bad = hole & ~masked
         values = np.where(hole, np.nan, z) if hole.any() else z
+        bad_value = z if bad.any() else None
     if max(R, C) > LARGE_ABOVE:
         note = f"Large input ({R}×{C})"
         if (fr > 1 or fc > 1) and boolean:
@@ -208,6 +215,7 @@ def prepare_grid(
         col_text=col_text,
         shape=(R, C),
         notes=notes,
+        bad_value=bad_value,
     )
 
 
@@ -403,7 +411,7 @@ def add_cell_overlay(
     cells: np.ndarray,
     *,
     name: str,
-    cell_text: str | None,
+    cell_text: str | np.ndarray | None,
     pattern: str,
     theme: str,
     row: int | None = None,
@@ -411,8 +419,9 @@ def add_cell_overlay(
     legendgroup: str | None = None,
     panel: tuple[float, float] | None = None,
 ) -> str | None:
-    """Hatched patches over `cells` (plus `cell_text` in each when it fits), hover = name: pattern "/" masked cells,
-    grey; "x" NaN ones, in the theme's colour for them, near its plot's own (a hole in the matrix).
+    """Hatched patches over `cells` (plus `cell_text` in each when it fits: one text, or each cell's own in an
+    (R, C) array), hover = name: pattern "/" masked cells, grey; "x" NaN ones, in the theme's colour for them, near
+    its plot's own (a hole in the matrix).
 
     panel: the (width, height) px of the plot at the theme's size (default: one plot).
     Returns the key to print under the title (e.g. "▨ grey hatched: masked (−∞)"), or None.
@@ -458,14 +467,19 @@ def add_cell_overlay(
         ):
             fig.add_trace(trace, **where)
     key = ("▨ grey hatched: " if role == "mask" else "⊠ cross-hatched: ") + name
-    if cell_text and max(cells.shape) <= MASK_TEXT_MAX and text_fits(
-        cell_text, grid, theme, panel
-    ):
+    if cell_text is None or max(cells.shape) > MASK_TEXT_MAX:
+        return key
+    each = cell_text if isinstance(cell_text, np.ndarray) else np.full(cells.shape, cell_text, dtype=object)
+    texts = sorted(set(each[cells].tolist()))
+    if all(texts) and all(text_fits(x, grid, theme, panel) for x in texts):
+        which = np.full(cells.shape, np.nan, dtype=np.float32)  # each cell's text, as its index in texts
+        for i, text in enumerate(texts):
+            which[cells & (each == text)] = i
         # a see-through heatmap's cell text, not a scatter's: plotly.js writes a scatter's text 0.25 em below its
         # point and a heatmap's 0.35 em below its cell's centre, so a "0" sat ~2 px above its row's "0.37" (paper)
         for trace in grid_heatmaps(
             grid,
-            np.where(cells, 0.0, np.nan).astype(np.float32),
+            which,
             colorscale=[[0, CLEAR], [1, CLEAR]],
             showscale=False,
             texttemplate="%{text}",
@@ -476,7 +490,7 @@ def add_cell_overlay(
             zorder=1,  # over the hatched patches (plotly.js draws every heatmap under every scatter otherwise)
             meta={"role": f"{role}_text"},
         ):
-            trace.text = np.where(np.isnan(trace["z"]), "", cell_text).tolist()  # the piece's own cells
+            trace.text = [["" if np.isnan(i) else texts[int(i)] for i in row] for row in trace["z"]]  # the piece's cells
             fig.add_trace(trace, **where)
     return key
 
@@ -495,19 +509,25 @@ def add_overlays(
     groups: bool = False,
 ) -> list[str | None]:
     """The grid's two overlays: masked cells hatched "/" with masked_text (e.g. "−∞"), and cells that
-    are NaN or ±inf hatched "x" (only where there are any). groups: one legend group each ("masked",
-    "nan"), so that the panels of a subplot figure share one legend entry. Returns their title notes."""
+    are NaN or ±inf hatched "x" (only where there are any), each saying what it holds ("NaN", "+∞", "−∞"),
+    as the name does. groups: one legend group each ("masked", "nan"), so that the panels of a subplot figure
+    share one legend entry. Returns their title notes."""
     notes = [
         add_cell_overlay(fig, grid, grid.masked, name=escape_text(masked_name or f"masked ({masked_text})"),
                          cell_text=escape_text(masked_text), pattern="/", theme=theme, row=row, col=col,
                          legendgroup="masked" if groups else None, panel=panel)
     ]
     if grid.bad.any():
-        reason = nan_reason or "the input holds NaN or ±inf here"
+        held = np.full(grid.bad.shape, "NaN", dtype=object)  # a +inf score was written "NaN"
+        with np.errstate(invalid="ignore"):
+            held[grid.bad & (grid.bad_value > 0)] = "+∞"
+            held[grid.bad & (grid.bad_value < 0)] = "−∞"
+        kinds = [k for k in ("NaN", "+∞", "−∞") if (held[grid.bad] == k).any()]
+        what = " or ".join(NAN_NAME if k == "NaN" else k for k in kinds)
         notes.append(
-            add_cell_overlay(fig, grid, grid.bad, name=escape_text(f"{NAN_NAME}: {reason}"), cell_text="NaN",
-                             pattern="x", theme=theme, row=row, col=col, legendgroup="nan" if groups else None,
-                             panel=panel)
+            add_cell_overlay(fig, grid, grid.bad, name=escape_text(f"{what}: {nan_reason or 'as in the input'}"),
+                             cell_text=held, pattern="x", theme=theme, row=row, col=col,
+                             legendgroup="nan" if groups else None, panel=panel)
         )
     return notes
 
