@@ -52,7 +52,7 @@ from ui.state import (  # noqa: E402
 from ui.style import page_style  # noqa: E402
 from ui.text import md  # noqa: E402
 from ui.train import train_panel  # noqa: E402
-from ui.translate import decoding_steps  # noqa: E402
+from ui.translate import decoding_steps, linked_step_waits, shared_step  # noqa: E402
 
 log = logging.getLogger("attention_lab")
 
@@ -149,6 +149,7 @@ def view_body(view: str, spec: FigureSpec) -> None:
         after["translation"] = lambda: decoding_steps(run, spec)
     render_result(result, view, spec, after=after, side_by_side=view == "order")
     if view == "translate":
+        linked_step_waits(spec)
         st.divider()
         train_panel(spec)
 
@@ -172,7 +173,7 @@ def head_buttons(spec: FigureSpec, models) -> None:
 
 def share(spec: FigureSpec) -> None:
     """Keep the address bar a share link of this view; show it and the spec JSON."""
-    query = share_query(spec, theme_follows_page=follows_page(), step=st.session_state.get("translate_step"))
+    query = share_query(spec, theme_follows_page=follows_page(), step=shared_step())
     if st.query_params.to_dict() != query:
         st.query_params.from_dict(query)
     base = (st.context.url or "").split("?")[0]

@@ -958,6 +958,29 @@ def test_a_share_link_of_the_translate_view_opens_on_the_decoding_step_it_was_se
     assert not other.error and "step" not in other.query_params
 
 
+def test_a_links_decoding_step_with_the_random_model_says_it_waits_for_the_trained_one(make_app):
+    """A bad-input walk: views=translate&step=2 with the random model showed view 7's hint (choose zh-en) and no word
+    of the step, and the address bar left it out. The step waits for the trained model (ui/state.py LINKED_STEP):
+    said, and kept in the link."""
+    at = make_app(link={"views": "translate", "step": "2"})
+    clean(at)
+    assert at.session_state["model"] == "random"
+    (said,) = [t for t in alerts(at.info) if "step 2" in t]
+    assert "trained model" in said and "zh-en" in said, said
+    assert at.query_params["step"] == "2"
+    plain_link = make_app(link={"views": "translate"})  # no step in the link: no word of one
+    assert not [t for t in alerts(plain_link.info) if "step" in t.lower()]
+
+
+@needs_trained
+def test_a_links_decoding_step_waiting_for_the_trained_model_opens_when_it_is_chosen(make_app):
+    at = make_app(link={"views": "translate", "step": "2"})
+    at.selectbox(key="model").set_value("zh-en").run()
+    clean(at)
+    assert at.slider(key="translate_step").value == 2 and at.query_params["step"] == "2"
+    assert not [t for t in alerts(at.info) if "step 2 " in t or "waits" in t]
+
+
 @needs_trained
 def test_a_links_decoding_step_past_the_translation_says_which_step_is_shown(make_app):
     """A bad-input walk: step=999 opened "Step 4 of 4" with no word that the link's step was not there, where a

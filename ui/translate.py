@@ -25,6 +25,22 @@ def _row(run: Run, spec: FigureSpec) -> int:
     return 0 if row is None else row
 
 
+def linked_step_waits(spec: FigureSpec) -> None:
+    """A link's decoding step while view 7 shows the random model, said under its hint (which says where to choose
+    the trained one): it waits for zh-en (decoding_steps opens on it), where it was dropped without a word."""
+    step = st.session_state.get(LINKED_STEP)
+    if step is not None and spec.model != "zh-en":
+        st.info(f"This link's step {step} is a decoding step of the trained model (zh-en): view 7 opens on it once "
+                "that model is chosen.", icon=":material/info:")
+
+
+def shared_step() -> int | None:
+    """The decoding step a share link of view 7 carries: the slider's, or a link's step still waiting for the
+    trained model (linked_step_waits), kept as the link that opened the page had it."""
+    ss = st.session_state
+    return ss.get(LINKED_STEP, ss.get("translate_step"))
+
+
 def decoding_steps(run: Run, spec: FigureSpec) -> None:
     """A slider over decoding steps: at step t the decoder has read t tokens and predicts the next.
 
