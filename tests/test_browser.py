@@ -1329,6 +1329,41 @@ def test_a_slide_link_on_a_projector_shows_notes_and_cell_values_in_the_pages_pr
         assert shown[title]["values"] >= 18, (title, shown[title])
 
 
+# every text a chart draws (title, notes, subplot titles, tick labels, axis titles, colour bar, legend, values and marks
+# in cells) as shown: [the chart's title, the text, its type on the screen (font size times the chart's scale)]
+SHOWN_TEXTS = """() => [...document.querySelectorAll('[data-testid="stMain"] .lab-chart')].flatMap(gd => {
+  const k = gd.__lab.scale || 1;
+  return [...gd.querySelectorAll('svg.main-svg text')].filter(t => t.textContent.trim() && t.getBoundingClientRect().width)
+    .map(t => [gd.__lab.spec.title, t.textContent, parseFloat(getComputedStyle(t).fontSize) * k]); })"""
+# lesson steps 2, 3 and 4 (docs/lesson.md): views 2, 3 and 5
+LESSON_STEPS = ("views=positional", "views=attention&block=decoder+self", "views=query&query=1")
+LESSON_SENTENCES = "sentence_a=你喜欢她&sentence_b=她喜欢你"
+
+
+def test_on_a_phone_every_text_of_a_chart_is_shown_at_a_phones_smallest_comfortable_type(browser, streamlit_url):
+    """A teacher's walk on a 390 px phone: the default theme's charts, drawn 480 px wide and shown at ~0.75, showed the
+    notes under their titles at ~8 px (step 4's "largest weight 0.463; without ÷√d_k it would be 0.928", step 2's
+    "max |difference| 4.4e−15") and every tick label, axis title and colour bar at ~10.4 or less. Shown shrunk, a chart
+    draws its type at SMALLEST_SHOWN_PX (11) on the screen or more (ui/chart.py readableType)."""
+    from viz.theme import SMALLEST_SHOWN_PX
+
+    texts, scales = [], []
+    for n, query in enumerate(LESSON_STEPS, start=2):
+        with opened_tab(browser, f"{streamlit_url}/?{query}&{LESSON_SENTENCES}", 390, 844, is_mobile=True,
+                        has_touch=True) as tab:
+            draw_every_chart(tab, 200)
+            texts += tab.evaluate(SHOWN_TEXTS)
+            scales += tab.evaluate("() => [...document.querySelectorAll('.lab-chart')].map(gd => gd.__lab.scale)")
+            if n == 4:
+                tab.locator(".lab-chart").first.scroll_into_view_if_needed()
+                tab.screenshot(path=str(SCREENSHOTS / "browser-phone-lesson-step-4.png"))
+    assert len(scales) >= 12 and all(k < 0.8 for k in scales), scales  # every chart shown shrunk
+    said = " ".join(text for _, text, _ in texts)
+    assert "largest weight 0.463" in said and "max |difference|" in said, said  # what the lesson has the class read
+    small = [(title[:40], text[:40], round(px, 2)) for title, text, px in texts if px < SMALLEST_SHOWN_PX - 0.01]
+    assert small == [], small
+
+
 def test_slide_tables_are_html_in_projector_type_with_words_for_booleans_and_markup_as_text(browser, streamlit_url):
     """In the slide theme a table that is the panel (the tokens; view 6's numbers and translations) is drawn as
     st.table: HTML, in the page's projector-sized type (ui/style.py; st.dataframe's canvas keeps 14 px whatever

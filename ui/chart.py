@@ -37,6 +37,7 @@ from viz.theme import (
     CELL_PAD_EM,
     LEGEND_BELOW_UNDER,
     NARROW_WIDTH,
+    SMALLEST_SHOWN_PX,
     cell_type_px,
     design_size,
     theme_spec,
@@ -418,10 +419,14 @@ function narrowPanels(layout, width, laidOut) {
   return fewerAutoTicks(oneXTitle(clearLeftLabels(layout, plotW), plotW), plotW);
 }
 
+const LINE_EM = 1.45;  // a line's box in the figures' first font, Noto Sans CJK (ascent 1.16 + descent 0.29 em)
+
 function clearRightEnds(layout, plotW) {
   // Panels side by side (a grid of heads) at the width drawn: a panel's last key label goes where it and the next
-  // panel's first would reach into each other across the gap ("20:a0:t" on a phone), where the labels lie side by
-  // side (plotly.js turns crowded ones 90°). viz.heatmap.clear_right_end, the server's rule at the laid-out width.
+  // panel's first would reach into each other across the gap ("20:a0:t" on a phone). viz.heatmap.clear_right_end,
+  // the server's rule at the laid-out width, for labels side by side; here also for labels plotly.js turned 90°
+  // (crowded), which reach sideways by half their line's box: on a phone, at the type readableType gives them, view
+  // 4's turned "20:a" and "0:t" of the next panel touched.
   const family = (layout.font || {}).family || "sans-serif";
   const axes = Object.keys(layout).filter((k) => /^xaxis\d*$/.test(k) && Array.isArray((layout[k] || {}).tickvals)
     && Array.isArray(layout[k].ticktext) && layout[k].tickvals.length >= 2 && layout[k].showticklabels !== false
@@ -437,10 +442,11 @@ function clearRightEnds(layout, plotW) {
     const vals = axis.tickvals, text = axis.ticktext, span = axis.range;
     const per = plotW * (d1 - d0) / Math.abs(span[1] - span[0]);  // px per position
     const widest = Math.max(...text.map((t) => textWidth(String(t), size, family)));
-    if (Math.min(...vals.slice(1).map((v, i) => v - vals[i])) * per < widest + 4) continue;  // turned 90°
-    const right = textWidth(String(text[text.length - 1]), size, family) / 2 - (Math.max(...span) - vals[vals.length - 1]) * per;
+    const turned = Math.min(...vals.slice(1).map((v, i) => v - vals[i])) * per < widest + 4;  // as plotly.js turns them
+    const half = (t) => (turned ? LINE_EM * size : textWidth(String(t), size, family)) / 2;  // reach either side
+    const right = half(text[text.length - 1]) - (Math.max(...span) - vals[vals.length - 1]) * per;
     const nextPer = plotW * (next.domain[1] - next.domain[0]) / Math.abs(next.range[1] - next.range[0]);
-    const left = textWidth(String(next.ticktext[0]), size, family) / 2 - (next.tickvals[0] - Math.min(...next.range)) * nextPer;
+    const left = half(next.ticktext[0]) - (next.tickvals[0] - Math.min(...next.range)) * nextPer;
     if (Math.max(0, right) + Math.max(0, left) + 4 > plotW * (next.domain[0] - d1)) {
       if (out === layout) out = Object.assign({}, layout);
       out[name] = Object.assign({}, axis, {tickvals: vals.slice(0, -1), ticktext: text.slice(0, -1)});
@@ -494,6 +500,77 @@ function shrink(gd, k, height, fullscreen) {
 }
 
 const CELL_PAD_EM = __CELL_PAD_EM__;  // viz.theme.CELL_PAD_EM
+const SMALLEST_PX = __SMALLEST_PX__;  // viz.theme.SMALLEST_SHOWN_PX
+const CELL_FONT = (trace) => (trace.type === "heatmap" && trace.texttemplate) || (trace.meta || {}).role === "mask_text";
+
+function raiseFonts(obj, least) {
+  // obj (a copy where changed) with every font in it ("font", "tickfont", "textfont" ...) at no less than `least` px;
+  // arrays of numbers and strings (tick values, a heatmap's z) are left as they are, not walked
+  if (!obj || typeof obj !== "object") return obj;
+  if (Array.isArray(obj)) {
+    if (!obj.some((o) => o && typeof o === "object")) return obj;
+    const out = obj.map((o) => raiseFonts(o, least));
+    return out.some((o, i) => o !== obj[i]) ? out : obj;
+  }
+  let out = obj;
+  for (const [key, value] of Object.entries(obj)) {
+    if (!value || typeof value !== "object" || key === "meta" || key === "template") continue;
+    const raised = /font$/i.test(key) && !Array.isArray(value)
+      ? (typeof value.size === "number" && value.size < least ? Object.assign({}, value, {size: least}) : value)
+      : raiseFonts(value, least);
+    if (raised === value) continue;
+    if (out === obj) out = Object.assign({}, obj);
+    out[key] = raised;
+  }
+  return out;
+}
+
+const MOST_RAISED = 1.35;  // readableType leaves a figure whose text it would raise by more than this as laid out
+const brs = (text) => (String(text || "").match(/<br/g) || []).length;
+
+function readableType(layout, data, k) {
+  // [layout, data] in which no text is shown under SMALLEST_PX: shown shrunk (k < 1), a chart's type is shown at k
+  // times its size (a teacher's walk on a 390 px phone, the default theme drawn 480 px wide at ~0.75: view 5's note
+  // "largest weight 0.463; without ÷√d_k it would be 0.928" at ~8 px, every tick label at ~10.4). Every font of the
+  // layout (title, notes, subplot titles, axes' labels and titles, colour bars, legend, hover) and the texts traces
+  // write is drawn at SMALLEST_PX / k or more; the values in cells are readableCells' (it keeps them at the theme's
+  // cell type on the screen, or leaves them to the hover). The top margin grows by what the title's, the notes' and
+  // the top subplot titles' lines gain (the plot keeps its height); the other margins grow where plotly.js finds
+  // them short (automargin); notes and titles wrap again at their new size (fitTitle, after this). Where the figure's
+  // text would grow by more than MOST_RAISED (a slide chart, laid out for 1280 px, on a phone at ~0.28: x 1.8) it
+  // would no longer fit the margins and cells laid out for it: that figure is left as laid out.
+  const font = layout.font || {};
+  const base = font.size || 12;
+  const least = Math.ceil(100 * SMALLEST_PX / k) / 100;
+  if (!(k < 1) || least > MOST_RAISED * base) return [layout, data];
+  let out = raiseFonts(layout, least);
+  if (!(font.size >= least)) out = Object.assign({}, out, {font: Object.assign({}, font, {size: least})});  // inherited
+  const gain = (f) => Math.max(0, least - ((f || {}).size || base));  // px a text's type grows by
+  const title = layout.title || {};
+  let grow = title.text ? gain(title.font) * (1.4 + 1.3 * brs(title.text)) : 0;  // viz.theme._fit_title's heights
+  const top = (layout.annotations || []).filter((a) => a.name !== "notes" && a.text && a.yref === "paper"
+    && a.yanchor === "bottom" && a.y >= 0.98);  // subplot titles over the top row: the notes sit above them
+  const lift = Math.max(0, ...top.map((a) => 1.3 * (brs(a.text) + 1) * gain(a.font)));
+  (layout.annotations || []).filter((a) => a.name === "notes" && a.text)
+    .forEach((a) => { grow += 1.3 * (brs(a.text) + 1) * gain(a.font); });
+  grow = Math.ceil(grow + lift);
+  if (grow > 0) {
+    const margin = out.margin || {};
+    out = Object.assign({}, out, {margin: Object.assign({}, margin, {t: (margin.t || 0) + grow})});
+    if (out.height) out.height += grow;
+    if (lift) out.annotations = out.annotations.map((a) => a.name === "notes"
+      ? Object.assign({}, a, {yshift: (a.yshift || 0) + lift}) : a);
+  }
+  const traces = data.map((trace) => {
+    const {textfont, ...rest} = trace;  // a cell's values: readableCells'
+    const raised = raiseFonts(Object.fromEntries(["colorbar", "hoverlabel", "insidetextfont", "outsidetextfont",
+      "legendgrouptitle"].filter((key) => key in rest).map((key) => [key, rest[key]])), least);
+    const own = textfont && !CELL_FONT(trace) ? raiseFonts({textfont}, least).textfont : textfont;
+    const changed = Object.keys(raised).some((key) => raised[key] !== trace[key]) || own !== textfont;
+    return changed ? Object.assign({}, trace, raised, own === undefined ? {} : {textfont: own}) : trace;
+  });
+  return [out, traces];
+}
 
 function readableCells(data, layout, k, type) {
   // Shown shrunk (k < 1), the values and marks written in cells ("1.64", "−∞") would be shown at k times the theme's
@@ -579,14 +656,15 @@ function draw(Plotly, gd) {
   // Before plotly.js has drawn a toolbar in this chart, the widest one drawn so far stands for it; before any,
   // a guess, and the chart is drawn again once its own is there where that was short (a narrow-screen walk: the
   // guess of 100 px for a touch screen's 134 ran 820 px titles 12-31 px under it).
+  const [readable, traces] = readableType(sized, figure.data || [], k);
   const touch = TOUCH_SCREEN();
   const toolbar = fullscreen || touch
     ? ((gd.querySelector(".modebar") || {}).offsetWidth || toolbarSeen || (touch ? 140 : 300)) / k + 8 : 0;
-  let layout = legendBelow(fitTitle(sized, sized.width, figure.layout.width || wrapped, toolbar), sized.width);
+  let layout = legendBelow(fitTitle(readable, sized.width, figure.layout.width || wrapped, toolbar), sized.width);
   if (!fullscreen) {
     const laidOut = figure.layout.width || wrapped;
     layout = roundPanels(thinTicks(narrowPanels(layout, sized.width, laidOut), sized.width, laidOut,
-                                   (gd.__lab.spec.cellType || 0) / k), sized.width);
+                                   Math.max(gd.__lab.spec.cellType || 0, SMALLEST_PX) / k), sized.width);
   }
   if (fullscreen) layout.height = window.innerHeight / k;  // the screen's, whatever the title takes
   gd.__lab.ownTop = (layout.margin || {}).t || 0;
@@ -609,7 +687,7 @@ function draw(Plotly, gd) {
       {name: "fullscreen", title: "Full screen (Esc leaves)", icon: FULLSCREEN_ICON, click: toggleFullscreen},
     ],
   });
-  const data = readableCells(figure.data || [], layout, k, gd.__lab.spec.cellType);
+  const data = readableCells(traces, layout, k, gd.__lab.spec.cellType);
   return Plotly.react(gd, data, layout, full).then(() => {
     const drawn = toolbar ? (gd.querySelector(".modebar") || {}).offsetWidth || 0 : 0;  // layout px: no CSS scale
     toolbarSeen = Math.max(toolbarSeen, drawn);
@@ -785,7 +863,7 @@ function placeholder(gd) {
   const room = roomWidth(gd), k = shrinkFactor(gd, room);
   const width = figure.layout.width || (room ? room / k : 0);
   const sized = Object.assign({}, figure.layout, {height: figure.layout.height || __APP_HEIGHT__ / k});  // as draw()
-  return Math.ceil(roundPanels(legendBelow(sized, width), width).height * k);
+  return Math.ceil(roundPanels(legendBelow(readableType(sized, [], k)[0], width), width).height * k);
 }
 
 function mount(parentElement) {
@@ -912,7 +990,7 @@ def _script() -> str:
     return (JS.replace("__PLOTLY_JS__", PLOTLY_JS).replace("__APP_HEIGHT__", str(APP_HEIGHT))
             .replace("__CRISP_TARGET__", str(crisp.TARGET_PX)).replace("__CRISP_MAX__", str(crisp.MAX_PX))
             .replace("__STACK_REM__", str(STACK_REM)).replace("__STACK_FRACTION__", str(STACK_FRACTION)).replace("__LEGEND_BELOW_UNDER__", str(LEGEND_BELOW_UNDER))
-            .replace("__CELL_PAD_EM__", str(CELL_PAD_EM)))
+            .replace("__CELL_PAD_EM__", str(CELL_PAD_EM)).replace("__SMALLEST_PX__", str(SMALLEST_SHOWN_PX)))
 
 
 @functools.cache

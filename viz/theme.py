@@ -388,6 +388,11 @@ def _contrast_cell_texts(trace, layout) -> None:
 
 
 CELL_PAD_EM = 0.3  # room a value keeps in its cell (of its text size): less, and neighbours read as one number
+# The smallest type a chart shows on the screen, in CSS px, whatever it is shrunk by (ui/chart.py readableType): a
+# phone's smallest comfortable type, Apple's smallest text style (Caption 2, 11 pt = 11 CSS px on iOS) and Material 3's
+# (Label Small, 11 sp), and the default theme's cell type (cell_type_px). On a 390 px phone the default theme's charts
+# (laid out 480 px wide, shown at ~0.75) showed their notes at ~8 px and their tick labels at ~10.4 (a teacher's walk).
+SMALLEST_SHOWN_PX = 11
 
 
 def cell_type_px(theme: str) -> int:
