@@ -1364,6 +1364,49 @@ def test_on_a_phone_every_text_of_a_chart_is_shown_at_a_phones_smallest_comforta
     assert small == [], small
 
 
+# each heatmap chart as shown: its title, its box's width, the plot's width (all panels), its key labels turned 90°, its
+# colour bar's box and those of the texts under the plot (x tick labels and titles), the right end of its texts
+HEATMAPS_SHOWN = r"""() => [...document.querySelectorAll('[data-testid="stMain"] .lab-chart')].filter(gd =>
+    gd.querySelector('.heatmaplayer image, .heatmaplayer .hm')).map(gd => {
+  const box = gd.parentElement.getBoundingClientRect(), rect = (e) => e.getBoundingClientRect().toJSON();
+  const plots = [...gd.querySelectorAll('.draglayer .nsewdrag')].map(rect);
+  const under = [...gd.querySelectorAll('.xaxislayer-above text, [class^="g-x"][class$="title"] text')].map(rect);
+  const bar = gd.querySelector('.colorbar');
+  return {title: gd.__lab.spec.title, width: box.width, right: box.right,
+          plot: Math.max(...plots.map(r => r.right)) - Math.min(...plots.map(r => r.left)),
+          turned: [...gd.querySelectorAll('.xaxislayer-above text')].filter(t =>
+              /rotate\(9/.test(t.getAttribute('transform') || '') && !/^\d+$/.test(t.textContent)).length,
+          bar: bar && rect(bar), under, textRight: Math.max(...[...gd.querySelectorAll('svg text')].map(t => rect(t).right))};
+})"""
+
+
+def test_on_a_phone_heatmaps_take_the_width_with_their_colour_bar_under_the_plot(browser, streamlit_url):
+    """A teacher's walk on a 390 px phone: view 3's weights heatmap took ~150 px of the width (0.41 of the chart's),
+    its colour bar and the row sums ("Σ = 1.000") the rest, and its short key labels ("0:[BOS]", "1:你") were turned on
+    their side. Drawn at a phone's width (viz.theme.NARROW_WIDTH), a heatmap's colour bar goes under the plot, as long
+    as the plot (ui/chart.py colorbarBelow), the right margin holds only what is beside the plot (the row sums, in line
+    for view 3's five matrices), and the key labels lie flat."""
+    charts = []
+    for n, query in enumerate(LESSON_STEPS[:2], start=2):
+        with opened_tab(browser, f"{streamlit_url}/?{query}&{LESSON_SENTENCES}", 390, 844, is_mobile=True,
+                        has_touch=True) as tab:
+            draw_every_chart(tab, 200)
+            charts += tab.evaluate(HEATMAPS_SHOWN)
+            if n == 3:
+                tab.locator(".st-key-chart-attention-attention-weights").scroll_into_view_if_needed()
+                tab.screenshot(path=str(SCREENSHOTS / "browser-phone-weights.png"))
+    steps = [c for c in charts if c["title"][:2] in ("1.", "2.", "3.", "4.", "5.")]  # view 3's five matrices
+    assert len(charts) >= 8 and len(steps) == 5, [c["title"] for c in charts]
+    for c in charts:
+        assert c["plot"] >= 0.55 * c["width"], c  # the weights' was 0.41
+        assert c["textRight"] <= c["right"] + 1, c  # the row sums and the bar's numbers on the screen
+        if c["bar"]:  # under the plot, clear of its key labels and axis title, as wide as the plot or less
+            assert c["bar"]["width"] <= c["plot"] + 12, c
+            assert all(c["bar"]["top"] >= r["bottom"] - 1 for r in c["under"]), c
+    assert all(c["turned"] == 0 for c in steps), [(c["title"], c["turned"]) for c in steps]
+    assert len({round(c["plot"]) for c in steps}) == 1, [(c["title"], c["plot"]) for c in steps]  # columns in line
+
+
 def test_slide_tables_are_html_in_projector_type_with_words_for_booleans_and_markup_as_text(browser, streamlit_url):
     """In the slide theme a table that is the panel (the tokens; view 6's numbers and translations) is drawn as
     st.table: HTML, in the page's projector-sized type (ui/style.py; st.dataframe's canvas keeps 14 px whatever

@@ -489,6 +489,65 @@ function legendBelow(layout, width) {
     height: layout.height && layout.height + grow});
 }
 
+const NARROW_WIDTH = __NARROW_WIDTH__;  // viz.theme.NARROW_WIDTH: the page's themes are drawn no narrower
+
+function belowPlot(layout, plotW) {
+  // px under the plot of the bottom row: its x tick labels (turned 90° where they do not fit side by side, as plotly.js
+  // turns them) and its x axis title; viz.theme._below_plot's rule, the labels measured in their own type
+  const font = layout.font || {}, family = font.family || "sans-serif";
+  let depth = 0;
+  for (const [name, axis] of Object.entries(layout)) {
+    if (!/^xaxis\d*$/.test(name) || !axis || axis.side === "top" || axis.overlaying) continue;
+    const y = layout["yaxis" + (axis.anchor || "y").slice(1)] || {};
+    if (y.domain && y.domain[0] > 0.01) continue;  // not the bottom row
+    let px = 0;
+    if (axis.showticklabels !== false) {
+      const size = (axis.tickfont || {}).size || font.size || 12;
+      const labels = Array.isArray(axis.ticktext) ? axis.ticktext.map(String) : [];
+      const widest = Math.max(0, ...labels.map((t) => textWidth(t, size, family)));
+      const [d0, d1] = axis.domain || [0, 1];
+      const fits = !labels.length || axis.tickangle === 0 || labels.length * (widest + 8) <= (d1 - d0) * plotW;
+      px += (fits ? 1.3 * size : widest + 4) + 14;
+    }
+    if ((axis.title || {}).text) px += 1.5 * ((axis.title.font || {}).size || font.size || 12) + 6;
+    depth = Math.max(depth, px);
+  }
+  return depth;
+}
+
+function colorbarBelow(layout, data, width) {
+  // [layout, data] with each colour bar under the plot, as long as the plot, where drawn NARROW_WIDTH wide or less (a
+  // phone): beside it, it took as much of the width as the plot (a teacher's walk at 390 px: view 3's weights had
+  // ~150 px, the colour bar and the row sums the rest, the keys' short labels turned on their side). The right margin
+  // is the server's for that (viz.theme NARROW_COLORBAR: the row sums' room only; view 3's five matrices keep one,
+  // their columns in line); the bottom one holds what is under the plot, measured here, and the bar with its numbers,
+  // and the figure grows by what that gains, so the plot keeps its height.
+  const narrow = (layout.meta || {}).narrow_colorbar;
+  if (!narrow || !width || width > NARROW_WIDTH) return [layout, data];
+  const margin = Object.assign({}, layout.margin, {r: narrow.r});
+  const bars = Object.keys(layout).filter((key) => /^coloraxis\d*$/.test(key) && layout[key]
+                                                   && layout[key].showscale !== false);
+  const heatmaps = data.map((t) => t.type === "heatmap" && !t.coloraxis && t.showscale !== false);
+  const shown = bars.map((key) => layout[key].colorbar || {}).concat(data.filter((_, i) => heatmaps[i])
+                                                                         .map((t) => t.colorbar || {}));
+  const out = Object.assign({}, layout, {margin});
+  if (!shown.length) return [out, data];  // view 3's mask: the others' right margin only
+  const font = layout.font || {}, size = (f) => (f || {}).size || font.size || 12;
+  const bar = Math.max(...shown.map((b) => (b.thickness || 30) + 1.3 * size(b.tickfont) + 14));  // bar, numbers, pads
+  const edge = Math.max(8, Math.round(0.5 * size()));
+  margin.b = Math.max(Math.ceil(edge + belowPlot(layout, width - (margin.l || 0) - margin.r) + bar), margin.b || 0);
+  if (out.height) out.height += margin.b - ((layout.margin || {}).b || 0);
+  // at the figure's bottom edge, its title beside it, left ("side: right" draws it there): plotly.js 4.1.1 set a
+  // title over an h bar onto the bar, and one under it by the figure's height, onto its numbers; hung from the plot
+  // instead (yref paper), the bar pushed the bottom margin by far more than it took (view 4's layer 0 plot, 5 rows,
+  // squeezed to ~60 px over a blank band)
+  const below = (colorbar) => Object.assign({}, colorbar, {orientation: "h", xref: "paper", x: 0.5, xanchor: "center",
+    yref: "container", y: 0, yanchor: "bottom", len: 1, lenmode: "fraction",
+    title: Object.assign({}, (colorbar || {}).title, {side: "right"})});
+  bars.forEach((key) => { out[key] = Object.assign({}, layout[key], {colorbar: below(layout[key].colorbar)}); });
+  return [out, data.map((t, i) => (heatmaps[i] ? Object.assign({}, t, {colorbar: below(t.colorbar)}) : t))];
+}
+
 function shrink(gd, k, height, fullscreen) {
   // k < 1: the chart drawn `height` px tall is shown at k times its size (a CSS transform, which
   // plotly.js's hover, zoom and selection follow), its box as tall as what is shown.
@@ -660,7 +719,8 @@ function draw(Plotly, gd) {
   const touch = TOUCH_SCREEN();
   const toolbar = fullscreen || touch
     ? ((gd.querySelector(".modebar") || {}).offsetWidth || toolbarSeen || (touch ? 140 : 300)) / k + 8 : 0;
-  let layout = legendBelow(fitTitle(readable, sized.width, figure.layout.width || wrapped, toolbar), sized.width);
+  let [layout, under] = colorbarBelow(legendBelow(fitTitle(readable, sized.width, figure.layout.width || wrapped,
+                                                           toolbar), sized.width), traces, sized.width);
   if (!fullscreen) {
     const laidOut = figure.layout.width || wrapped;
     layout = roundPanels(thinTicks(narrowPanels(layout, sized.width, laidOut), sized.width, laidOut,
@@ -687,7 +747,7 @@ function draw(Plotly, gd) {
       {name: "fullscreen", title: "Full screen (Esc leaves)", icon: FULLSCREEN_ICON, click: toggleFullscreen},
     ],
   });
-  const data = readableCells(traces, layout, k, gd.__lab.spec.cellType);
+  const data = readableCells(under, layout, k, gd.__lab.spec.cellType);
   return Plotly.react(gd, data, layout, full).then(() => {
     const drawn = toolbar ? (gd.querySelector(".modebar") || {}).offsetWidth || 0 : 0;  // layout px: no CSS scale
     toolbarSeen = Math.max(toolbarSeen, drawn);
@@ -863,7 +923,8 @@ function placeholder(gd) {
   const room = roomWidth(gd), k = shrinkFactor(gd, room);
   const width = figure.layout.width || (room ? room / k : 0);
   const sized = Object.assign({}, figure.layout, {height: figure.layout.height || __APP_HEIGHT__ / k});  // as draw()
-  return Math.ceil(roundPanels(legendBelow(readableType(sized, [], k)[0], width), width).height * k);
+  const [laid] = colorbarBelow(legendBelow(readableType(sized, [], k)[0], width), figure.data || [], width);
+  return Math.ceil(roundPanels(laid, width).height * k);
 }
 
 function mount(parentElement) {
@@ -990,7 +1051,8 @@ def _script() -> str:
     return (JS.replace("__PLOTLY_JS__", PLOTLY_JS).replace("__APP_HEIGHT__", str(APP_HEIGHT))
             .replace("__CRISP_TARGET__", str(crisp.TARGET_PX)).replace("__CRISP_MAX__", str(crisp.MAX_PX))
             .replace("__STACK_REM__", str(STACK_REM)).replace("__STACK_FRACTION__", str(STACK_FRACTION)).replace("__LEGEND_BELOW_UNDER__", str(LEGEND_BELOW_UNDER))
-            .replace("__CELL_PAD_EM__", str(CELL_PAD_EM)).replace("__SMALLEST_PX__", str(SMALLEST_SHOWN_PX)))
+            .replace("__CELL_PAD_EM__", str(CELL_PAD_EM)).replace("__SMALLEST_PX__", str(SMALLEST_SHOWN_PX))
+            .replace("__NARROW_WIDTH__", str(NARROW_WIDTH)))
 
 
 @functools.cache

@@ -48,6 +48,7 @@ from viz.theme import (
     ALONE,
     DOT,
     MASK_ALLOWED_COLOR,
+    NARROW_COLORBAR,
     QUALITATIVE,
     THEMES,
     WEIGHTS_COLORSCALE,
@@ -332,13 +333,20 @@ def attention_step_figures(
     # columns line up (the mask has no colour bar, the weights have row sums beside them)
     steps = [f for key, f in figs.items() if key != "qkv"]
     sides = {side: max((vf.layout_value(f, "margin") or {}).get(side, 0) for f in steps) for side in ("l", "r")}
+    # on a phone, their colour bars under their plots (viz.theme.NARROW_COLORBAR): one right margin there too, the row
+    # sums' (the mask, which has no colour bar, takes it as well)
+    narrow_r = max(((vf.layout_value(f, "meta") or {}).get(NARROW_COLORBAR)
+                    or {"r": (vf.layout_value(f, "margin") or {}).get("r", 0)})["r"] for f in steps)
     for f in steps:
         own = {side: (vf.layout_value(f, "margin") or {}).get(side, 0) for side in sides}
         vf.set_margin(f, **sides)
         pending = vf.editable(f)  # every figure here is lean (apply_theme's)
         # drawn alone (an export), a figure takes its own margins again (viz.export.alone): a score matrix's
         # colour bar beside its plot, not past the room the weights' row sums needed
-        pending["layout"]["meta"] = {**(pending["layout"].get("meta") or {}), ALONE: {"margin": own, "theme": theme}}
+        meta = {**(pending["layout"].get("meta") or {}), ALONE: {"margin": own, "theme": theme}}
+        if not theme_spec(theme)["width"]:  # a theme that follows the page's width (the others have no narrow layout)
+            meta[NARROW_COLORBAR] = {"r": narrow_r}
+        pending["layout"]["meta"] = meta
         if pending is not None:  # a wider margin, narrower cells: their values again (a scores cell's "16.44"
             fit_cell_values(pending["data"], pending["layout"], theme)  # ran into the next one's "−2.73")
     return figs

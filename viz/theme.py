@@ -187,6 +187,10 @@ APP_HEIGHT = 450
 NARROW_WIDTH = 480
 LEGEND_BELOW_UNDER = 600  # a 1024 px window with the sidebar open draws charts 564 px wide: below there too
 NARROW_LEGEND = "narrow_legend"
+# Drawn NARROW_WIDTH wide (a phone), a colour bar beside the plot took as much of the width as the plot itself (view 3's
+# weights: ~150 px of a 390 px phone's, key labels turned on their side): the chart script (ui/chart.py colorbarBelow)
+# puts it under the plot, as long as the plot, with the right margin layout.meta[NARROW_COLORBAR] gives ({"r": px}).
+NARROW_COLORBAR = "narrow_colorbar"
 # layout.meta[ALONE] = {"margin": {side: px}, "theme": name}: the margins a figure laid out beside others (one
 # margin for a column of figures, viz.attention.attention_step_figures) takes when drawn alone (viz.export.alone)
 ALONE = "alone"
@@ -748,16 +752,21 @@ def _legend_px(fig: Fig, t: dict, width: float, horizontal: bool | None = None) 
     return max(items + [text_width(title, size) + 10]) + 18, 0.0
 
 
-def _right_of_plot(fig: Fig, t: dict, ys: list[Node], legend: tuple[float, float]) -> float:
-    """Estimated px right of the plot area: colour bars (one per colour axis or heatmap) and the
-    tick labels of right-hand y axes (row sums)."""
+def _colorbars_px(fig: Fig, t: dict) -> list[float]:
+    """The width of each colour bar beside the plot (one per colour axis or heatmap)."""
     bars = [_colorbar_px(v.get("colorbar"), v.get("cmin"), v.get("cmax"), t)
             for k, v in fig.layout.items() if k.startswith("coloraxis") and v.get("showscale") is not False]
     bars += [_colorbar_px(tr.get("colorbar"), tr.get("zmin"), tr.get("zmax"), t) for tr in fig.data
              if tr.get("type") == "heatmap" and not tr.get("coloraxis") and tr.get("showscale") is not False]
+    return bars
+
+
+def _right_of_plot(fig: Fig, t: dict, ys: list[Node], legend: tuple[float, float], bars: bool = True) -> float:
+    """Estimated px right of the plot area: colour bars (one per colour axis or heatmap; none where `bars` is
+    False: laid under the plot) and the tick labels of right-hand y axes (row sums)."""
     axes = [widest(_tick_labels(ax), t["font_size"]) + 12 for ax in ys
             if ax.get("side") == "right" and ax.get("showticklabels") is not False]
-    return max(bars, default=0.0) + max(axes, default=0.0) + legend[0]
+    return max(_colorbars_px(fig, t) if bars else [], default=0.0) + max(axes, default=0.0) + legend[0]
 
 
 def _below_plot(fig: Fig, t: dict, width: float, xs: list[Node], legend: tuple[float, float]) -> float:
@@ -832,6 +841,9 @@ def _set_margins(fig: Fig, t: dict, width: float, left: float, xs: list[Node], y
             "r": round(edge + _right_of_plot(fig, t, ys, (0.0, 0.0))),
             "b": round(edge + _below_plot(fig, t, NARROW_WIDTH, xs, below)),
         }
+    elif not t["width"] and _colorbars_px(fig, t):  # a colour bar beside the plot, in a theme that follows the page
+        # the chart script's right margin with it under the plot (it measures what goes under the plot itself)
+        fig.layout.child("meta")[NARROW_COLORBAR] = {"r": round(edge + _right_of_plot(fig, t, ys, legend, bars=False))}
 
 
 def _fit_title(fig: Fig, t: dict, width: float, left: float, xs: list[Node]) -> None:
