@@ -31,8 +31,8 @@ def models():
     return Models(functools.lru_cache(maxsize=None)(load_model))
 
 
-def panels(step: int, models) -> dict:
-    spec = FigureSpec.from_query(steps()[step])
+def panels(step: int, models, **changes) -> dict:
+    spec = FigureSpec.from_query({**steps()[step], **changes})
     return {p.key: p for p in build_view(spec.views[0], spec, models).panels}
 
 
@@ -108,7 +108,7 @@ def test_step_3_a_row_of_rounded_weights_the_lesson_adds_up_is_the_one_the_figur
     found = re.search(r"row (\d+:\S+?)'s ((?:[0-9.]+ \+ )+[0-9.]+) make ([0-9.]+), its Σ = (\d\.\d+)", text)
     assert found, "step 3 names the row whose rounded cells do not add up to 1"
     row, cells, total, sigma = found[1], found[2].split(" + "), found[3], found[4]
-    fig = panels(3, models)["attention-weights"].figure
+    fig = panels(3, models, theme="slide")["attention-weights"].figure  # the projector's (ui: the lesson's theme)
     values = next(t for t in fig.data if (t.meta or {}).get("role") == "values")
     rows = list(fig.layout.yaxis.ticktext)
     written = [cell_text(x)[0] for x in values.text[rows.index(row)]]

@@ -42,9 +42,10 @@ POSITIONAL_HELP = {
     "none": "adds no position information: self-attention without a look-ahead mask (the encoder's, under the "
             "paper's masks) then cannot tell word order; a look-ahead mask still leaks some (view 6).",
 }
-THEME_HELP = ("Every theme writes the values in the cells of small matrices, where they fit. default: for the "
-              "screen. paper / paper-sans: white, print sizes (serif or sans-serif type). slide: large type for a projector (charts, notes and tables). dark: dark "
-              "background. Until you choose one, the figures follow the page: dark in dark mode, default otherwise.")
+THEME_HELP = ("default: for the screen (hover a cell for its value). paper / paper-sans: white, print sizes, "
+              "values written in small matrices (serif or sans-serif type). slide: large type for a projector (charts, "
+              "notes, tables and the values in small matrices). dark: dark background. Until you choose one, the figures "
+              "follow the page: dark in dark mode, default otherwise.")
 
 
 def _model_label(name: str) -> str:

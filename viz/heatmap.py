@@ -20,7 +20,7 @@ import plotly.graph_objects as go
 
 from viz import fig as vf
 from viz.fig import Fig
-from viz.labels import cell_texts, display_labels, escape_text, num
+from viz.labels import display_labels, escape_text, num
 from viz.theme import (
     MAGNITUDE_COLORSCALE,
     PLOT_FRACTION,
@@ -586,9 +586,10 @@ def add_heatmap(
             else:
                 trace.showscale = False
         if show_values:  # the text itself, not plotly.js's %{z:...}: its d3-format writes a hyphen for minus
-            trace.text = cell_texts(trace["z"], value_format)
+            # written by viz.theme.fit_cell_values (apply_theme, which every builder runs last), which may write fewer
+            # decimals, or none, where they do not fit the cells as laid out
             trace.texttemplate = "%{text}"
-            trace.meta = {**trace.meta, "format": value_format}  # viz.theme.fit_cell_values may write fewer decimals
+            trace.meta = {**trace.meta, "format": value_format}
         fig.add_trace(trace, **where)
 
 

@@ -74,7 +74,8 @@ def num_weight(value: float) -> str:
 def cell_texts(z, value_format: str) -> list[list[str]]:
     """Each cell of a matrix written with the Python format spec `value_format` (".2f", ".1e"), minus
     signs true minus signs; "" for a NaN or infinite cell (the overlays write those)."""
-    return [[signed(format(v, value_format)) if math.isfinite(v) else "" for v in row]
+    finite, minus = math.isfinite, "\u2212"  # signed(), inline: this runs for every cell of every small matrix
+    return [[format(v, value_format).replace("-", minus) if finite(v) else "" for v in row]
             for row in np.asarray(z, dtype=float).tolist()]
 
 

@@ -164,9 +164,12 @@ THEMES: dict[str, dict] = {
 }
 THEMES["paper-sans"] = dict(THEMES["paper"], font_family=FONT_SANS)
 for _name, _t in THEMES.items():
-    # Every theme: heatmaps write each cell's value by themselves (small matrices only, where it fits
-    # its cell). Paper: a legend goes under the plot, where it does not take half of a one-column figure's width.
-    _t["auto_values"] = True
+    # Paper and slide: heatmaps write each cell's value by themselves (small matrices only, where it fits its cell):
+    # a page and a projector have no mouse to hover with (a class adds up view 3's row of weights). The screen themes
+    # leave them to the hover: writing them cost view 3 at 8 tokens ~0.8 ms, its figures then 1.1-1.6x the forward
+    # pass that feeds them (issue #6 asks under 1x). Paper: a legend goes under the plot, where it does not take half
+    # of a one-column figure's width.
+    _t["auto_values"] = _name.startswith("paper") or _name == "slide"
     _t["legend_below"] = _name.startswith("paper")
 THEME_NAMES = tuple(THEMES)
 
@@ -334,12 +337,17 @@ def cell_text_colors(z, zmin: float, zmax: float, colorscale) -> np.ndarray:
     white by the colour's brightness, put #444 on mid-tone cells (Cividis's olive: 2.7:1); the better of
     black and white gives every cell at least 4.5:1 (WCAG AA)."""
     z = _numbers(z)
-    at = np.clip((np.nan_to_num(z, nan=zmin) - zmin) / ((zmax - zmin) or 1.0), 0.0, 1.0)
+    at = (z - zmin) / ((zmax - zmin) or 1.0)
+    at = np.clip(np.where(np.isnan(at), 0.0, at), 0.0, 1.0)  # a NaN as zmin
     key = colorscale if isinstance(colorscale, str) else tuple((float(s), str(c)) for s, c in colorscale)
     stops, rgb = _scale_rgb(key)
-    cells = np.stack([np.interp(at, stops, rgb[:, i]) for i in range(3)], axis=-1)  # (..., 3)
-    lum = relative_luminance(np.round(cells))
+    # relative_luminance of each cell's colour rounded to whole channels, by table (this runs for every small matrix)
+    lum = sum(weight * _LINEAR[np.rint(np.interp(at, stops, rgb[:, i])).astype(np.intp)]
+              for i, weight in enumerate((0.2126, 0.7152, 0.0722)))
     return np.where((lum + 0.05) / 0.05 >= 1.05 / (lum + 0.05), "#000000", "#ffffff")
+
+
+_LINEAR = np.array([relative_luminance([v, 0, 0]) / 0.2126 for v in range(256)])  # sRGB channel 0-255 -> linear
 
 
 @lru_cache(maxsize=64)
@@ -374,18 +382,21 @@ def cell_text(text: str) -> tuple[str, str | None]:
     return (m.group(2), m.group(1)) if m else (str(text), None)
 
 
-def _contrast_cell_texts(trace, layout) -> None:
-    """Write each value cell's text in cell_text_colors' colour (plotly.js's <span> markup, which the
-    browser and the static exports draw alike), from the trace's own colour range or its coloraxis's.
-    Again on a figure restyled: the colours do not depend on the theme, and a text is coloured once."""
+def _contrast_cell_texts(trace, layout, plain: list[list[str]] | None = None) -> None:
+    """Write each value cell's text (`plain`, else the trace's own read back) in cell_text_colors' colour
+    (plotly.js's <span> markup, which the browser and the static exports draw alike), from the trace's own colour
+    range or its coloraxis's. Again on a figure restyled: the colours do not depend on the theme, and a text is
+    coloured once."""
     key = trace.get("coloraxis")
     axis = (layout.get(key) or {}) if key else {}
     lo, hi = (axis.get("cmin"), axis.get("cmax")) if axis else (trace.get("zmin"), trace.get("zmax"))
     scale = axis.get("colorscale") if axis else trace.get("colorscale")
-    texts, z = trace.get("text"), trace.get("z")
+    texts, z = plain if plain is not None else trace.get("text"), trace.get("z")
+    if plain is not None:
+        trace["text"] = plain
     if lo is None or hi is None or scale is None or texts is None or z is None:
         return
-    plain = [[cell_text(text)[0] for text in row] for row in texts]
+    plain = plain if plain is not None else [[cell_text(text)[0] for text in row] for row in texts]
     colors = cell_text_colors(z, float(lo), float(hi), scale).tolist()
     trace["text"] = [[f'<span style="color:{c}">{text}</span>' if text else ""
                       for text, c in zip(row, crow, strict=True)] for row, crow in zip(plain, colors, strict=True)]
@@ -429,25 +440,52 @@ def fit_cell_values(data, layout, theme: str) -> None:
             if not trace.get("text"):
                 continue
             texts, fewer = [[cell_text(x)[0] for x in row] for row in trace["text"]], None
-        else:
-            texts = cell_texts(z, made)
-            shorter = made if trace["meta"].get("kind") != "weights" else None  # "0.0" for a weight hides too much
-            # down to one decimal, not whole numbers ("−17" and "0" would hide a score of −0.4)
-            fewer = f".{int(shorter[1:-1]) - 1}f" if shorter and re.fullmatch(r"\.[2-9]f", shorter) else None
-        w, h = _cell_px(trace, layout, width, height, (len(texts), len(texts[0]) if texts else 0))
-        if not _texts_fit(texts, w, h, size) and fewer:
-            texts = cell_texts(z, fewer)
-        if _texts_fit(texts, w, h, size):
-            trace["text"], trace["texttemplate"] = texts, "%{text}"
-            _contrast_cell_texts(trace, layout)
+            w, h = _cell_px(trace, layout, width, height, (len(texts), len(texts[0]) if texts else 0))
+            if _texts_fit(_widest_em(texts), w, h, size):
+                trace["texttemplate"] = "%{text}"
+                _contrast_cell_texts(trace, layout)
+            else:
+                trace.pop("text", None)
+                trace.pop("texttemplate", None)
+            continue
+        shorter = made if trace["meta"].get("kind") != "weights" else None  # "0.0" for a weight hides too much
+        # down to one decimal, not whole numbers ("−17" and "0" would hide a score of −0.4)
+        fewer = f".{int(shorter[1:-1]) - 1}f" if shorter and re.fullmatch(r"\.[2-9]f", shorter) else None
+        rows, cols = np.shape(z)[:2]
+        w, h = _cell_px(trace, layout, width, height, (rows, cols))
+        # The texts the trace holds, coloured, and their widest (meta "shown": format, ems), from an earlier pass:
+        # a figure is fitted again where its margins change (view 3's five matrices take one margin), and writing
+        # the same texts and colours again each time made view 3's figures at 8 tokens cost 1.6x the forward pass
+        # that feeds them (issue #6: under 1x).
+        shown = trace["meta"].get("shown") if trace.get("text") else None
+        for fmt in (made, fewer):
+            if fmt is None:
+                continue
+            if shown and shown[0] == fmt:
+                texts, widest = None, shown[1]
+            else:
+                texts = cell_texts(z, fmt)
+                widest = _widest_em(texts)
+            if _texts_fit(widest, w, h, size):
+                trace["texttemplate"] = "%{text}"
+                if texts is not None:
+                    _contrast_cell_texts(trace, layout, texts)
+                    trace["meta"] = {**trace["meta"], "shown": [fmt, widest]}  # its own (a copy's meta is shared)
+                break
         else:
             trace.pop("text", None)
             trace.pop("texttemplate", None)
+            trace["meta"] = {k: v for k, v in trace["meta"].items() if k != "shown"}
 
 
-def _texts_fit(texts, w: float, h: float, size: float) -> bool:
-    widest = max((_ems(x) for row in texts for x in row if x), default=0.0) * size
-    return h >= size + 2 and w >= widest + max(4.0, CELL_PAD_EM * size)
+def _widest_em(texts) -> float:
+    """The widest of `texts` in ems of its type."""
+    return max((_ems(x) for row in texts for x in row if x), default=0.0)
+
+
+def _texts_fit(widest_em: float, w: float, h: float, size: float) -> bool:
+    """Texts whose widest is `widest_em` ems fit cells of w x h px at `size` px, with room either side."""
+    return h >= size + 2 and w >= widest_em * size + max(4.0, CELL_PAD_EM * size)
 
 
 def _x_span_px(trace, layout, width: float) -> float:
