@@ -1669,3 +1669,17 @@ def rgb(color: str) -> tuple[float, ...]:
     if color.startswith("#"):
         return tuple(int(color[i:i + 2], 16) for i in (1, 3, 5))
     return tuple(float(v) for v in color[color.index("(") + 1:-1].split(",")[:3])
+
+
+def test_a_chart_drawn_wide_then_narrow_turns_its_colour_bar_under_the_plot_without_a_script_error(page):
+    """A window narrowed from 1500 to 900 px draws view 3's charts 480 px wide: their colour bars, upright beside the
+    plot, go under it (ui/chart.py colorbarBelow). plotly.js's react, handed the turned bar with the new size, threw
+    "Something went wrong with axis scaling" for each of them; they are drawn afresh now, each bar flat."""
+    open_view(page, "3 · Attention step by step")
+    page.set_viewport_size({"width": 900, "height": 1000})
+    page.wait_for_function(f"() => document.querySelector('{WEIGHTS_CHART}')._fullLayout.width <= 480")
+    page.wait_for_timeout(1500)
+    assert page.script_errors == []
+    bars = page.evaluate(f"() => document.querySelector('{WEIGHTS_CHART}')._fullData"
+                         ".filter(t => t.type === 'heatmap' && t.showscale).map(t => t.colorbar.orientation)")
+    assert bars == ["h"], bars

@@ -748,6 +748,13 @@ function draw(Plotly, gd) {
     ],
   });
   const data = readableCells(under, layout, k, gd.__lab.spec.cellType);
+  // its colour bars moved under the plot or back beside it (colorbarBelow: a new width across NARROW_WIDTH, full
+  // screen): drawn afresh. plotly.js 4.1.1's react, a bar turned from upright to flat in the same call as a new size,
+  // threw "Something went wrong with axis scaling" (a 1500 px window narrowed to 900: view 3's charts, 480 px wide,
+  // left blank or half drawn)
+  const barsBelow = under !== traces;
+  if (gd._fullLayout && gd.__lab.barsBelow !== undefined && gd.__lab.barsBelow !== barsBelow) Plotly.purge(gd);
+  gd.__lab.barsBelow = barsBelow;
   return Plotly.react(gd, data, layout, full).then(() => {
     const drawn = toolbar ? (gd.querySelector(".modebar") || {}).offsetWidth || 0 : 0;  // layout px: no CSS scale
     toolbarSeen = Math.max(toolbarSeen, drawn);
