@@ -634,7 +634,7 @@ function readableType(layout, data, k) {
 function readableCells(data, layout, k, type) {
   // Shown shrunk (k < 1), the values and marks written in cells ("1.64", "−∞") would be shown at k times the theme's
   // cell type (viz.theme.cell_type_px): a slide chart beside the open sidebar of a 1280 px projector, at 0.64, wrote
-  // the slide's 19 px as 12. They are drawn at type / k instead, shown at the theme's own, where they still fit their
+  // the slide's cell type (19 px then, 21 now) as 12. They are drawn at type / k instead, shown at the theme's own, where they still fit their
   // cells as drawn, by the server's rule (viz.theme.fit_cell_values: the widest with room either side, a line
   // high); else they are left out, as the server leaves out what does not fit (the hover keeps every value).
   if (!(k < 1) || !type) return data;
