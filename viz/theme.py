@@ -347,7 +347,8 @@ def cell_text_colors(z, zmin: float, zmax: float, colorscale) -> np.ndarray:
     return np.where((lum + 0.05) / 0.05 >= 1.05 / (lum + 0.05), "#000000", "#ffffff")
 
 
-_LINEAR = np.array([relative_luminance([v, 0, 0]) / 0.2126 for v in range(256)])  # sRGB channel 0-255 -> linear
+_C = np.arange(256) / 255.0
+_LINEAR = np.where(_C <= 0.04045, _C / 12.92, ((_C + 0.055) / 1.055) ** 2.4)  # sRGB channel 0-255 -> linear, as above
 
 
 @lru_cache(maxsize=64)
