@@ -74,8 +74,12 @@ def _nan_reason(w: np.ndarray) -> str | None:
     """Why weights hold NaN: NAN_SOFTMAX where each row with a NaN (or ±inf) has no finite weight, as softmax over
     all −∞ makes it (NaN only: softmax never makes ±inf); else None, the heatmap's own "as in the input" (a user's
     array: a NaN beside finite weights was said to be a row whose every key is masked)."""
-    rows = np.asarray(w, dtype=np.float64).reshape(-1, np.shape(w)[-1])
-    holed = rows[~np.isfinite(rows).all(axis=1)]
+    rows = np.asarray(w)
+    finite = np.isfinite(rows)
+    if finite.all():  # no hole: the reason is never shown (the common case, every head of every view)
+        return NAN_SOFTMAX
+    rows, finite = rows.reshape(-1, rows.shape[-1]), finite.reshape(-1, rows.shape[-1])
+    holed = rows[~finite.all(axis=1)]
     return None if (~np.isnan(holed)).any() else NAN_SOFTMAX
 
 

@@ -800,12 +800,17 @@ def _colorbars_px(fig: Fig, t: dict) -> list[float]:
     return bars
 
 
-def _right_of_plot(fig: Fig, t: dict, ys: list[Node], legend: tuple[float, float], bars: bool = True) -> float:
-    """Estimated px right of the plot area: colour bars (one per colour axis or heatmap; none where `bars` is
-    False: laid under the plot) and the tick labels of right-hand y axes (row sums)."""
+def _right_of_plot(t: dict, ys: list[Node], legend: tuple[float, float], bars: list[float]) -> float:
+    """Estimated px right of the plot area: colour bars (`bars`: _colorbars_px, none where laid under the plot) and
+    the tick labels of right-hand y axes (row sums)."""
+    return max(bars, default=0.0) + _right_axes_px(t, ys) + legend[0]
+
+
+def _right_axes_px(t: dict, ys: list[Node]) -> float:
+    """The widest tick labels of right-hand y axes (row sums), with their pad."""
     axes = [widest(_tick_labels(ax), t["font_size"]) + 12 for ax in ys
             if ax.get("side") == "right" and ax.get("showticklabels") is not False]
-    return max(_colorbars_px(fig, t) if bars else [], default=0.0) + max(axes, default=0.0) + legend[0]
+    return max(axes, default=0.0)
 
 
 def _below_plot(fig: Fig, t: dict, width: float, xs: list[Node], legend: tuple[float, float]) -> float:
@@ -872,17 +877,18 @@ def _set_margins(fig: Fig, t: dict, width: float, left: float, xs: list[Node], y
     legend = _legend_px(fig, t, width)  # (right, below): measured once for both sides
     m = fig.layout.child("margin")
     m["l"] = round(edge + left + 6)
-    m["r"] = round(edge + _right_of_plot(fig, t, ys, legend))
+    bars = _colorbars_px(fig, t)  # measured once, for both right margins
+    m["r"] = round(edge + _right_of_plot(t, ys, legend, bars))
     m["b"] = round(edge + _below_plot(fig, t, width, xs, legend))
     if legend[0] and not t["width"]:  # a legend beside the plot, in a theme that follows the page's width
         below = _legend_px(fig, t, NARROW_WIDTH, horizontal=True)
         fig.layout.child("meta")[NARROW_LEGEND] = {  # the chart script's margins for it under the plot
-            "r": round(edge + _right_of_plot(fig, t, ys, (0.0, 0.0))),
+            "r": round(edge + _right_of_plot(t, ys, (0.0, 0.0), bars)),
             "b": round(edge + _below_plot(fig, t, NARROW_WIDTH, xs, below)),
         }
-    elif not t["width"] and _colorbars_px(fig, t):  # a colour bar beside the plot, in a theme that follows the page
+    elif not t["width"] and bars:  # a colour bar beside the plot, in a theme that follows the page
         # the chart script's right margin with it under the plot (it measures what goes under the plot itself)
-        fig.layout.child("meta")[NARROW_COLORBAR] = {"r": round(edge + _right_of_plot(fig, t, ys, legend, bars=False))}
+        fig.layout.child("meta")[NARROW_COLORBAR] = {"r": round(edge + _right_of_plot(t, ys, legend, []))}
 
 
 def _fit_title(fig: Fig, t: dict, width: float, left: float, xs: list[Node]) -> None:
