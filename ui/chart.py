@@ -560,7 +560,7 @@ function shrink(gd, k, height, fullscreen) {
 
 const CELL_PAD_EM = __CELL_PAD_EM__;  // viz.theme.CELL_PAD_EM
 const SMALLEST_PX = __SMALLEST_PX__;  // viz.theme.SMALLEST_SHOWN_PX
-const CELL_FONT = (trace) => (trace.type === "heatmap" && trace.texttemplate) || (trace.meta || {}).role === "mask_text";
+const CELL_FONT = (trace) => trace.type === "heatmap" && trace.texttemplate;  // values, and marks (see-through)
 
 function raiseFonts(obj, least) {
   // obj (a copy where changed) with every font in it ("font", "tickfont", "textfont" ...) at no less than `least` px;

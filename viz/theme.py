@@ -383,21 +383,18 @@ def cell_text(text: str) -> tuple[str, str | None]:
     return (m.group(2), m.group(1)) if m else (str(text), None)
 
 
-def _contrast_cell_texts(trace, layout, plain: list[list[str]] | None = None) -> None:
-    """Write each value cell's text (`plain`, else the trace's own read back) in cell_text_colors' colour
-    (plotly.js's <span> markup, which the browser and the static exports draw alike), from the trace's own colour
-    range or its coloraxis's. Again on a figure restyled: the colours do not depend on the theme, and a text is
-    coloured once."""
+def _contrast_cell_texts(trace, layout, plain: list[list[str]]) -> None:
+    """Write each value cell's text (`plain`) in cell_text_colors' colour (plotly.js's <span> markup, which the
+    browser and the static exports draw alike), from the trace's own colour range or its coloraxis's; `plain` as
+    it is where the trace has no colour range. Again on a figure restyled: the colours do not depend on the theme."""
     key = trace.get("coloraxis")
     axis = (layout.get(key) or {}) if key else {}
     lo, hi = (axis.get("cmin"), axis.get("cmax")) if axis else (trace.get("zmin"), trace.get("zmax"))
     scale = axis.get("colorscale") if axis else trace.get("colorscale")
-    texts, z = plain if plain is not None else trace.get("text"), trace.get("z")
-    if plain is not None:
+    z = trace.get("z")
+    if lo is None or hi is None or scale is None or z is None:
         trace["text"] = plain
-    if lo is None or hi is None or scale is None or texts is None or z is None:
         return
-    plain = plain if plain is not None else [[cell_text(text)[0] for text in row] for row in texts]
     colors = cell_text_colors(z, float(lo), float(hi), scale).tolist()
     trace["text"] = [[f'<span style="color:{c}">{text}</span>' if text else ""
                       for text, c in zip(row, crow, strict=True)] for row, crow in zip(plain, colors, strict=True)]
@@ -440,38 +437,31 @@ def fit_cell_values(data, layout, theme: str) -> None:
         if isinstance(z, dict):  # a typed array (restyled): the texts it has, as they are
             if not trace.get("text"):
                 continue
-            texts, fewer = [[cell_text(x)[0] for x in row] for row in trace["text"]], None
-            w, h = _cell_px(trace, layout, width, height, (len(texts), len(texts[0]) if texts else 0))
-            if _texts_fit(_widest_em(texts), w, h, size):
-                trace["texttemplate"] = "%{text}"
-                _contrast_cell_texts(trace, layout)
-            else:
-                trace.pop("text", None)
-                trace.pop("texttemplate", None)
-            continue
-        shorter = made if trace["meta"].get("kind") != "weights" else None  # "0.0" for a weight hides too much
-        # down to one decimal, not whole numbers ("−17" and "0" would hide a score of −0.4)
-        fewer = f".{int(shorter[1:-1]) - 1}f" if shorter and re.fullmatch(r"\.[2-9]f", shorter) else None
-        rows, cols = np.shape(z)[:2]
-        w, h = _cell_px(trace, layout, width, height, (rows, cols))
+            plain = [[cell_text(x)[0] for x in row] for row in trace["text"]]
+            tries, shape = [(None, plain)], (len(plain), len(plain[0]) if plain else 0)
+        else:
+            shorter = made if trace["meta"].get("kind") != "weights" else None  # "0.0" for a weight hides too much
+            # down to one decimal, not whole numbers ("−17" and "0" would hide a score of −0.4)
+            fewer = f".{int(shorter[1:-1]) - 1}f" if shorter and re.fullmatch(r"\.[2-9]f", shorter) else None
+            tries, shape = [(fmt, None) for fmt in (made, fewer) if fmt], np.shape(z)[:2]
+        w, h = _cell_px(trace, layout, width, height, shape)
         # The texts the trace holds, coloured, and their widest (meta "shown": format, ems), from an earlier pass:
         # a figure is fitted again where its margins change (view 3's five matrices take one margin), and writing
         # the same texts and colours again each time made view 3's figures at 8 tokens cost 1.6x the forward pass
         # that feeds them (issue #6: under 1x).
         shown = trace["meta"].get("shown") if trace.get("text") else None
-        for fmt in (made, fewer):
-            if fmt is None:
-                continue
-            if shown and shown[0] == fmt:
-                texts, widest = None, shown[1]
+        for fmt, texts in tries:
+            if fmt is not None and shown and shown[0] == fmt:
+                widest = shown[1]  # the trace holds them, coloured
             else:
-                texts = cell_texts(z, fmt)
+                texts = texts if texts is not None else cell_texts(z, fmt)
                 widest = _widest_em(texts)
             if _texts_fit(widest, w, h, size):
                 trace["texttemplate"] = "%{text}"
                 if texts is not None:
                     _contrast_cell_texts(trace, layout, texts)
-                    trace["meta"] = {**trace["meta"], "shown": [fmt, widest]}  # its own (a copy's meta is shared)
+                    if fmt is not None:  # its own meta (a copy's is shared)
+                        trace["meta"] = {**trace["meta"], "shown": [fmt, widest]}
                 break
         else:
             trace.pop("text", None)
