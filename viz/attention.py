@@ -228,7 +228,7 @@ def mask_heatmap(
         panel=(pw, ph),
     )
     style_matrix_axes(
-        fig, grid, x_title="key (attended to)", y_title="query (attending)", square=False,
+        fig, grid, x_title="key (attended to)", y_title="query (attending)",
         max_x_ticks=tick_budget(pw, t["font_size"]), max_y_ticks=tick_budget(ph, t["font_size"]),
     )
     # the key to the cells: plain True beside hatched False; or, where no cell is hatched, that nothing is masked

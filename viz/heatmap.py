@@ -728,7 +728,6 @@ def style_matrix_axes(
     *,
     x_title: str,
     y_title: str,
-    square: bool,
     row: int | None = None,
     col: int | None = None,
     show_x_labels: bool = True,
@@ -741,7 +740,6 @@ def style_matrix_axes(
     An axis labelled by bare positions ("0", "1", ... e.g. dimensions) with more than 10 cells
     gets Plotly's own ticks (0, 20, 40, ...), spaced for whatever width it is drawn at.
     """
-    where = dict(row=row, col=col) if row is not None else {}
     if is_index_axis(grid.col_text) and len(grid.col_text) > 10:
         x_ticks = dict(tickmode="auto", nticks=min(8, max(3, max_x_ticks)))
     else:
@@ -764,9 +762,6 @@ def style_matrix_axes(
                 ax.child("title")["text"] = escape_text(title)
             elif isinstance(ax.get("title"), dict):
                 ax["title"].pop("text", None)
-    if square:
-        fig.update_yaxes(scaleanchor="x", scaleratio=1, constrain="domain", **where)
-        fig.update_xaxes(constrain="domain", **where)
 
 
 ROW_SUM_TOLERANCE = 1e-3  # a row of softmax weights in float16 sums to 1 within ~1e-3
@@ -814,7 +809,6 @@ def heatmap_figure(
     show_values: bool | None = None,
     value_format: str = ".2f",
     row_sums: bool = False,
-    square: bool = False,
     extra_notes: Sequence[str] = (),
     theme: str = "default",
 ) -> go.Figure:
@@ -854,8 +848,7 @@ def heatmap_figure(
     notes = list(grid.notes) + list(extra_notes)
     notes += add_overlays(fig, grid, masked_text=masked_text, masked_name=masked_name, nan_reason=nan_reason,
                           theme=theme, panel=(pw, ph))
-    style_matrix_axes(fig, grid, x_title=x_title, y_title=y_title, square=square,
-                      max_x_ticks=x_budget, max_y_ticks=y_budget)
+    style_matrix_axes(fig, grid, x_title=x_title, y_title=y_title, max_x_ticks=x_budget, max_y_ticks=y_budget)
     if row_sums:  # after the main axes: fig.update_yaxes would restyle yaxis2 as well
         sums = np.asarray(matrix, dtype=np.float64).sum(axis=1)  # (R,) NaN where a row is NaN
         note = _row_sums_axis(fig, grid, sums, y_budget)
@@ -931,7 +924,6 @@ def add_panel(
     theme: str = "default",
     show_x_labels: bool = True,
     show_y_labels: bool = True,
-    square: bool = False,
     max_x_ticks: int = MAX_TICKS,
     max_y_ticks: int = MAX_TICKS,
     panel: tuple[float, float] | None = None,
@@ -964,7 +956,6 @@ def add_panel(
         grid,
         x_title=x_title,
         y_title=y_title,
-        square=square,
         row=row,
         col=col,
         show_x_labels=show_x_labels,
