@@ -274,7 +274,7 @@ def qkv_figure(
         tall=True,
     )
     fig.update_layout(
-        coloraxis=coloraxis_layout("values", lo, hi, scale, "value"),
+        coloraxis=coloraxis_layout(lo, hi, scale, "value"),
         title=title_layout(title, unique_notes(notes)),
     )
     return apply_theme(fig, theme)
@@ -462,7 +462,7 @@ def _grid_of_heads(
         for ax in fig._axes("x", None, None):
             clear_right_end(ax, pw, tick_size, gap)
     fig.update_layout(
-        coloraxis=coloraxis_layout("weights", 0.0, 1.0, WEIGHTS_COLORSCALE, "weight"),
+        coloraxis=coloraxis_layout(0.0, 1.0, WEIGHTS_COLORSCALE, "weight"),
         title=title_layout(title, unique_notes(notes)),
         height=app_height,
         showlegend=False,

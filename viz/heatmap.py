@@ -550,21 +550,22 @@ def add_heatmap(
     grid: Grid,
     *,
     kind: str,
-    zmin: float,
-    zmax: float,
-    colorscale,
     value_name: str,
     x_name: str,
     y_name: str,
     show_values: bool,
     value_format: str,
+    zmin: float | None = None,
+    zmax: float | None = None,
+    colorscale=None,
     coloraxis: str | None = None,
     row: int | None = None,
     col: int | None = None,
 ) -> None:
     """The value heatmap itself (NaN/masked cells left as gaps for the overlays): one trace, or up to
     four pieces where a downsampled axis ends in a smaller block (even_pieces says why); the pieces
-    share one colour scale, and only the first draws the colour bar."""
+    share one colour scale, and only the first draws the colour bar. Its colours: zmin, zmax and
+    colorscale, or a layout coloraxis shared with other panels (which holds them)."""
     where = dict(row=row, col=col) if row is not None else {}
     value = escape_text(value_name)
     traces = grid_heatmaps(
@@ -581,8 +582,7 @@ def add_heatmap(
         else:
             trace.update(zmin=zmin, zmax=zmax, colorscale=colorscale)
             if i == 0:
-                trace.colorbar = dict(title=dict(text=escape_text(value_name), side="right"),
-                                      xref="container", x=1.0, xanchor="right")
+                trace.colorbar = colorbar_layout(value_name)
             else:
                 trace.showscale = False
         if show_values:  # the text itself, not plotly.js's %{z:...}: its d3-format writes a hyphen for minus
@@ -937,9 +937,6 @@ def add_panel(
         fig,
         grid,
         kind=kind,
-        zmin=0,
-        zmax=1,
-        colorscale=None,
         value_name=value_name,
         x_name=x_name,
         y_name=y_name,
@@ -999,13 +996,14 @@ def set_column_gaps(fig: Fig, gaps: Sequence[float]) -> None:
             ann["x"] = moved[round(x, 6)]
 
 
-def coloraxis_layout(kind: str, lo: float, hi: float, scale, title: str, **colorbar) -> dict:
+def colorbar_layout(title: str) -> dict:
+    """A colour bar labelled `title` (escaped) along its right side, at the figure's right edge."""
+    return dict(title=dict(text=escape_text(title), side="right"), xref="container", x=1.0, xanchor="right")
+
+
+def coloraxis_layout(lo: float, hi: float, scale, title: str) -> dict:
     """A shared layout.coloraxis with a labelled colour bar."""
-    bar = dict(
-        title=dict(text=escape_text(title), side="right"), xref="container", x=1.0, xanchor="right"
-    )
-    bar.update(colorbar)
-    return dict(colorscale=scale, cmin=lo, cmax=hi, colorbar=bar)
+    return dict(colorscale=scale, cmin=lo, cmax=hi, colorbar=colorbar_layout(title))
 
 
 def unique_notes(notes: Sequence[str | None]) -> list[str]:

@@ -133,7 +133,7 @@ def aligned_outputs_figure(
     top = float(np.nanmax(diff)) if np.isfinite(diff).any() else float("nan")
     notes.append(f"max |A − B| = {num(top)}")
     fig.update_layout(
-        coloraxis=coloraxis_layout("values", lo, hi, scale, "output, |A − B|"),
+        coloraxis=coloraxis_layout(lo, hi, scale, "output, |A − B|"),
         title=title_layout(title, unique_notes(notes)),
     )
     return apply_theme(fig, theme)
@@ -187,7 +187,7 @@ def aligned_attention_figure(
         )
     notes.append(f"max |{name_a} − {name_b}| = {num(float(diff.max()))}")
     fig.update_layout(
-        coloraxis=coloraxis_layout("weights", 0.0, 1.0, WEIGHTS_COLORSCALE, "weight, |A − B|"),
+        coloraxis=coloraxis_layout(0.0, 1.0, WEIGHTS_COLORSCALE, "weight, |A − B|"),
         title=title_layout(title, unique_notes(notes)),
     )
     return apply_theme(fig, theme)

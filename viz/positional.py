@@ -330,7 +330,7 @@ def embedding_pe_figure(
         theme=theme,
     )
     fig.update_layout(
-        coloraxis=coloraxis_layout("values", lo, hi, scale, "value"),
+        coloraxis=coloraxis_layout(lo, hi, scale, "value"),
         title=title_layout(title, unique_notes(notes)),
     )
     return apply_theme(fig, theme)
