@@ -963,7 +963,7 @@ def add_panel(
     return [n for n in notes if n]
 
 
-def label_gap(labels: Sequence[str], theme: str, *, cols: int, width: int | None = None) -> float:
+def label_gap(labels: Sequence[str], theme: str, *, cols: int) -> float:
     """make_subplots horizontal_spacing that leaves room for `labels` as y tick labels of a
     panel that is not the first (a fraction of the plot width, at the theme's size)."""
     t = theme_spec(theme)
@@ -971,7 +971,7 @@ def label_gap(labels: Sequence[str], theme: str, *, cols: int, width: int | None
     # the plot's width as plot_px estimates it (the figure less the labels left of it and a colour bar), not a
     # fixed fraction of the figure: that was 0.75 of it, where paper's 600 px leave 0.64 (a 15% smaller gap,
     # and B's labels touched A's heatmap)
-    w = width or design_size(theme)[0]
+    w = design_size(theme)[0]
     longest = widest(labels, f)
     plot_w = w - 2 * max(8, round(0.5 * f)) - (longest + 1.5 * f + 12) - (t["colorbar_thickness"] + 3.5 * f)
     return min(0.6 / max(cols - 1, 1), max(0.04, (longest + 0.5 * f + 16) / max(plot_w, 40.0)))
