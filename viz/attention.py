@@ -333,27 +333,35 @@ def attention_step_figures(
     figs["weights"] = weights_heatmap(
         weights, mask=mask, title=titled("5. Weights = softmax over each row"), **kw
     )
-    # the five matrices are read one under another: one left and one right margin for all, so their
-    # columns line up (the mask has no colour bar, the weights have row sums beside them)
-    steps = [f for key, f in figs.items() if key != "qkv"]
-    sides = {side: max((vf.layout_value(f, "margin") or {}).get(side, 0) for f in steps) for side in ("l", "r")}
-    # on a phone, their colour bars under their plots (viz.theme.NARROW_COLORBAR): one right margin there too, the row
-    # sums' (the mask, which has no colour bar, takes it as well)
-    narrow_r = max(((vf.layout_value(f, "meta") or {}).get(NARROW_COLORBAR)
-                    or {"r": (vf.layout_value(f, "margin") or {}).get("r", 0)})["r"] for f in steps)
-    for f in steps:
-        own = {side: (vf.layout_value(f, "margin") or {}).get(side, 0) for side in sides}
-        vf.set_margin(f, **sides)
-        pending = vf.editable(f)  # every figure here is lean (apply_theme's)
-        # drawn alone (an export), a figure takes its own margins again (viz.export.alone): a score matrix's
-        # colour bar beside its plot, not past the room the weights' row sums needed
-        meta = {**(pending["layout"].get("meta") or {}), ALONE: {"margin": own, "theme": theme}}
-        if not theme_spec(theme)["width"]:  # a theme that follows the page's width (the others have no narrow layout)
-            meta[NARROW_COLORBAR] = {"r": narrow_r}
-        pending["layout"]["meta"] = meta
-        if pending is not None:  # a wider margin, narrower cells: their values again (a scores cell's "16.44"
-            fit_cell_values(pending["data"], pending["layout"], theme)  # ran into the next one's "−2.73")
+    _share_margins([f for key, f in figs.items() if key != "qkv"], theme)
     return figs
+
+
+def _margin(fig: go.Figure, side: str) -> float:
+    return (vf.layout_value(fig, "margin") or {}).get(side, 0)
+
+
+def _share_margins(figs: list[go.Figure], theme: str) -> None:
+    """attention_step_figures' five matrices, read one under another: one left and one right margin for all, so
+    their columns line up (the mask has no colour bar, the weights have row sums beside them); on a phone, their
+    colour bars under their plots (viz.theme.NARROW_COLORBAR), one right margin there too, the row sums' (the
+    mask, which has no colour bar, takes it as well). Drawn alone (an export), a figure takes its own margins
+    again (viz.export.alone): a score matrix's colour bar beside its plot, not past the room the weights' row
+    sums needed. Every figure here is lean (apply_theme's)."""
+    sides = {side: max(_margin(f, side) for f in figs) for side in ("l", "r")}
+    narrow_r = max(((vf.layout_value(f, "meta") or {}).get(NARROW_COLORBAR) or {"r": _margin(f, "r")})["r"]
+                   for f in figs)
+    follows_page = not theme_spec(theme)["width"]  # the themes of a fixed width have no narrow layout
+    for f in figs:
+        own = {side: _margin(f, side) for side in sides}
+        vf.set_margin(f, **sides)
+        lean = vf.editable(f)
+        meta = {**(lean["layout"].get("meta") or {}), ALONE: {"margin": own, "theme": theme}}
+        if follows_page:
+            meta[NARROW_COLORBAR] = {"r": narrow_r}
+        lean["layout"]["meta"] = meta
+        # a wider margin, narrower cells: their values again (a scores cell's "16.44" ran into the next one's "−2.73")
+        fit_cell_values(lean["data"], lean["layout"], theme)
 
 
 def _grid_of_heads(
