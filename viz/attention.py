@@ -143,14 +143,6 @@ def weights_heatmap(
     -inf) are ✕-hatched and explained. If a masked cell holds weight > 1e-6 the title says so.
     """
     w = np.asarray(matrix, dtype=np.float64)
-    notes = []
-    eff_mask = None
-    if mask is not None:
-        allowed = np.broadcast_to(np.asarray(mask, dtype=bool), w.shape)
-        leaked = np.where(~allowed & np.isfinite(w), np.abs(w), 0.0)
-        if leaked.max(initial=0.0) > 1e-6:
-            notes.append(f"warning: masked cells carry weight up to {num(leaked.max())}")
-        eff_mask = allowed | ~np.isfinite(w)  # a NaN stays visible as NaN, not as "masked"
     return heatmap_figure(
         w,
         row_text=display_labels(row_labels, w.shape[0]),
@@ -160,15 +152,30 @@ def weights_heatmap(
         x_title=x_title,
         y_title=y_title,
         value_name="weight",
-        mask=eff_mask,
+        mask=_drawn_mask(w, mask),
         masked_text="0",
         masked_name="masked: weight exactly 0",
         nan_reason=_nan_reason(w),
         show_values=show_values,
         row_sums=row_sums,
-        extra_notes=notes,
+        extra_notes=_leak_notes(w, mask),
         theme=theme,
     )
+
+
+def _drawn_mask(w: np.ndarray, mask: np.ndarray | None) -> np.ndarray | None:
+    """The mask a weights heatmap draws: `mask` (True = may attend), where a NaN stays visible as NaN, not as
+    "masked"."""
+    return None if mask is None else np.broadcast_to(np.asarray(mask, dtype=bool), w.shape) | ~np.isfinite(w)
+
+
+def _leak_notes(w: np.ndarray, mask: np.ndarray | None) -> list[str]:
+    """A warning where masked cells (mask False) of weights `w` carry weight, more than 1e-6; else none."""
+    if mask is None:
+        return []
+    leaked = np.where(~np.broadcast_to(np.asarray(mask, dtype=bool), w.shape) & np.isfinite(w), np.abs(w), 0.0)
+    top = leaked.max(initial=0.0)
+    return [f"warning: masked cells carry weight up to {num(top)}"] if top > 1e-6 else []
 
 
 def mask_heatmap(
@@ -412,12 +419,7 @@ def _grid_of_heads(
         horizontal_spacing=spacing,
         vertical_spacing=min(0.3 / max(rows - 1, 1), head_room / plot_h) if rows > 1 else 0.0,
     )
-    notes: list[str] = []
-    if mask is not None:
-        allowed = np.broadcast_to(np.asarray(mask, dtype=bool), stack.shape)
-        leaked = np.where(~allowed & np.isfinite(stack), np.abs(stack), 0.0)
-        if leaked.max(initial=0.0) > 1e-6:
-            notes.append(f"warning: masked cells carry weight up to {num(leaked.max())}")
+    notes = _leak_notes(stack, mask)
     x_budget = tick_budget(pw, tick_size)
     y_budget = tick_budget(ph, tick_size)
     x_room = int(column_w // (1.3 * tick_size))  # key labels a panel holds, turned 90°: 0 where it is too narrow
@@ -429,10 +431,7 @@ def _grid_of_heads(
     for h in range(n):
         r, c = divmod(h, cols)
         w = stack[h]
-        eff = None
-        if mask is not None:
-            eff = np.broadcast_to(np.asarray(mask, dtype=bool), w.shape) | ~np.isfinite(w)
-        grid = prepare_grid(w, row_text=rt, col_text=ct, mask=eff, panels=n)
+        grid = prepare_grid(w, row_text=rt, col_text=ct, mask=_drawn_mask(w, mask), panels=n)
         notes += grid.notes
         notes += add_panel(
             fig,
