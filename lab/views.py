@@ -395,30 +395,26 @@ def attention_view(spec: FigureSpec, models: Models) -> ViewResult:
         where=f"{spec.block}, layer {layer}, head {head}",  # in each figure's title: full screen, exports
         cross=spec.block == "cross",
     )
-    d_k = rec.d_k
-    titles = {
-        "qkv": (f"Q, K, V of one head (d_k = {d_k}) — {where_txt}", None, None, None),
-        "scores": ("1. Scores QKᵀ (raw)", a["scores"], rows, cols),
-        "scaled": (f"2. Scaled scores QKᵀ / √d_k (÷ {np.sqrt(d_k):.3g})", a["scaled"], rows, cols),
-        "mask": ("3. Mask: True = may attend" + ("" if not a["allowed"].all() else " (nothing is masked here)"),
-                 a["allowed"].astype(int), rows, cols),
-        "masked": ("4. Masked scores (masked cells are −∞)", a["masked"], rows, cols),
-        "weights": ("5. Weights = softmax over each row (each sums to 1)", a["weights"], rows, cols),
-    }
     out = ViewResult(notices=list(run_.notices), hint=_decoder_reads(spec))
-    for key, fig in figs.items():
-        title, matrix, r, c = titles[key]
-        if key == "qkv":
-            def table():
-                return pd.concat({"Q": viz.matrix_frame(a["q"], rows), "K": viz.matrix_frame(a["k"], cols),
-                                  "V": viz.matrix_frame(a["v"], cols)}, names=["matrix"])
-        else:
-            def table(matrix=matrix, r=r, c=c):
-                return viz.matrix_frame(matrix, r, c)
-        caption = _nothing_masked(spec) if key == "mask" and a["allowed"].all() else ""
-        if key == "qkv":
-            caption = _qkv_caption(spec.block, layer, models.model(spec).model.config)
-        out.panels.append(Panel(f"attention-{key}", title, fig, table, caption=caption))
+    out.panels.append(Panel(
+        "attention-qkv", f"Q, K, V of one head (d_k = {rec.d_k}) — {where_txt}", figs["qkv"],
+        lambda: pd.concat({"Q": viz.matrix_frame(a["q"], rows), "K": viz.matrix_frame(a["k"], cols),
+                           "V": viz.matrix_frame(a["v"], cols)}, names=["matrix"]),
+        caption=_qkv_caption(spec.block, layer, models.model(spec).model.config),
+    ))
+    nothing_masked = a["allowed"].all()
+    steps = {  # each step's panel: its title, and the (query x key) matrix behind its figure
+        "scores": ("1. Scores QKᵀ (raw)", a["scores"]),
+        "scaled": (f"2. Scaled scores QKᵀ / √d_k (÷ {np.sqrt(rec.d_k):.3g})", a["scaled"]),
+        "mask": ("3. Mask: True = may attend" + (" (nothing is masked here)" if nothing_masked else ""),
+                 a["allowed"].astype(int)),
+        "masked": ("4. Masked scores (masked cells are −∞)", a["masked"]),
+        "weights": ("5. Weights = softmax over each row (each sums to 1)", a["weights"]),
+    }
+    for key, (title, matrix) in steps.items():
+        caption = _nothing_masked(spec) if key == "mask" and nothing_masked else ""
+        out.panels.append(Panel(f"attention-{key}", title, figs[key],
+                                lambda matrix=matrix: viz.matrix_frame(matrix, rows, cols), caption=caption))
     if spec.mask == "none" and any("[PAD]" in p for p in rows + cols):
         out.notices.append("Mask 'none': the [PAD] tokens added to line up A and B are attended to like words.")
     return out
