@@ -369,9 +369,11 @@ def positional_view(spec: FigureSpec, models: Models) -> ViewResult:
 
 # -- 3. attention step by step ----------------------------------------------------------------
 def _selected(spec: FigureSpec, models: Models):
+    """What views 3-5 show: (the run, the block's attention record at the layer, (layer, head, batch row), (query
+    labels, key labels)), the spec's layer and head kept within the model's; None where there is no run."""
     run_ = models.run(spec)
     if run_ is None:
-        return None, None, None, None
+        return None
     trace = run_.trace
     stack = trace.encoder if spec.block == "encoder self" else trace.decoder
     layer = _clamp(spec.layer, len(stack.layers))
@@ -382,11 +384,10 @@ def _selected(spec: FigureSpec, models: Models):
 
 
 def attention_view(spec: FigureSpec, models: Models) -> ViewResult:
-    run_, rec, where, labels = _selected(spec, models)
-    if run_ is None:
+    selected = _selected(spec, models)
+    if selected is None:
         return ViewResult(hint="Type a sentence to see its attention.")
-    layer, head, row = where
-    rows, cols = labels
+    run_, rec, (layer, head, row), (rows, cols) = selected
     a = head_arrays(rec, row, head)
     where_txt = f"{spec.block}, layer {layer}, head {head}, sentence {run_.sentences[row].key.upper()}"
     figs = viz.attention_step_figures(
@@ -466,11 +467,10 @@ def _nothing_masked(spec: FigureSpec) -> str:
 
 # -- 4. heads ---------------------------------------------------------------------------------
 def heads_view(spec: FigureSpec, models: Models) -> ViewResult:
-    run_, rec, where, labels = _selected(spec, models)
-    if run_ is None:
+    selected = _selected(spec, models)
+    if selected is None:
         return ViewResult(hint="Type a sentence to see its heads.")
-    layer, _, row = where
-    rows, cols = labels
+    run_, rec, (layer, _, row), (rows, cols) = selected
     weights = all_head_weights(run_.trace, spec.block, row, torch.float32)  # (L, H, Tq, Tk)
     allowed = rec.allowed[row, 0].cpu().numpy()
     mask = None if allowed.all() else allowed
@@ -582,11 +582,10 @@ def _journey_panels(spec: FigureSpec, word: int | None, qlabel: str) -> list[Pan
 
 
 def query_view(spec: FigureSpec, models: Models) -> ViewResult:
-    run_, rec, where, labels = _selected(spec, models)
-    if run_ is None:
+    selected = _selected(spec, models)
+    if selected is None:
         return ViewResult(hint="Type a sentence to pick a query token.")
-    layer, head, row = where
-    rows, cols = labels
+    run_, rec, (layer, head, row), (rows, cols) = selected
     a = head_arrays(rec, row, head)
     q = _clamp(spec.query, len(rows))
     qlabel = viz.unique_labels(rows, show_whitespace=True)[q]  # "2:我", "1:␣": the position tells repeats apart
