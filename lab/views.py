@@ -855,30 +855,34 @@ def order_view(spec: FigureSpec, models: Models) -> ViewResult:
                                       title=f"Pooled outputs (mean over tokens) {name}"),
             lambda rep=rep: pd.DataFrame({"A": rep.pooled_a, "B": rep.pooled_b}, index=pd.RangeIndex(len(rep.pooled_a), name="dimension")),
         ))
-    causal = data.causal
-    if causal is not None:
-        rows.append(_numbers_row("without PE, look-ahead mask", causal))
-        text = ("Without PE but WITH a look-ahead (causal) mask, order still shows: "
-                f"max |f(B) − P f(A)| = {num(causal.max_abs_diff)}. Each token sees a different number of "
-                "predecessors, so the mask itself leaks position (Haviv et al. 2022)."
-                + _matched_in_order(compared[-1][4]))
-        if _same_tokens(causal):
-            text = f"With a look-ahead mask and no PE: {SAME_TOKENS}"
-        elif causal.equivariant and causal.attention_permuted is False:  # attention saw the order, the outputs not
-            text = ("With a look-ahead mask and no PE, attention does see the order (max |W(B) − P W(A) Pᵀ| = "
-                    f"{num(causal.attention_max_abs_diff)}), yet the outputs come out as A's, reordered (max |f(B) − P f(A)| "
-                    f"= {num(causal.max_abs_diff)}): the order was lost after attention. A very small model can lose "
-                    "it: e.g. a LayerNorm over d_model = 2 dimensions leaves each token only ±1 per dimension.")
-        elif causal.equivariant:
-            text = ("With a look-ahead mask and no PE, these two inputs happen to give the same outputs (max "
-                    f"|f(B) − P f(A)| = {num(causal.max_abs_diff)}).")
-        heading = "A causal stack without PE" + ("" if causal.equivariant or _same_tokens(causal) else " still sees order")
-        out.panels.append(Panel("verdict-causal", heading, caption=text))
+    if data.causal is not None:
+        rows.append(_numbers_row("without PE, look-ahead mask", data.causal))
+        out.panels.append(_causal_verdict(data.causal, pieces_b=compared[-1][4]))
     out.panels.insert(0, Panel("order-numbers", "The numbers", table=pd.DataFrame(rows)))
     if data.translations is not None:
         out.panels.insert(1, Panel("translations", "Translations with and without positional encoding",
                                    table=data.translations))
     return out
+
+
+def _causal_verdict(causal: OrderReport, pieces_b: list[str]) -> Panel:
+    """View 6's last verdict: whether a stack without PE but with a look-ahead mask sees the order."""
+    if _same_tokens(causal):
+        text = f"With a look-ahead mask and no PE: {SAME_TOKENS}"
+    elif causal.equivariant and causal.attention_permuted is False:  # attention saw the order, the outputs not
+        text = ("With a look-ahead mask and no PE, attention does see the order (max |W(B) − P W(A) Pᵀ| = "
+                f"{num(causal.attention_max_abs_diff)}), yet the outputs come out as A's, reordered (max |f(B) − P f(A)| "
+                f"= {num(causal.max_abs_diff)}): the order was lost after attention. A very small model can lose "
+                "it: e.g. a LayerNorm over d_model = 2 dimensions leaves each token only ±1 per dimension.")
+    elif causal.equivariant:
+        text = ("With a look-ahead mask and no PE, these two inputs happen to give the same outputs (max "
+                f"|f(B) − P f(A)| = {num(causal.max_abs_diff)}).")
+    else:
+        text = ("Without PE but WITH a look-ahead (causal) mask, order still shows: "
+                f"max |f(B) − P f(A)| = {num(causal.max_abs_diff)}. Each token sees a different number of "
+                "predecessors, so the mask itself leaks position (Haviv et al. 2022)." + _matched_in_order(pieces_b))
+    heading = "A causal stack without PE" + ("" if causal.equivariant or _same_tokens(causal) else " still sees order")
+    return Panel("verdict-causal", heading, caption=text)
 
 
 def _numbers_row(name: str, rep: OrderReport) -> dict:
