@@ -644,13 +644,7 @@ def query_bars(
     ticks = display_labels(key_labels, n)
     x = np.arange(n)
     peak = symmetric_range(np.where(masked, np.nan, s), np.where(masked, np.nan, ss)) * 1.1
-    # laid out for the app (exports use their own size): three panels of bars with a title each; a theme
-    # with larger type gets that much more height, else each panel's title sits on the axis above it and
-    # the ticks touch. A theme of fixed height that holds QUERY_BARS_LINES lines of its type keeps its
-    # height: the slide theme's figure fits one 16:9 slide (720 px, not 974), on a projector and in a deck.
-    height = round(620 * max(1.0, t["font_size"] / THEMES["default"]["font_size"]))
-    if t["height"] and t["height"] >= QUERY_BARS_LINES * t["font_size"]:
-        height = t["height"]
+    height = _query_bars_height(t)
     pw, ph = panel_px(theme, rows=3, height=min(height, t["height"] or height))
     fig = subplots(
         rows=3,
@@ -664,6 +658,7 @@ def query_bars(
             "weight = softmax(scaled)ⱼ" + (f"; outlined: without ÷{ROOT}{D_K}" if u is not None else ""),
         ),
     )
+
     def bars(vals: np.ndarray, row: int, name: str, marker: dict, role: str) -> np.ndarray:
         """One bar per unmasked key with a finite value, on panel `row`; which keys got one."""
         ok = ~masked & np.isfinite(vals)
@@ -683,34 +678,37 @@ def query_bars(
         )
         return ok
 
+    def masked_bars(row: int) -> None:
+        """A grey hatched bar down to -peak for each masked key on panel `row`, saying masked_text."""
+        fig.add_trace(
+            vf.bar(
+                x=x[masked],
+                y=[-peak] * int(masked.sum()),
+                name=f"masked ({masked_text})",
+                # outlined: the grey alone is 2.1:1 on white, under the 3:1 a bar needs (WCAG 2.1 SC 1.4.11)
+                marker=dict(color=t["mask_bg"], pattern=dict(shape="/", fgcolor=t["mask_fg"]),
+                            line=dict(width=1, color=t["mask_fg"])),
+                text=[masked_text] * int(masked.sum()),
+                textposition="inside",
+                insidetextanchor="middle",
+                customdata=[ticks[i] for i in x[masked]],
+                hovertemplate=f"key %{{customdata}}<br>masked: {escape_text(masked_text)}<extra></extra>",
+                showlegend=row == 1,
+                legendgroup="masked",
+                meta={"role": "masked_bars"},
+            ),
+            row=row,
+            col=1,
+        )
+
     for row, vals, name, color in (
         (1, s, "score", QUALITATIVE[0]),
         (2, ss, "scaled score", QUALITATIVE[4]),
         (3, w, "weight", QUALITATIVE[2]),
     ):
         bars(vals, row, name, dict(color=color), "bars")
-        if masked.any() and row < 3:
-            fig.add_trace(
-                vf.bar(
-                    x=x[masked],
-                    y=[-peak] * int(masked.sum()),
-                    name=f"masked ({masked_text})",
-                    # outlined: the grey alone is 2.1:1 on white, under the 3:1 a bar needs (WCAG 2.1 SC 1.4.11)
-                    marker=dict(color=t["mask_bg"], pattern=dict(shape="/", fgcolor=t["mask_fg"]),
-                                line=dict(width=1, color=t["mask_fg"])),
-                    text=[masked_text] * int(masked.sum()),
-                    textposition="inside",
-                    insidetextanchor="middle",
-                    customdata=[ticks[i] for i in x[masked]],
-                    hovertemplate=f"key %{{customdata}}<br>masked: {escape_text(masked_text)}"
-                    "<extra></extra>",
-                    showlegend=row == 1,
-                    legendgroup="masked",
-                    meta={"role": "masked_bars"},
-                ),
-                row=row,
-                col=1,
-            )
+        if masked.any() and row < 3:  # a masked key's weight is a ✕ at 0 (below)
+            masked_bars(row)
     if masked.any():
         fig.add_trace(
             vf.scatter(
@@ -762,6 +760,16 @@ def query_bars(
         height=height,
     )
     return apply_theme(fig, theme)
+
+
+def _query_bars_height(t: dict) -> int:
+    """query_bars' height, laid out for the app (exports use their own size): three panels of bars with a title
+    each; a theme with larger type gets that much more height, else each panel's title sits on the axis above it
+    and the ticks touch. A theme of fixed height that holds QUERY_BARS_LINES lines of its type keeps its height:
+    the slide theme's figure fits one 16:9 slide (720 px, not 974), on a projector and in a deck."""
+    if t["height"] and t["height"] >= QUERY_BARS_LINES * t["font_size"]:
+        return t["height"]
+    return round(620 * max(1.0, t["font_size"] / THEMES["default"]["font_size"]))
 
 
 # view 5's context vector: a pattern per key (one for each colour of QUALITATIVE), none on the grey "other keys" bar;
