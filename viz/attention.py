@@ -41,7 +41,6 @@ from viz.heatmap import (
     text_fits,
     tick_budget,
     title_layout,
-    unique_notes,
 )
 from viz.labels import Markup, display_labels, escape_text, markup, num, num_weight, sub
 from viz.theme import (
@@ -282,7 +281,7 @@ def qkv_figure(
     )
     fig.update_layout(
         coloraxis=coloraxis_layout(lo, hi, scale, "value"),
-        title=title_layout(title, unique_notes(notes)),
+        title=title_layout(title, notes),
     )
     return apply_theme(fig, theme)
 
@@ -470,7 +469,7 @@ def _grid_of_heads(
             clear_right_end(ax, pw, tick_size, gap)
     fig.update_layout(
         coloraxis=coloraxis_layout(0.0, 1.0, WEIGHTS_COLORSCALE, "weight"),
-        title=title_layout(title, unique_notes(notes)),
+        title=title_layout(title, notes),
         height=app_height,
         showlegend=False,
     )

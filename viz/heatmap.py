@@ -717,8 +717,9 @@ def compose_title(title: str | None, notes: Sequence[str] = ()) -> str:
     return "<br>".join(lines) if len(lines) > 1 else lines[0]
 
 
-def title_layout(title: str | None, notes: Sequence[str] = ()) -> dict:
-    """layout.title from compose_title; apply_theme sizes the top margin to its lines."""
+def title_layout(title: str | None, notes: Sequence[str | None] = ()) -> dict:
+    """layout.title from compose_title, the notes without repeats or Nones; apply_theme sizes the top margin to
+    its lines."""
     return dict(text=compose_title(title, unique_notes(notes)))
 
 
@@ -854,7 +855,7 @@ def heatmap_figure(
         note = _row_sums_axis(fig, grid, sums, y_budget)
         if note:
             notes.append(note)
-    fig.update_layout(title=title_layout(title, [n for n in notes if n]), showlegend=False)
+    fig.update_layout(title=title_layout(title, notes), showlegend=False)
     return apply_theme(fig, theme)
 
 

@@ -30,7 +30,6 @@ from viz.heatmap import (
     symmetric_range,
     tick_budget,
     title_layout,
-    unique_notes,
 )
 from viz.labels import display_labels, escape_text, num
 from viz.theme import QUALITATIVE, WEIGHTS_COLORSCALE, apply_theme, theme_spec
@@ -134,7 +133,7 @@ def aligned_outputs_figure(
     notes.append(f"max |A − B| = {num(top)}")
     fig.update_layout(
         coloraxis=coloraxis_layout(lo, hi, scale, "output, |A − B|"),
-        title=title_layout(title, unique_notes(notes)),
+        title=title_layout(title, notes),
     )
     return apply_theme(fig, theme)
 
@@ -188,7 +187,7 @@ def aligned_attention_figure(
     notes.append(f"max |{name_a} − {name_b}| = {num(float(diff.max()))}")
     fig.update_layout(
         coloraxis=coloraxis_layout(0.0, 1.0, WEIGHTS_COLORSCALE, "weight, |A − B|"),
-        title=title_layout(title, unique_notes(notes)),
+        title=title_layout(title, notes),
     )
     return apply_theme(fig, theme)
 

@@ -23,7 +23,6 @@ from viz.heatmap import (
     panel_px,
     symmetric_range,
     title_layout,
-    unique_notes,
 )
 from viz.labels import display_labels, num
 from viz.theme import DOT, NARROW_WIDTH, QUALITATIVE, ROUND, apply_theme, text_width, theme_spec
@@ -331,7 +330,7 @@ def embedding_pe_figure(
     )
     fig.update_layout(
         coloraxis=coloraxis_layout(lo, hi, scale, "value"),
-        title=title_layout(title, unique_notes(notes)),
+        title=title_layout(title, notes),
     )
     return apply_theme(fig, theme)
 
