@@ -177,7 +177,8 @@ def prepare_grid(
     x, x_edges, col_text = _blocks(C, fc, list(col_text))
     any_masked = bool(masked.any())  # (before the block means) the note says masked cells are left out only if any are
     bad_value = None
-    if fr > 1 or fc > 1:
+    blocked = fr > 1 or fc > 1
+    if blocked:
         values, block_masked = _block_means(z, masked, hole, fr, fc)
         bad = np.isnan(values) & ~block_masked
         if bad.any():  # a block without a finite cell: the sum (so the mean's sign) of its cells not masked
@@ -190,10 +191,10 @@ def prepare_grid(
         bad_value = z if bad.any() else None
     if max(R, C) > LARGE_ABOVE:
         note = f"Large input ({R}×{C})"
-        if (fr > 1 or fc > 1) and boolean:
+        if blocked and boolean:
             note += (f": shown as {values.shape[0]}×{values.shape[1]} cells, each a {fr}×{fc} block, True where any "
                      "of its cells may attend")
-        elif fr > 1 or fc > 1:
+        elif blocked:
             note += (
                 f": shown as {values.shape[0]}×{values.shape[1]} cells, each the mean of a "
                 f"{fr}×{fc} block" + (" (masked cells left out)" if any_masked else "")
