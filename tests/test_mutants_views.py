@@ -359,3 +359,32 @@ def test_the_token_tables_bytes_are_those_of_the_text_each_token_covers(models):
         raw = text[row["start"]:row["end"]].encode("utf-8")
         assert row["text"] == text[row["start"]:row["end"]]
         assert row["bytes"] == raw.hex(" ") and row["n_bytes"] == len(raw), row.to_dict()
+
+
+# -- view 2: the embedding panel is the chosen sentence's, at its own positions ----------------------------------
+def test_the_embedding_panel_is_the_chosen_sentences_tokens_and_positions_0_to_n(models):
+    """Mutants: the token-embedding panel read batch row 0 (sentence A) whatever sentence was chosen; the
+    positional-encoding panel took positions 1 … n for 0 … n − 1 (seen only where the sentence is the shorter
+    one: the batch holds more positions than it has tokens). Recomputed here from the embedding table
+    (× √d_model, §3.4) and the closed-form sinusoidal table (§3.5) for B's own ids."""
+    from model.positional import sinusoidal_at
+
+    a, b = "我爱你们大家都好", "你喜欢她"  # B the shorter: its 4 positions in a batch of 8
+    spec = dataclasses.replace(SPEC, sentence_a=a, sentence_b=b, sentence="b", views=("positional",))
+    panel = panels("positional", spec, models)["embedding-pe"]
+    model = models.model(spec).model
+    d = model.config.d_model
+    ids = torch.tensor(models.model(spec).src_tokenizer.encode(b).ids)
+    assert len(ids) == 4
+    tokens = (model.src_embed.token.weight[ids].double() * math.sqrt(d)).cpu().numpy()
+    pe = sinusoidal_at(torch.arange(len(ids)), d).numpy()
+    drawn = [z_of(t) for t in values(panel.figure)]
+    assert len(drawn) == 3
+    np.testing.assert_allclose(drawn[0], tokens, atol=1e-5)
+    np.testing.assert_allclose(drawn[1], pe, atol=1e-6)
+    np.testing.assert_allclose(drawn[2], tokens + pe, atol=1e-5)
+    table = panel.table
+    np.testing.assert_allclose(table.loc["token embedding"].to_numpy(), tokens, atol=1e-5)
+    np.testing.assert_allclose(table.loc["positional encoding"].to_numpy(), pe, atol=1e-6)
+    assert list(table.loc["sum"].index) == [f"{i}:{ch}" for i, ch in enumerate(b)]
+
