@@ -388,3 +388,23 @@ def test_the_embedding_panel_is_the_chosen_sentences_tokens_and_positions_0_to_n
     np.testing.assert_allclose(table.loc["positional encoding"].to_numpy(), pe, atol=1e-6)
     assert list(table.loc["sum"].index) == [f"{i}:{ch}" for i, ch in enumerate(b)]
 
+
+# -- view 5: the context vector's numbers, for cross-attention too -----------------------------------------------
+def test_the_context_table_names_z_by_the_query_and_holds_w_times_v(models):
+    """Mutant: the context CSV's last row "z of …" named by the KEY at the query's index, not the query. In
+    cross-attention they differ: query 2 of the decoder reads "喜" ([BOS] 你 喜 …), key 2 of the source is "欢".
+    The rows are each key's v, each wⱼ·vⱼ and z = Σⱼ wⱼ vⱼ, recomputed here from the record's q, k and v."""
+    text, q = "你喜欢她", 2
+    spec = dataclasses.replace(SPEC, sentence_a=text, block="cross", layer=1, head=3, query=q, views=("query",))
+    table = panels("query", spec, models)["query-context"].table
+    rec = record(models.run(spec).trace, "cross", 1)
+    want = eq1(rec, 0, 3)
+    v = rec.v[0, 3].detach().double().cpu().numpy()  # (Ts, d_k)
+    w = want["weights"][q]
+    decoder_reads = ["[BOS]", *text]
+    keys = [f"{j}:{ch}" for j, ch in enumerate(text)]
+    assert list(table.index[: 2 * len(text)]) == [f"v of {k}" for k in keys] + [f"w·v of {k}" for k in keys]
+    assert table.index[-1] == f"z of {q}:{decoder_reads[q]}" and decoder_reads[q] != text[q]
+    np.testing.assert_allclose(table.iloc[: len(text)].to_numpy(), v, atol=1e-6)
+    np.testing.assert_allclose(table.iloc[len(text): 2 * len(text)].to_numpy(), w[:, None] * v, atol=1e-6)
+    np.testing.assert_allclose(table.iloc[-1].to_numpy(), w @ v, atol=1e-5)
