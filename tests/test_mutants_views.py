@@ -408,3 +408,22 @@ def test_the_context_table_names_z_by_the_query_and_holds_w_times_v(models):
     np.testing.assert_allclose(table.iloc[: len(text)].to_numpy(), v, atol=1e-6)
     np.testing.assert_allclose(table.iloc[len(text): 2 * len(text)].to_numpy(), w[:, None] * v, atol=1e-6)
     np.testing.assert_allclose(table.iloc[-1].to_numpy(), w @ v, atol=1e-5)
+
+
+def test_a_dot_curve_that_barely_decays_says_how_many_frequencies_and_how_high_it_stays(models):
+    """Mutant: "with only {d} frequencies" for d_model's d/2 (sin, cos) pairs. The title's count is the number of
+    distinct ωᵢ = 10000^(−2i/d) the table uses, and its numbers the curve's largest value over the far half of the
+    offsets drawn (|k| ≥ span/2) and its value at k = 0, recomputed here from Σᵢ cos(ωᵢ k). At d_model = 4 (6 already
+    decays) it is cos k + cos(k/100)."""
+    d_model = 4
+    spec = dataclasses.replace(SPEC, d_model=d_model, n_heads=1, d_ff=8, views=("positional",))
+    panel = panels("positional", spec, models)["pe-dot-curve"]
+    k = panel.table.index.to_numpy()
+    omegas = np.unique(10000.0 ** (-np.arange(0, d_model, 2) / d_model))
+    dots = np.cos(np.outer(k, omegas)).sum(1)
+    span = int(k.max()) + 1
+    far = dots[np.abs(k) >= span / 2].max()
+    assert far >= 0.9 * dots[k == 0][0]  # the premise: it barely decays here
+    said = (f"with only {len(omegas)} frequencies it barely decays over these offsets (up to "
+            f"{viz.labels.num(far, '.3g')} of {viz.labels.num(dots[k == 0][0], '.3g')} for |k| ≥ {span // 2})")
+    assert said in panel.title, panel.title
