@@ -427,3 +427,31 @@ def test_a_dot_curve_that_barely_decays_says_how_many_frequencies_and_how_high_i
     said = (f"with only {len(omegas)} frequencies it barely decays over these offsets (up to "
             f"{viz.labels.num(far, '.3g')} of {viz.labels.num(dots[k == 0][0], '.3g')} for |k| ≥ {span // 2})")
     assert said in panel.title, panel.title
+
+
+# -- view 6: the numbers and colour ranges that compare the two models --------------------------------------------
+def _encoded_attention(loaded, text: str) -> np.ndarray:
+    """(layers, heads, T, T) self-attention weights of the encoder for `text` alone, each softmax(q·k/√d_k)
+    recomputed from the layer's own q and k (eq1)."""
+    ids = torch.tensor([list(loaded.src_tokenizer.encode(text).ids)], device=loaded.model.device)
+    with torch.no_grad():
+        _, trace = loaded.model.encode(ids, None, return_trace=True)
+    return np.stack([[eq1(layer.self_attn, 0, h)["weights"] for h in range(layer.self_attn.n_heads)]
+                     for layer in trace.layers])
+
+
+def test_the_attention_caption_gives_the_largest_difference_over_every_layer_and_head(models):
+    """Mutant: the caption's "max |W(B) − P W(A) Pᵀ| = … over every layer and head" computed from the one layer
+    and head drawn. With PE, B = P A: the largest |W(B) − W(A)[P, P]| over every layer and head (recomputed here)
+    is said, and it is more than the drawn head's own (the premise that tells the two apart)."""
+    a, b = "我爱你们好", "们好我爱你"
+    spec = dataclasses.replace(SPEC, sentence_a=a, sentence_b=b, layer=0, head=0, views=("order",))
+    perm = [a.index(ch) for ch in b]  # B[i] = A[perm[i]]
+    loaded = models.model(dataclasses.replace(spec, positional="sinusoidal"))
+    wa, wb = _encoded_attention(loaded, a), _encoded_attention(loaded, b)
+    diffs = np.abs(wb - wa[:, :, perm][:, :, :, perm])  # (L, H, T, T)
+    worst = diffs.max()
+    assert diffs[0, 0].max() < worst - 1e-3  # layer 0, head 0 is not where the largest difference is
+    caption = panels("order", spec, models)["attn-pe"].caption
+    said = f"= {viz.labels.num(worst)} over every layer and head ({spec.n_layers} layers)"
+    assert said in caption, caption
