@@ -455,3 +455,23 @@ def test_the_attention_caption_gives_the_largest_difference_over_every_layer_and
     caption = panels("order", spec, models)["attn-pe"].caption
     said = f"= {viz.labels.num(worst)} over every layer and head ({spec.n_layers} layers)"
     assert said in caption, caption
+
+
+def test_both_difference_maps_share_one_colour_range_from_both_models(models):
+    """Mutant: the |f(B) − P f(A)| maps' shared colour range taken from the first model (with PE) alone. The
+    range tops at the larger, over both models, of max |f(A)| and max |f(B) − P f(A)| (recomputed here), and the
+    two maps, side by side, share it."""
+    a, b = "我爱你们好", "们好我爱你"
+    spec = dataclasses.replace(SPEC, sentence_a=a, sentence_b=b, views=("order",))
+    perm = [a.index(ch) for ch in b]
+    tops = {}
+    for positional, slug in (("sinusoidal", "pe"), ("none", "nope")):
+        loaded = models.model(dataclasses.replace(spec, positional=positional))
+        fa, fb = _encoded(loaded, a), _encoded(loaded, b)
+        tops[slug] = max(np.abs(fa).max(), np.abs(fb - fa[perm]).max())
+    assert tops["nope"] > tops["pe"] * (1 + 1e-3)  # the premise: the second model's range is the larger
+    p = panels("order", spec, models)
+    for slug in ("pe", "nope"):
+        figure = p[f"diff-{slug}"].figure
+        zmax = [t.zmax for t in values(figure)] + [figure.layout.coloraxis.cmax]
+        assert max(z for z in zmax if z is not None) == pytest.approx(max(tops.values()), rel=1e-5), slug
