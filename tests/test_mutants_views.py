@@ -475,3 +475,18 @@ def test_both_difference_maps_share_one_colour_range_from_both_models(models):
         figure = p[f"diff-{slug}"].figure
         zmax = [t.zmax for t in values(figure)] + [figure.layout.coloraxis.cmax]
         assert max(z for z in zmax if z is not None) == pytest.approx(max(tops.values()), rel=1e-5), slug
+
+
+def test_the_pooled_equal_column_says_whether_the_means_agree_not_whether_b_reorders_a(models):
+    """Mutant: view 6's "pooled equal" column filled with "equivariant", which is blank where B is no reordering.
+    B = A's tokens twice: without PE the means agree (each token's output is the same in both), with PE they do
+    not; both recomputed here from A and B encoded alone."""
+    a, b = "你喜欢她", "她喜欢你你喜欢她"
+    spec = dataclasses.replace(SPEC, sentence_a=a, sentence_b=b, views=("order",))
+    numbers = panels("order", spec, models)["order-numbers"].table.set_index("model")
+    for name, positional, equal in (("with sinusoidal PE", "sinusoidal", False), ("without PE", "none", True)):
+        loaded = models.model(dataclasses.replace(spec, positional=positional))
+        gap = np.abs(_encoded(loaded, a).mean(0) - _encoded(loaded, b).mean(0)).max()
+        assert (gap < 1e-5) == equal and (equal or gap > 1e-3)  # far from the tolerance either way
+        assert numbers.loc[name, "pooled equal"] == equal, name
+        assert numbers.loc[name, "max |mean f(A) − mean f(B)|"] == pytest.approx(gap, abs=1e-5)
