@@ -490,3 +490,20 @@ def test_the_pooled_equal_column_says_whether_the_means_agree_not_whether_b_reor
         assert (gap < 1e-5) == equal and (equal or gap > 1e-3)  # far from the tolerance either way
         assert numbers.loc[name, "pooled equal"] == equal, name
         assert numbers.loc[name, "max |mean f(A) − mean f(B)|"] == pytest.approx(gap, abs=1e-5)
+
+
+def test_the_aligned_outputs_csv_holds_b_in_as_order_as_the_figure_draws(models):
+    """Mutant: the "B (aligned)" rows of the token-output CSV put in order by P (B's order of A) rather than by its
+    inverse (A's order of B): for a 5-cycle the two differ. Row i holds B's output for A's token i, labelled with
+    B's own "position:piece", as the figure's middle panel draws it."""
+    a, b = "我爱你们好", "们好我爱你"
+    spec = dataclasses.replace(SPEC, sentence_a=a, sentence_b=b, views=("order",))
+    pos_in_b = [b.index(ch) for ch in a]  # A's token i sits at pos_in_b[i] in B
+    assert pos_in_b != [a.index(ch) for ch in b]  # P is not its own inverse here
+    p = panels("order", spec, models)
+    for positional, slug in (("sinusoidal", "pe"), ("none", "nope")):
+        fb = _encoded(models.model(dataclasses.replace(spec, positional=positional)), b)
+        aligned = p[f"aligned-{slug}"].table.loc["B (aligned)"]
+        assert list(aligned.index) == [f"{j}:{b[j]}" for j in pos_in_b]
+        np.testing.assert_allclose(aligned.to_numpy(), fb[pos_in_b], atol=1e-5)
+        np.testing.assert_allclose(z_of(values(p[f"aligned-{slug}"].figure)[1]), aligned.to_numpy(), atol=1e-6)
