@@ -507,3 +507,44 @@ def test_the_aligned_outputs_csv_holds_b_in_as_order_as_the_figure_draws(models)
         assert list(aligned.index) == [f"{j}:{b[j]}" for j in pos_in_b]
         np.testing.assert_allclose(aligned.to_numpy(), fb[pos_in_b], atol=1e-5)
         np.testing.assert_allclose(z_of(values(p[f"aligned-{slug}"].figure)[1]), aligned.to_numpy(), atol=1e-6)
+
+
+def _encoded_causal(loaded, text: str) -> np.ndarray:
+    """The encoder's outputs for `text` alone under a look-ahead mask (query i sees keys 0 … i), (T, d_model)."""
+    from model import causal_mask
+
+    ids = torch.tensor([list(loaded.src_tokenizer.encode(text).ids)], device=loaded.model.device)
+    with torch.no_grad():
+        out = loaded.model.encode(ids, causal_mask(ids.size(1), ids.device))
+    return out[0].double().cpu().numpy()
+
+
+def test_each_verdict_states_its_own_models_largest_differences(models):
+    """Mutants: a verdict's numbers swapped for one another: the pooled difference given for the token outputs' in
+    the look-ahead verdict, the token outputs' for the pooled ones in the with-PE and without-PE verdicts. Each
+    verdict says its model's row of the numbers table, and each row is recomputed here from A and B encoded alone,
+    with PE, without, and without PE under a look-ahead mask (to float rounding: the traced pass the view runs may
+    round otherwise than this untraced one)."""
+    a, b = "我爱你们好", "们好我爱你"
+    spec = dataclasses.replace(SPEC, sentence_a=a, sentence_b=b, views=("order",))
+    perm = [a.index(ch) for ch in b]
+    num = viz.labels.num
+    p = panels("order", spec, models)
+    numbers = p["order-numbers"].table.set_index("model")
+    with_pe = models.model(dataclasses.replace(spec, positional="sinusoidal"))
+    without = models.model(dataclasses.replace(spec, positional="none"))
+    said = {}
+    for slug, row, fa, fb in (("pe", "with sinusoidal PE", _encoded(with_pe, a), _encoded(with_pe, b)),
+                              ("nope", "without PE", _encoded(without, a), _encoded(without, b)),
+                              ("causal", "without PE, look-ahead mask", _encoded_causal(without, a),
+                               _encoded_causal(without, b))):
+        tokens, pooled = numbers.loc[row, "max |f(B) − P f(A)|"], numbers.loc[row, "max |mean f(A) − mean f(B)|"]
+        assert tokens == pytest.approx(np.abs(fb - fa[perm]).max(), abs=1e-5), row
+        assert pooled == pytest.approx(np.abs(fb.mean(0) - fa.mean(0)).max(), abs=1e-5), row
+        assert num(tokens) != num(pooled)  # the premise: a swap would show
+        said[slug] = (num(tokens), num(pooled))
+    pe, nope, causal = (p[f"verdict-{slug}"].caption for slug in ("pe", "nope", "causal"))
+    assert f"max |f(B) − P f(A)| = {said['pe'][0]}; pooled {said['pe'][1]})" in pe, pe
+    assert f"(max |f(B) − P f(A)| = {said['nope'][0]}, float rounding)" in nope, nope
+    assert f"INVARIANT (max difference {said['nope'][1]})" in nope, nope
+    assert f"max |f(B) − P f(A)| = {said['causal'][0]}." in causal, causal
