@@ -548,3 +548,32 @@ def test_each_verdict_states_its_own_models_largest_differences(models):
     assert f"(max |f(B) − P f(A)| = {said['nope'][0]}, float rounding)" in nope, nope
     assert f"INVARIANT (max difference {said['nope'][1]})" in nope, nope
     assert f"max |f(B) − P f(A)| = {said['causal'][0]}." in causal, causal
+
+
+def test_a_rounding_verdict_gives_the_float64_difference_it_names(models):
+    """Mutant: "float32 rounding: X in float64" giving the float32 difference (3.57e−05) as X. d_model 2, pre-norm:
+    the no-PE encoder's float32 outputs miss P f(A) by more than the tolerance; a float64 copy of it (made here)
+    gives B's outputs as A's reordered to ~1e−13."""
+    import copy
+    import re
+
+    spec = dataclasses.replace(SPEC, d_model=2, n_heads=1, d_ff=4, norm="pre", sentence_a="I like her",
+                               sentence_b="her like I", views=("order",))
+    loaded = models.model(dataclasses.replace(spec, positional="none"))
+    twin = copy.deepcopy(loaded.model).to("cpu", torch.float64)
+    ids_a, ids_b = (list(loaded.src_tokenizer.encode(t).ids) for t in (spec.sentence_a, spec.sentence_b))
+    seen: dict[int, int] = {}  # the k-th of a token in B is the k-th of it in A
+    perm = []
+    for i in ids_b:
+        perm.append([j for j, t in enumerate(ids_a) if t == i][seen.get(i, 0)])
+        seen[i] = seen.get(i, 0) + 1
+    with torch.no_grad():
+        ea, eb = (twin.encode(torch.tensor([ids]))[0].numpy() for ids in (ids_a, ids_b))
+    exact = np.abs(eb - ea[perm]).max()
+    float32 = panels("order", spec, models)["order-numbers"].table.set_index("model").loc[
+        "without PE", "max |f(B) − P f(A)|"]
+    assert exact < 1e-12 and float32 > 1e-5  # the premise: float32 alone passes the tolerance
+    caption = panels("order", spec, models)["verdict-nope"].caption
+    assert f"(max |f(B) − P f(A)| = {viz.labels.num(float32)}, float32 rounding: " in caption, caption
+    said = re.search(r"float32 rounding: (\S+) in float64", caption)
+    assert said and float(said.group(1).replace("\u2212", "-")) == pytest.approx(exact, abs=1e-12), caption
