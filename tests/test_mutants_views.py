@@ -577,3 +577,23 @@ def test_a_rounding_verdict_gives_the_float64_difference_it_names(models):
     assert f"(max |f(B) − P f(A)| = {viz.labels.num(float32)}, float32 rounding: " in caption, caption
     said = re.search(r"float32 rounding: (\S+) in float64", caption)
     assert said and float(said.group(1).replace("\u2212", "-")) == pytest.approx(exact, abs=1e-12), caption
+
+
+def test_the_difference_maps_rows_are_bs_tokens_in_bs_order(models):
+    """Mutant: the |f(B) − P f(A)| map's rows labelled with A's tokens while they hold B's, in B's order (row i:
+    B's token i against A's same token). Rows, labels and cells checked against A and B encoded alone."""
+    a, b = "我爱你们好", "们好我爱你"
+    spec = dataclasses.replace(SPEC, sentence_a=a, sentence_b=b, views=("order",))
+    perm = [a.index(ch) for ch in b]
+    own_b = [f"{i}:{ch}" for i, ch in enumerate(b)]
+    p = panels("order", spec, models)
+    for positional, slug in (("sinusoidal", "pe"), ("none", "nope")):
+        loaded = models.model(dataclasses.replace(spec, positional=positional))
+        fa, fb = _encoded(loaded, a), _encoded(loaded, b)
+        panel = p[f"diff-{slug}"]
+        (trace,) = values(panel.figure)
+        assert list(panel.figure.layout.yaxis.ticktext) == own_b, slug
+        assert list(trace.meta[viz.heatmap.HOVER_LABELS]["y"]) == own_b, slug
+        assert list(panel.table.index) == own_b, slug
+        np.testing.assert_allclose(z_of(trace), np.abs(fb - fa[perm]), atol=1e-5)
+        np.testing.assert_allclose(panel.table.to_numpy(), np.abs(fb - fa[perm]), atol=1e-5)
