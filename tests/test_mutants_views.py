@@ -597,3 +597,19 @@ def test_the_difference_maps_rows_are_bs_tokens_in_bs_order(models):
         assert list(panel.table.index) == own_b, slug
         np.testing.assert_allclose(z_of(trace), np.abs(fb - fa[perm]), atol=1e-5)
         np.testing.assert_allclose(panel.table.to_numpy(), np.abs(fb - fa[perm]), atol=1e-5)
+
+
+@needs_trained
+def test_the_spaces_notice_counts_every_whitespace_character_the_model_drops(models):
+    """Mutant: the trained model's notice counting only the spaces (" ") it drops, not a tab or the ideographic
+    space U+3000 a Chinese keyboard types. The count said is the number of characters the tokens do not cover:
+    one token per character read, so len(text) − tokens."""
+    words, gaps = ["你", "喜欢", "她", "们"], [" ", "\t", "\u3000"]
+    text = "".join(w + g for w, g in zip(words, gaps + [""], strict=True))
+    spec = FigureSpec(model="zh-en", sentence_a=text, sentence_b="", views=("tokens",))
+    result = build_view("tokens", spec, models)
+    (table,) = [p.table for p in result.panels if p.key == "tokens-a"]
+    dropped = len(text) - len(table)
+    assert dropped == len(gaps) and "".join(table["text"]) == "".join(words)
+    (notice,) = [n for n in result.notices if "without spaces" in n]
+    assert f"its {dropped} whitespace characters are removed" in notice, notice
