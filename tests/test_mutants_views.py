@@ -613,3 +613,23 @@ def test_the_spaces_notice_counts_every_whitespace_character_the_model_drops(mod
     assert dropped == len(gaps) and "".join(table["text"]) == "".join(words)
     (notice,) = [n for n in result.notices if "without spaces" in n]
     assert f"its {dropped} whitespace characters are removed" in notice, notice
+
+
+def test_the_attention_difference_panel_is_the_absolute_difference_it_names(models):
+    """Mutant: the third panel of view 6's attention figure drawn as W(A) − W(B aligned), signed, under its title
+    |A − B| (and on the weights' 0 … 1 colours, where a negative cell shows as 0). Its cells and the note's max are
+    |W(A) − W(B)[P⁻¹, P⁻¹]|, recomputed here from A and B encoded alone, with PE (where they differ both ways)."""
+    a, b = "我爱你们好", "们好我爱你"
+    spec = dataclasses.replace(SPEC, sentence_a=a, sentence_b=b, layer=1, head=2, views=("order",))
+    pos_in_b = [b.index(ch) for ch in a]
+    loaded = models.model(dataclasses.replace(spec, positional="sinusoidal"))
+    wa = _encoded_attention(loaded, a)[1, 2]
+    wb = _encoded_attention(loaded, b)[1, 2][np.ix_(pos_in_b, pos_in_b)]  # B's weights in A's token order
+    assert (wa - wb).min() < -1e-3 and (wa - wb).max() > 1e-3  # the premise: the sign matters
+    figure = panels("order", spec, models)["attn-pe"].figure
+    drawn = [z_of(t) for t in values(figure)]
+    np.testing.assert_allclose(drawn[0], wa, atol=1e-6)
+    np.testing.assert_allclose(drawn[1], wb, atol=1e-6)
+    np.testing.assert_allclose(drawn[2], np.abs(wa - wb), atol=1e-6)
+    notes = " ".join(a.text for a in figure.layout.annotations if a.name == "notes")
+    assert f"max |A − B| = {viz.labels.num(np.abs(wa - wb).max())}" in notes, notes
