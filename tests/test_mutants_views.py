@@ -633,3 +633,26 @@ def test_the_attention_difference_panel_is_the_absolute_difference_it_names(mode
     np.testing.assert_allclose(drawn[2], np.abs(wa - wb), atol=1e-6)
     notes = " ".join(a.text for a in figure.layout.annotations if a.name == "notes")
     assert f"max |A − B| = {viz.labels.num(np.abs(wa - wb).max())}" in notes, notes
+
+
+def test_the_context_figures_legend_gives_each_bars_own_weight_and_the_other_keys_sum():
+    """Mutant: the grey "N other keys (Σ w = …)" bar's legend summing the weights of the keys drawn with a bar of
+    their own. Each key bar's legend gives its key's weight; the grey one the sum of the weights of the keys it
+    adds up (those with no bar of their own), whose Σ wⱼ vⱼ it draws."""
+    rng = np.random.default_rng(3)
+    n = 20
+    w = np.exp(2 * rng.normal(size=n))
+    w /= w.sum()
+    v = rng.normal(size=(n, 6))
+    labels = [f"t{j}" for j in range(n)]
+    fig = viz.context_vector_figure(w, v, key_labels=labels)
+    bars = [t for t in fig.data if (t.meta or {}).get("role") == "bars"]
+    own = [int(t.name.split(":", 1)[0]) for t in bars if "other keys" not in t.name]
+    (grey,) = [t for t in bars if "other keys" in t.name]
+    rest = sorted(set(range(n)) - set(own))
+    assert own and rest
+    for t, j in zip(bars, own, strict=False):
+        assert t.name == f"{j}:t{j} (w = {w[j]:.3f})"
+        np.testing.assert_allclose(np.asarray(t.y, float), w[j] * v[j], atol=1e-6)
+    assert grey.name == f"{len(rest)} other keys (Σ w = {w[rest].sum():.3f})", grey.name
+    np.testing.assert_allclose(np.asarray(grey.y, float), w[rest] @ v[rest], atol=1e-6)
