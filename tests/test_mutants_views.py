@@ -656,3 +656,30 @@ def test_the_context_figures_legend_gives_each_bars_own_weight_and_the_other_key
         np.testing.assert_allclose(np.asarray(t.y, float), w[j] * v[j], atol=1e-6)
     assert grey.name == f"{len(rest)} other keys (Σ w = {w[rest].sum():.3f})", grey.name
     np.testing.assert_allclose(np.asarray(grey.y, float), w[rest] @ v[rest], atol=1e-6)
+
+
+def test_the_chosen_querys_lines_are_scaled_by_its_own_largest_weight_and_count_the_faint_ones():
+    """Mutants: the chosen query's lines banded (and the note's "÷ its largest") by the largest weight of the whole
+    matrix, not of its own row; the note's "N of its weights under 1% of that" counting the faint weights of every
+    query. Here the chosen row's largest is 0.4 (another row's 0.9), and two of its weights are under 1% of 0.4."""
+    w = np.array([[0.05, 0.9, 0.01, 0.02, 0.01, 0.01],
+                  [0.4, 0.3, 0.2998, 1e-4, 1e-4, 0.0],  # the chosen query: key 5 masked (weight exactly 0)
+                  [0.2, 0.2, 0.2, 0.2, 0.199, 0.001],
+                  [0.5, 0.49, 0.005, 0.002, 0.002, 0.001]])
+    chosen = 1
+    row = w[chosen]
+    top = row.max()
+    faint = int(((row > 0) & (row < 0.01 * top)).sum())
+    assert top < w.max() and faint == 2 and ((w > 0) & (w < 0.01 * w.max(axis=1, keepdims=True))).sum() > faint
+    fig = viz.attention_lines(w, query_labels=list("abcd"), key_labels=list("uvwxyz"), query=chosen)
+    notes = " ".join(a.text for a in fig.layout.annotations if a.name == "notes")
+    assert f"1:b's lines: darker and wider by weight ÷ its largest, {viz.labels.num(top)}" in notes, notes
+    assert f"{faint} of its weights under 1% of that: no line" in notes, notes
+    drawn = set()
+    for trace in (t for t in fig.data if (t.meta or {}).get("role") == "query-lines"):
+        keys = {round((y - 0.0) * 5) for y in trace.y[1::3]}  # each line ends at its key's y, j / 5 for 6 keys
+        band = trace.meta["band"]
+        for j in keys:
+            assert band / 20 <= row[j] / top < (band + 1) / 20 or (band == 19 and row[j] == top), (j, band)
+        drawn |= keys
+    assert drawn == {j for j in range(6) if row[j] >= 0.01 * top}
