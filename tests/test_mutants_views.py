@@ -683,3 +683,20 @@ def test_the_chosen_querys_lines_are_scaled_by_its_own_largest_weight_and_count_
             assert band / 20 <= row[j] / top < (band + 1) / 20 or (band == 19 and row[j] == top), (j, band)
         drawn |= keys
     assert drawn == {j for j in range(6) if row[j] >= 0.01 * top}
+
+
+def test_the_clock_hovers_give_each_pairs_angle_in_radians_and_its_two_dimensions(models):
+    """Mutant: the hover's "ω = … rad" written in degrees (57.3 rad for 1 rad). ωᵢ = 10000^(−2i/d) rad per position
+    for the pair i of each panel (its trace's meta), whose dimensions are 2i (sin, x) and 2i + 1 (cos, y)."""
+    d = 64
+    spec = FigureSpec(sentence_a="你喜欢她", d_model=d, n_heads=4, n_layers=1, d_ff=32, views=("positional",))
+    figure = panels("positional", spec, models)["pe-rotation"].figure
+    traces = [t for t in figure.data if (t.meta or {}).get("role") == "positions"]
+    assert len(traces) >= 2
+    for t in traces:
+        i = t.meta["pair"]
+        hover = t.hovertemplate
+        assert f"ω = {10000.0 ** (-2 * i / d):.4g} rad<br>" in hover, hover
+        assert f"PE(pos, {2 * i}) = sin = %{{x:.4f}}" in hover and f"PE(pos, {2 * i + 1}) = cos = %{{y:.4f}}" in hover
+        positions = np.arange(len(t.x))
+        np.testing.assert_allclose(np.asarray(t.x, float), np.sin(positions * 10000.0 ** (-2 * i / d)), atol=1e-6)
