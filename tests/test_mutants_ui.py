@@ -261,3 +261,25 @@ def test_the_decoding_steps_show_the_chosen_sentence_layer_and_head(make_app):
         np.testing.assert_array_equal(cross, whole_cross[:step, :cross.shape[1]])
         assert any(f"Step {step} of {n}" in t and f"(the charts' last row, {rows[step - 1]})" in t
                    for t in alerts(at.info)), (step, alerts(at.info))
+
+
+@needs_trained
+def test_each_decoding_step_says_it_has_read_bos_and_what_the_steps_before_it_wrote(make_app):
+    """Mutant: the step's note "the decoder has read “…”" one token short (step 1 read nothing, step 2 only [BOS]).
+    Greedy decoding starts from [BOS] alone, and each step reads what the steps before it predicted: step t has
+    read [BOS] and the words steps 1 … t − 1 said they predict."""
+    import re
+
+    at = make_app(view="translate", model="zh-en", sentence_a="你喜欢她")
+    clean(at)
+    n = int(at.slider(key="translate_step").max)
+    assert n >= 3
+    written = []
+    for step in range(1, n + 1):
+        at.slider(key="translate_step").set_value(step).run()
+        clean(at)
+        (note,) = [t for t in alerts(at.info) if t.startswith(f"Step {step} of {n}:")]
+        said = re.search(r"has read “(.*)” and predicts “(.*?)”", note)
+        assert said, note
+        assert said.group(1) == " ".join(["[BOS]", *written]), (step, note)
+        written.append(said.group(2))
