@@ -700,3 +700,19 @@ def test_the_clock_hovers_give_each_pairs_angle_in_radians_and_its_two_dimension
         assert f"PE(pos, {2 * i}) = sin = %{{x:.4f}}" in hover and f"PE(pos, {2 * i + 1}) = cos = %{{y:.4f}}" in hover
         positions = np.arange(len(t.x))
         np.testing.assert_allclose(np.asarray(t.x, float), np.sin(positions * 10000.0 ** (-2 * i / d)), atol=1e-6)
+
+
+# -- view 1: the counts in its titles and notices --------------------------------------------------------------
+def test_the_unknown_notice_names_eight_pieces_and_counts_the_rest(models):
+    """Mutant: "… and N more" counting every unknown piece, the eight named included. Eleven distinct Arabic letters
+    (none in the char tokenizer's vocabulary, one of them twice): the notice names eight, the first eight in the
+    text, and says how many of the distinct [UNK] pieces of the token table are left."""
+    text = "ابتثجحخدذرزب"  # 12 letters, ب twice
+    spec = dataclasses.replace(SPEC, sentence_a=text, sentence_b="", views=("tokens",))
+    result = build_view("tokens", spec, models)
+    table = next(p.table for p in result.panels if p.key == "tokens-a")
+    unknown = list(dict.fromkeys(table.loc[table["piece"] == "[UNK]", "text"]))
+    assert len(unknown) == 11 and len(table) == len(text)
+    (notice,) = [n for n in result.notices if n.startswith("Sentence A:")]
+    named = ", ".join(f"“\u2068{c}\u2069”" for c in unknown[:8])
+    assert notice.startswith(f"Sentence A: {named} and {len(unknown) - 8} more are not in"), notice
