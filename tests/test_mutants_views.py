@@ -716,3 +716,13 @@ def test_the_unknown_notice_names_eight_pieces_and_counts_the_rest(models):
     (notice,) = [n for n in result.notices if n.startswith("Sentence A:")]
     named = ", ".join(f"“\u2068{c}\u2069”" for c in unknown[:8])
     assert notice.startswith(f"Sentence A: {named} and {len(unknown) - 8} more are not in"), notice
+
+
+def test_a_token_tables_title_counts_its_tokens_not_the_texts_characters(models):
+    """Mutant: "Sentence A: N tokens" giving the sentence's characters. The bpe tokenizer reads "I like her café" (15
+    characters) in fewer tokens: the title says the number of rows of its token table."""
+    text = "I like her café"
+    spec = dataclasses.replace(SPEC, tokenizer="bpe", sentence_a=text, sentence_b="", views=("tokens",))
+    panel = next(p for p in build_view("tokens", spec, models).panels if p.key == "tokens-a")
+    assert len(panel.table) != len(text) and "".join(panel.table["text"]) == text
+    assert panel.title == f"Sentence A: {len(panel.table)} tokens (bpe)", panel.title
