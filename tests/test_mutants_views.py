@@ -726,3 +726,21 @@ def test_a_token_tables_title_counts_its_tokens_not_the_texts_characters(models)
     panel = next(p for p in build_view("tokens", spec, models).panels if p.key == "tokens-a")
     assert len(panel.table) != len(text) and "".join(panel.table["text"]) == text
     assert panel.title == f"Sentence A: {len(panel.table)} tokens (bpe)", panel.title
+
+
+@needs_trained
+def test_a_cut_sentences_notice_counts_the_characters_the_trained_model_would_read(models):
+    """Mutant: the trained models' cut notice giving the characters as typed, spaces included ("has 100
+    characters (spaces removed)"). It counts what is left once whitespace goes, and the tokens shown are the first
+    max_len of those."""
+    text = "你喜欢她 " * 20  # 100 characters, 80 of them not spaces
+    spec = FigureSpec(model="zh-en", sentence_a=text, sentence_b="", views=("tokens",))
+    result = build_view("tokens", spec, models)
+    limit = models.model(spec).model.config.max_len
+    kept = "".join(c for c in text if not c.isspace())
+    assert len(kept) > limit and len(kept) != len(text)
+    (cut,) = [n for n in result.notices if "read at most" in n]
+    assert cut.startswith(f"Sentence A has {len(kept)} characters (spaces removed); the trained models read at most "
+                          f"{limit}, so only the first {limit} are"), cut
+    table = next(p.table for p in result.panels if p.key == "tokens-a")
+    assert "".join(table["piece"]) == kept[:limit]
