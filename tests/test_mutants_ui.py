@@ -14,6 +14,7 @@ from urllib.parse import parse_qsl, urlsplit
 import numpy as np
 import plotly.io as pio
 import pytest
+import torch
 from conftest import SMALL, charts, needs_trained, title, unique_sentence
 from test_app import alerts, clean, figure_titled, plain, values_z, view
 
@@ -283,3 +284,23 @@ def test_each_decoding_step_says_it_has_read_bos_and_what_the_steps_before_it_wr
         assert said, note
         assert said.group(1) == " ".join(["[BOS]", *written]), (step, note)
         written.append(said.group(2))
+
+
+def test_the_model_line_gives_each_heads_own_width_d_k(make_app):
+    """Mutant: the model line's d_k worked out as d_model ÷ layers (the same as ÷ heads where the two counts agree,
+    as in every size the suite opened). With 4 heads and 2 layers, d_k is the width of one head's q, taken here from
+    the model's own forward pass."""
+    from lab.compute import model_fields
+    from ui.cache import load
+
+    size = {"d_model": 32, "n_heads": 4, "n_layers": 2, "d_ff": 64}
+    at = make_app(view="tokens", **size)
+    clean(at)
+    line = next(plain(c.value) for c in at.caption if plain(c.value).startswith("Model: "))
+    model = load(model_fields(link_spec(at))).model
+    src = torch.tensor([[5, 6, 7]])
+    with torch.no_grad():
+        _, trace = model.encode(src, None, return_trace=True)
+    d_k = trace.layers[0].self_attn.q.shape[-1]
+    assert d_k != size["d_model"] // size["n_layers"]  # the premise: the mutant's number differs
+    assert f"· 4 heads (d_k {d_k}) · 2 encoder layers + 2 decoder layers ·" in line, line
