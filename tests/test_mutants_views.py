@@ -744,3 +744,29 @@ def test_a_cut_sentences_notice_counts_the_characters_the_trained_model_would_re
                           f"{limit}, so only the first {limit} are"), cut
     table = next(p.table for p in result.panels if p.key == "tokens-a")
     assert "".join(table["piece"]) == kept[:limit]
+
+
+# -- one colour range for the panels of one figure ---------------------------------------------------------------
+def test_the_qkv_panels_share_a_range_that_holds_q_k_and_v(models):
+    """Mutant: the Q, K, V figure's shared colour range taken from Q alone, so that K's or V's larger values were
+    clipped at Q's largest. The range is ± the largest |value| of the three, recomputed from the record."""
+    run = models.run(dataclasses.replace(PADDED, views=("attention",)))
+
+    def qkv(block, layer, head):
+        rec = record(run.trace, block, layer)
+        return [t[0, head].detach().double().cpu().numpy() for t in (rec.q, rec.k, rec.v)]
+
+    # the first head whose K or V holds a larger |value| than its Q (the premise that tells the mutant apart)
+    block, layer, head = next((b, ly, h) for b in ("encoder self", "decoder self", "cross") for ly in range(2)
+                              for h in range(4) if np.abs(qkv(b, ly, h)[0]).max() < 0.99 * max(
+                                  np.abs(m).max() for m in qkv(b, ly, h)[1:]))
+    q, k, v = qkv(block, layer, head)
+    top = max(np.abs(q).max(), np.abs(k).max(), np.abs(v).max())
+    spec = dataclasses.replace(PADDED, block=block, layer=layer, head=head, views=("attention",))
+    figure = panels("attention", spec, models)["attention-qkv"].figure
+    drawn = [z_of(t) for t in values(figure)]
+    np.testing.assert_allclose(drawn[0], q, atol=1e-6)
+    np.testing.assert_allclose(drawn[1], k, atol=1e-6)
+    np.testing.assert_allclose(drawn[2], v, atol=1e-6)
+    axis = figure.layout.coloraxis
+    assert axis.cmax == pytest.approx(top, rel=1e-6) and axis.cmin == pytest.approx(-top, rel=1e-6)
