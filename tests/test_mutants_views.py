@@ -770,3 +770,22 @@ def test_the_qkv_panels_share_a_range_that_holds_q_k_and_v(models):
     np.testing.assert_allclose(drawn[2], v, atol=1e-6)
     axis = figure.layout.coloraxis
     assert axis.cmax == pytest.approx(top, rel=1e-6) and axis.cmin == pytest.approx(-top, rel=1e-6)
+
+
+def test_the_embedding_panels_share_a_range_that_holds_the_sum(models):
+    """Mutant: the embedding figure's shared colour range taken from the embedding and the positional encoding
+    alone, so that their sum, the panel the model reads, was clipped. The range is ± the largest |value| of the three,
+    recomputed from the embedding rows (× √d_model) and the closed-form table."""
+    from model.positional import sinusoidal_at
+
+    spec = dataclasses.replace(SPEC, sentence_a="你喜欢她们", views=("positional",))
+    figure = panels("positional", spec, models)["embedding-pe"].figure
+    loaded = models.model(spec)
+    d = loaded.model.config.d_model
+    ids = torch.tensor(loaded.src_tokenizer.encode(spec.sentence_a).ids)
+    tokens = (loaded.model.src_embed.token.weight[ids].double() * math.sqrt(d)).cpu().numpy()
+    pe = sinusoidal_at(torch.arange(len(ids)), d).numpy()
+    top = max(np.abs(tokens).max(), np.abs(pe).max(), np.abs(tokens + pe).max())
+    assert max(np.abs(tokens).max(), np.abs(pe).max()) < top * (1 - 1e-3)  # the premise: the sum holds the largest
+    axis = figure.layout.coloraxis
+    assert axis.cmax == pytest.approx(top, rel=1e-5) and axis.cmin == pytest.approx(-top, rel=1e-5)
