@@ -13,6 +13,8 @@ from model.train import (
     Trainer,
     TrainSettings,
     batch_loss,
+    cross_attention_alignment,
+    cross_attention_entropy_ratio,
     demo_trainer,
     encode_pairs,
     gold_alignment,
@@ -192,6 +194,76 @@ def test_gold_alignment_covers_every_verb_sentence_of_the_corpus():
         assert len(links) >= 3  # subject, verb, object
         assert all(0 <= t < len(words) and 0 <= s < e <= len(p.zh) for t, s, e in links)
         assert links[0][1] == 0 and links[-1][2] == len(p.zh)  # subject starts, object ends the sentence
+
+
+# --- the evaluation shipped with each demo model (train(): metadata["evaluation"]) -----------------
+def fake_cross_attention(monkeypatch, weights_of) -> list:
+    """traced_forward returns a trace whose decoder layers hold the cross-attention weights
+    weights_of(src, tgt_in) gives, (layers, B, H, Tt, Ts); returns the batches it was given."""
+    from types import SimpleNamespace
+
+    import model.analysis
+
+    seen = []
+
+    def traced(model, src, tgt_in, mode="paper"):
+        seen.append((src, tgt_in))
+        layers = [SimpleNamespace(cross_attn=SimpleNamespace(weights=w)) for w in weights_of(src, tgt_in)]
+        return SimpleNamespace(decoder=SimpleNamespace(layers=layers))
+
+    monkeypatch.setattr(model.analysis, "traced_forward", traced)
+    return seen
+
+
+def test_cross_attention_alignment_counts_the_gold_links_a_heads_argmax_falls_in(small, monkeypatch):
+    """Layer 0: head 0 puts each English word's row (the decoder position that predicts it) on a
+    character of its gold source word, head 1 only the verb's (its other links just past their word);
+    layer 1 the other way round. A pair without links (have) is left out, so the rows stay in line."""
+    _, src_tok, tgt_tok, config = small
+    corpus = generate_corpus()
+    pick = [next(p for p in corpus if p.template == t) for t in ("have", "past_neg", "svo")]
+    gold = [gold_alignment(p) for p in pick[1:]]
+    verbs = [p.triple[1] for p in pick[1:]]
+
+    def weights_of(src, tgt_in):
+        assert src.size(0) == 2  # the have pair is not encoded
+        w = torch.zeros(2, 2, 2, tgt_in.size(1), src.size(1))  # (layers, B, H, Tt, Ts)
+        for b, (p, links) in enumerate(zip(pick[1:], gold, strict=True)):
+            ts = int((src[b] != PAD_ID).sum())
+            for t, start, end in links:
+                inside, outside = end - 1, end if end < ts else start - 1  # its word's last character, or next to it
+                partly = inside if p.zh[start:end] == verbs[b] else outside
+                w[0, b, 0, t, inside] = w[1, b, 1, t, inside] = 1.0
+                w[0, b, 1, t, partly] = w[1, b, 0, t, partly] = 1.0
+        return w
+
+    seen = fake_cross_attention(monkeypatch, weights_of)
+    hits = cross_attention_alignment(Transformer(config), pick, src_tok, tgt_tok)
+    assert len(seen) == 1 and hits.shape == (2, 2)
+    assert torch.equal(seen[0][1][:, 0], torch.full((2,), BOS_ID))  # teacher forcing's decoder input
+    part = 2 / sum(len(links) for links in gold)  # the verb link of each of the two pairs
+    torch.testing.assert_close(hits, torch.tensor([[1.0, part], [part, 1.0]]))
+
+
+def test_cross_attention_entropy_ratio_is_1_for_uniform_rows_and_0_for_one_hot_ones(small, monkeypatch):
+    """Uniform over a sentence's own characters is log Ts nats (ratio 1), one-hot 0; padded query
+    rows do not count (they hold one-hot rows here that would pull the mean under 1)."""
+    pairs, src_tok, tgt_tok, config = small
+    pick = [min(pairs, key=lambda p: len(p.zh)), max(pairs, key=lambda p: len(p.zh))]
+    assert len(pick[0].zh) < len(pick[1].zh) and len(pick[0].en.split()) < len(pick[1].en.split())
+
+    def weights_of(src, tgt_in):
+        w = torch.zeros(1, 2, 2, tgt_in.size(1), src.size(1))  # (layers, B, H, Tt, Ts)
+        w[..., 0] = 1.0  # one-hot everywhere, padded rows included
+        for b in range(2):
+            ts, tt = int((src[b] != PAD_ID).sum()), int((tgt_in[b] != PAD_ID).sum())
+            w[0, b, 0, :tt, :] = 0.0
+            w[0, b, 0, :tt, :ts] = 1.0 / ts  # head 0: uniform over the real keys of the real rows
+        return w
+
+    fake_cross_attention(monkeypatch, weights_of)
+    ratio = cross_attention_entropy_ratio(Transformer(config), pick, src_tok, tgt_tok)
+    torch.testing.assert_close(ratio, torch.tensor([[1.0, 0.0]]))
 
 
 def test_demo_trainer_builds_the_demo_setup_for_the_app():
