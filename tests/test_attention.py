@@ -59,6 +59,25 @@ def test_fused_and_traced_paths_agree():
     torch.testing.assert_close(traced, fused, atol=1e-5, rtol=0)
 
 
+def test_distinct_key_and_value_inputs_equal_torch_on_both_paths():
+    """K and V from different inputs (torch's MultiheadAttention allows it): the traced path and the
+    untraced one (three separate projections, not the stacked [W^K; W^V]) both take V from `value`."""
+    ours, theirs = make_pair(10)
+    q, k, v = torch.randn(B, TQ, D), torch.randn(B, TK, D), torch.randn(B, TK, D)
+    mask = padding_mask(torch.tensor([[1] * TK, [1] * 4 + [0] * (TK - 4), [1] * TK]), 0)
+    ref, ref_w = theirs(q, k, v, key_padding_mask=~mask[:, 0, 0], average_attn_weights=False)
+    traced, rec = ours(q, k, v, mask=mask)
+    fused = ours(q, k, v, mask=mask, return_trace=False)
+    torch.testing.assert_close(traced, ref, atol=1e-5, rtol=0)
+    torch.testing.assert_close(rec.weights, ref_w, atol=1e-5, rtol=0)
+    torch.testing.assert_close(fused, ref, atol=1e-5, rtol=0)
+    assert (fused - ours(q, k, k, mask=mask, return_trace=False)).abs().max() > 1e-2  # V is not K here
+    with pytest.raises(ValueError, match="must share the batch size, and key and value their length"):
+        ours(q, k, v[:, :-1])
+    with pytest.raises(ValueError, match="must share the batch size"):
+        ours(q[:-1], k, v, return_trace=False)
+
+
 def test_record_matches_scaled_dot_product_attention():
     ours, _ = make_pair(4)
     q, kv = torch.randn(B, TQ, D), torch.randn(B, TK, D)
@@ -166,6 +185,24 @@ def test_self_attention_is_the_one_head_case_of_sdpa():
     )
     torch.testing.assert_close(ctx, ref, atol=1e-6, rtol=0)
     assert rec.n_heads == 1 and sa.W_query.bias is not None
+
+
+def test_self_attention_takes_a_T_by_T_mask_and_gives_the_same_context_untraced():
+    """A (T, T) mask is the (1, 1, T, T) one; return_trace=False returns the context alone, the same
+    numbers; x that is not (T, d_in) or (B, T, d_in) is refused by name."""
+    torch.manual_seed(2)
+    sa = SelfAttention(3, 5)
+    x = torch.randn(6, 3)
+    ctx, rec = sa(x, mask=causal_mask(6)[0, 0])  # (T, T)
+    ref, _ = sa(x, mask=causal_mask(6))  # (1, 1, T, T)
+    torch.testing.assert_close(ctx, ref, atol=0, rtol=0)
+    assert torch.all(rec.weights[0, 0].triu(1) == 0) and rec.mask.shape == (1, 1, 6, 6)
+    untraced = sa(x, mask=causal_mask(6)[0, 0], return_trace=False)
+    assert isinstance(untraced, torch.Tensor) and untraced.shape == (6, 5)
+    torch.testing.assert_close(untraced, ctx, atol=0, rtol=0)
+    for bad in (torch.randn(6, 4), torch.randn(1, 2, 6, 3)):
+        with pytest.raises(ValueError, match=r"x must have shape \(T, d_in=3\) or \(B, T, d_in\)"):
+            sa(bad)
 
 
 def test_untraced_path_follows_every_change_of_the_weights():
