@@ -272,6 +272,56 @@ def test_tokenizer_from_another_model(copy):
         load_checkpoint(copy)
 
 
+def edit_config(copy, edit):
+    path = copy / CONFIG_FILE
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    path.write_text(json.dumps(edit(doc)), encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("damage", "said"),
+    [
+        (lambda c: (c / CONFIG_FILE).write_text("{not json", encoding="utf-8"), "is not valid JSON"),
+        (lambda c: (c / CONFIG_FILE).write_bytes(b"\xff\xfe{}"), "is not valid JSON"),
+        (lambda c: edit_config(c, lambda doc: [doc]), "expected format 'attention-lab-checkpoint/1', found 'list'"),
+        (lambda c: edit_config(c, lambda doc: {**doc, "format": "other/2"}), "found 'other/2'"),
+        (lambda c: edit_config(c, lambda doc: {k: v for k, v in doc.items() if k != "model_config"}),
+         "bad model_config: 'model_config'"),
+        (lambda c: edit_config(c, lambda doc: {**doc, "model_config": {**doc["model_config"], "heads": 4}}),
+         r"bad model_config: unknown TransformerConfig field\(s\) \['heads'\]"),
+        (lambda c: edit_config(c, lambda doc: {**doc, "model_config": {**doc["model_config"], "d_model": 66}}),
+         "bad model_config: .*not divisible by n_heads"),
+    ],
+    ids=["not-json", "not-utf8", "a-list", "other-format", "no-model-config", "unknown-field", "d_model-by-heads"],
+)
+def test_a_damaged_config_names_the_file_and_what_is_wrong(copy, damage, said):
+    damage(copy)
+    with pytest.raises(CheckpointError, match=said) as err:
+        load_checkpoint(copy)
+    assert str(copy / CONFIG_FILE) in str(err.value) and not isinstance(err.value, CheckpointNotFoundError)
+
+
+@pytest.mark.parametrize(("content", "said"), [(b"\xff\xfe", "cannot read tokenizer file"),
+                                               (b"{}", "is not a valid tokenizer file")])
+def test_a_damaged_tokenizer_names_the_file(copy, content, said):
+    (copy / TGT_TOKENIZER_FILE).write_bytes(content)
+    with pytest.raises(CheckpointError, match=said) as err:
+        load_checkpoint(copy)
+    assert str(copy / TGT_TOKENIZER_FILE) in str(err.value)
+
+
+def test_weights_holding_nan_are_refused_by_name(copy):
+    from safetensors.torch import load_file, save_file
+
+    weights = copy / WEIGHTS_FILE
+    state = load_file(str(weights))
+    state["generator.bias"][3] = float("inf")
+    save_file(state, str(weights))
+    with pytest.raises(CheckpointError, match="generator.bias holds NaN or infinite values") as err:
+        load_checkpoint(copy)
+    assert str(weights) in str(err.value)
+
+
 def test_save_then_load_round_trips_in_storage_precision(tmp_path, pe):
     config = TransformerConfig(
         src_vocab_size=pe.src_tokenizer.vocab_size, tgt_vocab_size=pe.tgt_tokenizer.vocab_size,
