@@ -7,7 +7,7 @@ from model.attention import (
     scaled_dot_product_attention,
 )
 from model.config import TransformerConfig
-from model.device import available_devices, pick_device, pick_dtype
+from model.device import available_devices, pick_device
 from model.layers import DecoderLayer, EncoderLayer, FeedForward, LayerNorm
 from model.masks import causal_mask, combine_masks, padding_mask
 from model.positional import POSITIONAL_ENCODINGS, relative_rotation, sinusoidal_encoding
@@ -37,7 +37,6 @@ __all__ = [
     "combine_masks",
     "padding_mask",
     "pick_device",
-    "pick_dtype",
     "relative_rotation",
     "scaled_dot_product_attention",
     "sinusoidal_encoding",

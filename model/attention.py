@@ -214,15 +214,6 @@ class AttentionRecord:
         """The tensors this record keeps alive: q, k, v and the mask."""
         return self.q, self.k, self.v, self.mask
 
-    def nbytes(self) -> int:
-        """Bytes this record keeps alive (kept(); views of one storage counted once)."""
-        seen: dict[int, int] = {}
-        for t in self.kept():
-            if t is not None:
-                storage = t.untyped_storage()
-                seen[storage.data_ptr()] = storage.nbytes()
-        return sum(seen.values())
-
 
 def param_stamp(params: list[torch.Tensor]) -> tuple | None:
     """(data_ptr, _version) of each parameter, or None where what they compute may not be reused or

@@ -1,11 +1,10 @@
-"""Device and dtype selection: cuda, mps or cpu (automatic by default)."""
+"""Device selection: cuda, mps or cpu (automatic by default)."""
 
 from __future__ import annotations
 
 import torch
 
 DEVICE_CHOICES = ("auto", "cpu", "cuda", "mps")
-DTYPES = {"float32": torch.float32, "float64": torch.float64, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
 def available_devices() -> list[str]:
@@ -27,8 +26,3 @@ def pick_device(name: str = "auto") -> torch.device:
         raise ValueError(f"device={name!r} is not available on this machine; available: {available_devices()}")
     return torch.device(name)
 
-
-def pick_dtype(name: str = "float32") -> torch.dtype:
-    if name not in DTYPES:
-        raise ValueError(f"dtype={name!r} is unknown: choose one of {sorted(DTYPES)}")
-    return DTYPES[name]
