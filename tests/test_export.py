@@ -762,6 +762,47 @@ def test_a_figure_too_tall_for_a_png_at_its_own_height_is_a_bad_spec_naming_it_b
     assert not (tmp_path / "out").exists()
 
 
+def test_the_cli_prints_each_file_it_wrote_unless_quiet(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(vx, "render", lambda fig, fmt, **kw: b"<svg/>")
+    monkeypatch.setattr(vx, "browser_available", lambda: True)
+    spec = write_spec(tmp_path / "spec.json", {"views": ["attention"], **SMALL})
+    assert lx.main([str(spec), "--out", str(tmp_path / "out")]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert sorted(printed) == sorted(str(p) for p in (tmp_path / "out").iterdir()) and len(printed) > 3
+    assert lx.main([str(spec), "--out", str(tmp_path / "again"), "--quiet"]) == 0
+    assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize("fault", ["no spec file", "out is a file", "absent device"])
+def test_the_cli_says_in_one_line_why_it_cannot_start(tmp_path, monkeypatch, capsys, fault):
+    """A spec that cannot be read or a --out that is a file: exit 2, naming it. A device this machine
+    lacks (a spec written on a GPU machine, run on a laptop): exit 1, naming the devices it has."""
+    from model.device import DEVICE_CHOICES, available_devices, pick_device
+
+    monkeypatch.setattr(vx, "render", lambda *a, **k: pytest.fail("nothing is rendered"))
+    spec, out = tmp_path / "spec.json", tmp_path / "out"
+    absent = [d for d in DEVICE_CHOICES if d not in (*available_devices(), "auto")]
+    if fault == "absent device" and not absent:
+        pytest.skip("this machine has every device")
+    write_spec(spec, {"views": ["attention"], **SMALL, **({"device": absent[0]} if fault == "absent device" else {})})
+    if fault == "no spec file":
+        spec = tmp_path / "nowhere.json"
+    if fault == "out is a file":
+        out.write_text("x")
+    code = lx.main([str(spec), "--out", str(out)])
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    said = {"no spec file": (2, f"lab.export: cannot read {spec}: "),
+            "out is a file": (2, f"lab.export: --out {out} exists and is not a folder"),
+            "absent device": (1, f"lab.export: ValueError: device={absent[0]!r} is not available on this machine; "
+                                 f"available: {available_devices()}")}[fault]
+    assert code == said[0] and err.startswith(said[1]), err
+    assert out.is_file() if fault == "out is a file" else not out.exists()
+    assert pick_device("auto") == pick_device(available_devices()[0])
+    with pytest.raises(ValueError, match="device='tpu' is unknown"):
+        pick_device("tpu")
+
+
 def test_the_old_command_says_where_it_moved_and_fails():
     proc = subprocess.run([sys.executable, "-m", "viz.export", "spec.json", "--out", "x"], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
