@@ -421,6 +421,50 @@ def test_empty_and_long_inputs(models):
     assert "<" in "".join(p["tokens-a"].table["piece"])  # the text itself, as data
 
 
+EMPTY_HINTS = {
+    "tokens": "Type a sentence to begin.",
+    "positional": "Type a sentence to see its positional encodings.",
+    "attention": "Type a sentence to see its attention.",
+    "heads": "Type a sentence to see its heads.",
+    "query": "Type a sentence to pick a query token.",
+    "translate": "Type a Chinese sentence, e.g. 你喜欢她, to translate it.",
+}
+
+
+@pytest.mark.parametrize("view", list(EMPTY_HINTS))
+@pytest.mark.parametrize("typed", ["", " \u3000\n"])
+def test_every_view_of_no_sentence_says_what_to_type_and_draws_nothing(models, view, typed):
+    """Both sentences empty, or only spaces (an ideographic one too): each view's hint, no panel; with B
+    typed, the views show B instead (the order view's hint, which names the sentence it lacks, is tested above)."""
+    if view == "translate" and not trained_available():
+        pytest.skip("the trained demo models (assets/models) are missing")
+    spec = dataclasses.replace(SPEC, sentence_a=typed, sentence_b=typed)
+    if view == "translate":
+        spec = FigureSpec(model="zh-en", views=("translate",), sentence_a=typed, sentence_b=typed)
+    result = build_view(view, spec, models)
+    assert result.hint == EMPTY_HINTS[view] and not result.panels
+    shown = build_view(view, dataclasses.replace(spec, sentence_b="她喜欢你"), models)
+    assert shown.panels and not shown.hint
+
+
+def test_a_paste_longer_than_the_input_limit_is_cut_to_it_first_and_said_so(models):
+    """A 25,000-character paste: only the first 20,000 characters are tokenised (notice 1), and of those
+    tokens the model takes max_len - 1 (notice 2); the trained models then read at most 64 characters."""
+    from lab.compute import MAX_INPUT_CHARS
+
+    text = "长" * (MAX_INPUT_CHARS + 5_000)
+    spec = dataclasses.replace(SPEC, sentence_a=text)
+    _, r = panels("attention", spec, models)
+    limit = models.model(spec).model.config.max_len - 1  # room for [BOS]
+    assert r.notices[:2] == ["Sentence A has 25,000 characters; only the first 20,000 are read.",
+                             f"Sentence A has 20,000 tokens; the model takes {limit}, so only the first {limit} are shown."]
+    if trained_available():
+        _, r = panels("attention", FigureSpec(model="zh-en", sentence_a="你" + text), models)
+        assert r.notices[:2] == ["Sentence A has 25,001 characters; only the first 20,000 are read.",
+                                 "Sentence A has 20,000 characters (spaces removed); the trained models read at "
+                                 "most 64, so only the first 64 are translated and shown."]
+
+
 def values_zmax(fig) -> float:
     """The colour range's top of a figure's heatmap (its trace's, or the shared colour axis')."""
     heat = next(t for t in fig.data if t.type == "heatmap")
