@@ -534,6 +534,34 @@ def test_only_our_markup_renders_in_titles_and_user_text_beside_it_stays_text():
     assert not any("d_k" in t for t in strings) and any("√</span>d<sub>k</sub>" in t for t in strings)
 
 
+def test_query_bars_say_nan_only_where_the_weights_hold_one_and_why():
+    """A row whose every key is masked: model/'s weights are 0 there (drawn as ✕ at 0, "weight exactly 0"),
+    so no note says NaN; softmax over all −∞ as written (torch's own) gives NaN, said to be 0/0. A NaN beside
+    finite weights (a user's array) is said to be in the input, not blamed on a mask: the figure said
+    "weights are NaN: every key in this row is masked" in all three."""
+    import torch
+
+    from model.attention import attention_weights
+
+    q, k = torch.randn(1, 1, 2, 4), torch.randn(1, 1, 3, 4)
+    mask = torch.tensor([[True, True, False], [False, False, False]])  # query 1 may attend to nothing
+    w = attention_weights(q, k, mask)[0, 0].numpy()
+    scores = np.where(mask.numpy(), (q @ k.transpose(-1, -2))[0, 0].numpy(), -np.inf)
+    keys = ["a", "b", "c"]
+    said = header  # title and notes
+    zeros = viz.query_bars(scores[1], scores[1] / 2, w[1], key_labels=keys, mask=mask[1].numpy())
+    assert np.array_equal(w[1], np.zeros(3)) and "NaN" not in said(zeros)
+    marks = next(t for t in zeros.data if t.meta == {"role": "masked_weight"})
+    assert list(marks.y) == [0, 0, 0] and "weight exactly 0" in marks.hovertemplate
+    nan = viz.query_bars(scores[1], scores[1] / 2, torch.softmax(torch.tensor(scores[1]), -1).numpy(),
+                         key_labels=keys, mask=mask[1].numpy())
+    assert f"weights are NaN: {viz.attention.NAN_SOFTMAX}" in said(nan)
+    holed = np.array([0.25, np.nan, 0.75])
+    user = viz.query_bars(np.array([1.0, np.nan, 2.0]), np.array([0.5, np.nan, 1.0]), holed, key_labels=keys)
+    assert "as in the input" in said(user) and viz.attention.NAN_SOFTMAX not in said(user)
+    assert "NaN" not in said(viz.query_bars(scores[0], scores[0] / 2, w[0], key_labels=keys, mask=mask[0].numpy()))
+
+
 def test_dollar_signs_cannot_start_latex():
     fig = viz.weights_heatmap(np.eye(2), row_labels=["$x$", "y"], title="$E=mc^2$")
     assert "$" not in fig.layout.title.text and "$" not in "".join(fig.layout.xaxis.ticktext)

@@ -725,8 +725,11 @@ def query_bars(
             col=1,
         )
     notes = []
-    if not np.isfinite(w[~masked]).all() or (~masked).sum() == 0:
-        notes.append(f"weights are NaN: {NAN_SOFTMAX}")
+    if masked.all():  # every key masked: NaN as softmax over all −∞ makes it; 0 (the ✕ drawn) as model/ makes it
+        if not np.isfinite(w).all():
+            notes.append(f"weights are NaN: {NAN_SOFTMAX}")
+    elif not np.isfinite(w[~masked]).all():  # a NaN beside finite weights: no mask made it
+        notes.append("weights hold NaN or ±∞ where a key is not masked: as in the input")
     if u is not None:  # an outline over each weight bar, as wide: where the weight would be without ÷√d_k
         outline = dict(color="rgba(0,0,0,0)", line=dict(width=max(1.5, t["line_width"]), color=t["font_color"]))
         ok = bars(u, 3, f"without ÷ {ROOT}{D_K}: softmax(score)", outline, "unscaled_weights")
