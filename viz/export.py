@@ -218,10 +218,6 @@ def warm_up() -> None:
     threading.Thread(target=go_, name="kaleido-warm-up", daemon=True).start()
 
 
-def stop_server() -> None:
-    _SERVER.stop()
-
-
 def server_running() -> bool:
     return _SERVER.running
 
