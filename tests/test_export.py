@@ -22,6 +22,7 @@ import pytest
 from conftest import needs_trained, svg_pngs, trained_available
 from PIL import Image
 
+import viz
 from lab import export as lx
 from lab.spec import FigureSpec, SpecError
 from lab.tracefile import load_trace, save_trace, trace_arrays
@@ -478,6 +479,35 @@ def test_written_files_are_readable_as_a_plain_open_would_make_them(tmp_path):
         f.write("x\n1\n")
     assert stat.S_IMODE(path.stat().st_mode) == stat.S_IMODE((tmp_path / "plain.csv").stat().st_mode)
     assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~vx.UMASK
+
+
+def test_export_figure_takes_its_format_from_the_suffix_and_refuses_a_size_it_cannot_make(tmp_path, monkeypatch):
+    """viz.export's own API, for a figure made in Python: the format from the suffix (any case) unless fmt is
+    given; a format, size or scale it cannot make is a ValueError naming the field, before any browser, and
+    leaves no file."""
+    fig = viz.weights_heatmap(np.eye(2), row_labels=["a", "b"])
+    with pytest.raises(ValueError, match=r"format: 'gif' is not one of \['svg', 'pdf', 'png'\]"):
+        vx.export_figure(fig, tmp_path / "fig.gif", width=600, height=400)
+    for size, said in (((5, 400), "width: expected a whole number of pixels >= 10, got 5"),
+                       ((600, 400.5), "height: expected a whole number of pixels >= 10, got 400.5"),
+                       ((600, True), "height: expected a whole number of pixels >= 10, got True")):
+        with pytest.raises(ValueError, match=re.escape(said)):
+            vx.export_figure(fig, tmp_path / "fig.svg", width=size[0], height=size[1])
+    with pytest.raises(ValueError, match="scale: must be positive, got 0"):
+        vx.export_figure(fig, tmp_path / "fig.png", width=600, height=400, scale=0)
+    assert list(tmp_path.iterdir()) == []
+    made = []
+    monkeypatch.setattr(vx, "render", lambda f, fmt, **kw: made.append((fmt, kw)) or fmt.encode())
+    assert vx.export_figure(fig, tmp_path / "Fig.PDF", width=600, height=400).read_bytes() == b"pdf"
+    assert vx.export_figure(fig, tmp_path / "fig.out", width=600, height=400, scale=2, fmt="png").read_bytes() == b"png"
+    assert made == [("pdf", dict(width=600, height=400, scale=1.0)), ("png", dict(width=600, height=400, scale=2))]
+
+
+def test_a_write_that_fails_leaves_neither_a_file_nor_its_temporary(tmp_path):
+    (tmp_path / "taken").mkdir()  # os.replace cannot put a file where a folder is
+    with pytest.raises(OSError):
+        vx.write_atomic(tmp_path / "taken", b"<svg/>")
+    assert [p.name for p in tmp_path.iterdir()] == ["taken"] and not any((tmp_path / "taken").iterdir())
 
 
 def test_write_atomic_leaves_no_temporary_file(tmp_path):
