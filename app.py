@@ -35,7 +35,8 @@ from lab.spec import VIEWS, FigureSpec, SpecError  # noqa: E402
 from lab.threads import app_torch_threads  # noqa: E402
 from lab.views import blank, decoding_spec, traced_spec  # noqa: E402
 from ui import cache, focus, look  # noqa: E402
-from ui.panels import render_result, ui_export  # noqa: E402
+from ui import export as ui_export  # noqa: E402
+from ui.panels import render_result  # noqa: E402
 from ui.sentences import sentences_row  # noqa: E402
 from ui.sidebar import sidebar  # noqa: E402
 from ui.state import (  # noqa: E402
@@ -193,7 +194,7 @@ def share(spec: FigureSpec) -> None:
             st.download_button("SPEC.json", data=spec.to_json().encode("utf-8"), file_name="SPEC.json",
                                mime="application/json", key="spec-json", on_click="ignore",
                                icon=":material/download:")
-            if (spec.sentence_a.strip() or spec.sentence_b.strip()) and hasattr(ui_export, "trace_download"):
+            if spec.sentence_a.strip() or spec.sentence_b.strip():
                 trace = st.popover("Trace of this forward pass", icon=":material/download:", key="trace-menu",
                                    on_change="rerun")
                 with trace:  # drawn only while open: it needs the whole forward pass

@@ -19,7 +19,6 @@ waiting for the same view another is building waits for it (one build, not two).
 
 from __future__ import annotations
 
-import importlib.util
 import threading
 from pathlib import Path
 
@@ -99,10 +98,8 @@ def view_result(view: str, spec: FigureSpec) -> ViewResult:
     return result
 
 
-def models_dir() -> Path | None:
-    """Where the trained checkpoints live (None when model/demo.py is not there)."""
-    if importlib.util.find_spec("model.demo") is None:
-        return None
+def models_dir() -> Path:
+    """Where the trained checkpoints live."""
     import model.demo as demo
 
     return Path(demo.MODELS_DIR)
@@ -123,8 +120,6 @@ def _trained_problem(directory: str, stamp: tuple) -> str | None:
 def trained_problem() -> str | None:
     """None when both trained translators load; otherwise why they cannot be offered."""
     directory = models_dir()
-    if directory is None:
-        return "model/demo.py is not installed"
     configs = [directory / name / "config.json" for name in TRAINED]
     missing = [str(c.parent) for c in configs if not c.exists()]
     if missing:

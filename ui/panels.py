@@ -7,7 +7,6 @@ rendered only while their expander is open (Streamlit's lazy containers, on_chan
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import re
 from collections.abc import Callable, Mapping
 
@@ -19,6 +18,7 @@ from pandas.io.formats.style import Styler
 import viz
 from lab.spec import FigureSpec
 from lab.views import Panel, ViewResult
+from ui import export as ui_export
 from ui.chart import chart
 from ui.state import page_is_dark
 from ui.text import md
@@ -39,23 +39,9 @@ TURNED_ROWS = 6
 TURNED_COLUMNS = 4  # more than this beside the row names: turned where narrow
 
 
-def _ui_export():
-    """ui/export.py (SVG/PDF/PNG downloads, written alongside this module), or None until it exists."""
-    if importlib.util.find_spec("ui.export") is None:
-        return None
-    import ui.export
-
-    return ui.export
-
-
-ui_export = _ui_export()
-
-
 def export_buttons(fig: go.Figure, key: str, spec: FigureSpec) -> None:
-    """THE call site of ui.export.export_buttons (SVG/PDF/PNG downloads). Without ui/export.py, the
-    plotly camera button (viz.figure_config: SVG at 3x) is the export."""
-    if ui_export is not None:
-        ui_export.export_buttons(fig, key, spec)
+    """THE call site of ui.export.export_buttons (SVG/PDF/PNG downloads)."""
+    ui_export.export_buttons(fig, key, spec)
 
 
 def _plain_index(table: pd.DataFrame) -> bool:

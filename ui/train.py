@@ -6,8 +6,6 @@ are never touched. The corpus and tokenizers are shared read-only (st.cache_reso
 
 from __future__ import annotations
 
-import importlib.util
-
 import pandas as pd
 import streamlit as st
 import torch
@@ -19,14 +17,6 @@ from ui.chart import chart as ui_chart
 from ui.panels import render_panel
 
 EXAMPLES = ("你喜欢她", "她喜欢你")
-
-
-def available() -> bool:
-    if importlib.util.find_spec("model.train") is None:
-        return False
-    import model.train as train
-
-    return hasattr(train, "Trainer") and hasattr(train, "train_steps")
 
 
 @st.cache_resource(show_spinner="Preparing the corpus…")
@@ -105,9 +95,6 @@ LOSS_AXIS = "cross-entropy, label-smoothed (ε = 0.1)"  # TrainSettings' label_s
 def train_panel(spec: FigureSpec) -> None:
     theme = spec.theme
     st.subheader("Train it yourself", anchor=False)
-    if not available():
-        st.info("The step-wise trainer (model/train.py) is not installed.")
-        return
     st.caption("A fresh translator (d_model 64, 4 heads, 2+2 layers) trained in your session with Adam and the "
                "paper's learning-rate schedule (eq. 3; its warm-up a quarter of the run, at least 10 steps, not the "
                "paper's 4,000) on the bundled Chinese→English corpus, 64 sentence pairs a step. The loss is the "
