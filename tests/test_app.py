@@ -120,6 +120,38 @@ def test_an_unexpected_failure_shows_one_line_not_a_traceback(make_app, monkeypa
     assert at.code  # the spec that reproduces it is still there
 
 
+@pytest.mark.parametrize("fault", ["no checkpoint", "a broken checkpoint"])
+def test_without_the_trained_models_the_sidebar_offers_the_random_one_and_says_why(make_app, monkeypatch,
+                                                                                     tmp_path, fault):
+    """A server without assets/models (a clone without them) or with one that will not load: Model offers the
+    random model only, its help says why, and a link's model=zh-en falls back to it with a note."""
+    import shutil
+
+    import model.demo
+    import ui.cache
+    from model.checkpoint import CheckpointError
+
+    monkeypatch.setattr(ui.cache, "models_dir", lambda: tmp_path)
+    if fault == "no checkpoint":
+        why = f"no checkpoint in {tmp_path / 'zh-en'}, {tmp_path / 'zh-en-nope'} (train one with `python -m model.train`)"
+    else:
+        for name in ui.cache.TRAINED:  # the configs are there (their times key the check); loading fails
+            (tmp_path / name).mkdir()
+            shutil.copy(model.demo.MODELS_DIR / name / "config.json", tmp_path / name / "config.json")
+
+        def broken(name, *args, **kwargs):
+            raise CheckpointError(f"{tmp_path / name / 'config.json'} is not valid JSON")
+
+        monkeypatch.setattr(model.demo, "load_demo", broken)
+        why = f"CheckpointError: {tmp_path / 'zh-en' / 'config.json'} is not valid JSON"
+    at = make_app(view="attention", model="zh-en", **SMALL)
+    assert not at.exception and figures(at)
+    box = at.selectbox(key="model")
+    assert box.options == ["random (untrained; any size)"] and box.value == "random"
+    assert box.help.endswith(f"Not available here: {why}.")
+    assert "model = 'zh-en' is not available here; using 'random'." in alerts(at.warning)
+
+
 def test_page_says_which_norm_and_which_masking_convention(make_app):
     at = make_app(view="attention", **SMALL)
     line = " ".join(texts(at))
