@@ -39,6 +39,32 @@ def test_bad_specs_name_the_field(data, field):
     assert str(info.value).startswith(field + ":")
 
 
+@pytest.mark.parametrize(
+    "data, said",
+    [
+        ({"views": []}, "views: name at least one view"),
+        ({"scale": 12}, "scale: 12.0 is outside [0.1, 10]"),
+        ({"scale": 0.05}, "scale: 0.05 is outside [0.1, 10]"),
+        ({"scale": "3"}, 'scale: expected a number, got "3"'),
+        ({"scale": True}, "scale: expected a number, got true"),
+        ({"theme": 1}, "theme: expected a string, got 1"),
+        ({"sentence_a": ["你好"]}, 'sentence_a: expected a string, got ["你好"]'),
+        ({"heads": [0, -1]}, "heads: head -1 is negative"),
+        ({"views": ["attention", 3]}, "views: expected a list of strings"),
+        ({"views": {"attention": 1}}, "views: expected a list of strings"),
+    ],
+)
+def test_bad_specs_say_what_is_wrong_in_the_fields_own_terms(data, said):
+    """What python -m lab.export prints after 'bad spec: ' (a researcher's hand-written JSON)."""
+    with pytest.raises(SpecError) as info:
+        FigureSpec.from_dict(data)
+    assert str(info.value) == said
+
+
+def test_a_single_view_may_be_named_without_a_list():
+    assert FigureSpec.from_dict({"views": "heads"}).views == ("heads",)
+
+
 def test_json_round_trip_keeps_every_field():
     s = FigureSpec(sentence_a="<b>x</b> 😀", views=("attention", "order"), heads=(1, 3), scale=3.125,
                    layer=1, mask="look-ahead", block="cross")
