@@ -377,3 +377,21 @@ def test_an_export_size_too_small_for_the_margins_turns_the_downloads_off_and_sa
     for label in ("SVG", "PDF", "PNG 300 dpi"):
         assert buttons[label].disabled and "Export size (sidebar): 120 px leaves the plot" in buttons[label].help
     assert [c for c in at.caption if "Export size (sidebar)" in c.value]
+
+
+def test_a_png_larger_than_chromium_can_draw_is_turned_off_saying_so_and_the_vector_files_stay(make_app):
+    """2,000 CSS px at scale 10 is a 20,000 px PNG; Chromium paints at most 16,384 px a side."""
+    if not find_browser():
+        pytest.skip("SVG/PDF/PNG downloads need Chromium on the server")
+    at = make_app(view="attention", width=2000, height=1000, scale=10.0, **SMALL)
+    at.session_state["numbers-attention-attention-qkv"] = True  # the panel's numbers and downloads open
+    at.run()
+    clean(at)
+    buttons = [b.proto for b in at.get("download_button") if b.proto.label in ("SVG", "PDF", "PNG 960 dpi")]
+    assert buttons and {b.label for b in buttons} == {"SVG", "PDF", "PNG 960 dpi"}
+    for b in buttons:
+        if b.label.startswith("PNG"):
+            assert b.disabled and b.help.startswith("20000×") and b.help.endswith(
+                " px is more than Chromium can draw: lower the scale")
+        else:
+            assert not b.disabled, b.label
