@@ -562,6 +562,16 @@ def test_query_bars_say_nan_only_where_the_weights_hold_one_and_why():
     assert "NaN" not in said(viz.query_bars(scores[0], scores[0] / 2, w[0], key_labels=keys, mask=mask[0].numpy()))
 
 
+def test_invisible_characters_in_a_token_are_shown_as_marks_or_code_points():
+    """A token table or a query label must let a teacher point at every token: a space, a newline, a tab and
+    an ideographic space get a mark; any other control, format or separator character (a zero-width space, a
+    bell, a no-break space, a line separator, a right-to-left override) is named by its code point."""
+    assert viz.visible_whitespace(" \n\t\r\u3000") == "␣⏎⇥␍□"
+    assert (viz.visible_whitespace("a\u200bb\x07\u00a0c\u2028\u202e你")
+            == "a⟨U+200B⟩b⟨U+0007⟩⟨U+00A0⟩c⟨U+2028⟩⟨U+202E⟩你")
+    assert viz.visible_whitespace("é😀") == "é😀"  # letters and symbols as they are
+
+
 def test_dollar_signs_cannot_start_latex():
     fig = viz.weights_heatmap(np.eye(2), row_labels=["$x$", "y"], title="$E=mc^2$")
     assert "$" not in fig.layout.title.text and "$" not in "".join(fig.layout.xaxis.ticktext)
