@@ -60,10 +60,8 @@ def check_mask(mask: torch.Tensor | None, shape: tuple[int, int, int, int]) -> t
     return mask
 
 
-def fully_masked_rows(mask: torch.Tensor | None) -> torch.Tensor | None:
+def fully_masked_rows(mask: torch.Tensor) -> torch.Tensor:
     """(…, Tq, 1) True where a query row may attend to no key at all."""
-    if mask is None:
-        return None
     return ~mask.any(dim=-1, keepdim=True)  # (…, Tq, Tk) -> (…, Tq, 1)
 
 
