@@ -171,6 +171,8 @@ def test_too_long_and_empty_inputs_are_refused_not_truncated():
         model.encode(torch.ones(1, 0, dtype=torch.long))
     with pytest.raises(ValueError, match="token ids"):
         model.encode(torch.full((1, 3), 999))
+    with pytest.raises(ValueError, match=r"token ids must have shape \(batch, length\), got \(3,\)"):
+        model.encode(torch.ones(3, dtype=torch.long))  # a sentence without its batch axis
 
 
 def test_stacks_check_each_mask_once_and_zero_rows_with_no_key():

@@ -28,6 +28,20 @@ def test_mask_helpers_follow_one_convention():
     assert combine_masks(None, None) is None
 
 
+def test_mask_helpers_refuse_what_they_cannot_mean_by_name():
+    import pytest
+
+    from model.masks import check_mask
+
+    with pytest.raises(ValueError, match=r"padding_mask expects ids of shape \(batch, length\), got \(3,\)"):
+        padding_mask(torch.tensor([5, 6, 0]), 0)  # a sentence without its batch axis
+    for size in (0, -1, 2.0):
+        with pytest.raises(ValueError, match=f"causal_mask size must be a positive integer, got {size!r}"):
+            causal_mask(size)
+    with pytest.raises(ValueError, match="mask has 5 dimensions; at most 4"):
+        check_mask(torch.ones(1, 1, 1, 2, 2, dtype=torch.bool), (1, 1, 2, 2))
+
+
 def test_future_tokens_do_not_change_past_outputs():
     model = model_with("sinusoidal")
     src, tgt = torch.randint(1, 50, (2, 6)), torch.randint(1, 45, (2, 7))

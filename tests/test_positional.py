@@ -84,6 +84,16 @@ def test_odd_d_model_is_refused_with_a_clear_message():
     TransformerConfig(d_model=9, n_heads=3, positional="learned")  # fine without sin/cos pairs
 
 
+def test_a_table_of_no_positions_or_an_unknown_encoding_is_refused_by_name():
+    from model.positional import build_positional
+
+    for max_len in (0, 2.5):
+        with pytest.raises(ValueError, match=f"max_len must be a positive integer, got {max_len!r}"):
+            sinusoidal_encoding(max_len, 8)
+    with pytest.raises(ValueError, match=r"positional='rope' is unknown: choose one of \['learned', 'none', 'sinusoidal'\]"):
+        build_positional("rope", 10, 8)
+
+
 def tiny(**kw):
     base = dict(src_vocab_size=30, tgt_vocab_size=31, d_model=16, n_heads=4, n_layers=2, d_ff=32)
     base.update(kw)

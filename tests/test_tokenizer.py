@@ -254,3 +254,18 @@ def test_out_of_range_ids_raise_a_clear_error():
         char.id_to_piece(char.vocab_size)
     with pytest.raises(IndexError, match="outside the vocabulary"):
         char.decode([5, -1])
+
+
+
+def test_encoding_what_is_not_text_is_a_type_error_and_a_tokenizer_says_what_it_is():
+    char = load_tokenizer("char")
+    with pytest.raises(TypeError, match=r"encode\(\) takes a str, got list"):
+        char.encode(["你", "好"])
+    assert repr(char) == f"TextTokenizer(name='char', vocab_size={char.vocab_size})"
+
+
+def test_a_tokenizer_file_that_is_not_utf8_names_the_file(tmp_path):
+    latin = tmp_path / "latin.json"
+    latin.write_bytes(b"\xff\xfe{}")
+    with pytest.raises(ValueError, match="cannot read tokenizer file .*latin.json"):
+        TextTokenizer.from_file(latin)
