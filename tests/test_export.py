@@ -588,6 +588,18 @@ def test_safetensors_trace_carries_its_sidecar_inside(tmp_path, models):
     assert load_trace(data_path)[1] == meta
 
 
+def test_a_trace_not_there_or_of_an_unknown_format_is_named_and_a_config_may_be_a_dict(tmp_path, models):
+    spec = FigureSpec(**SMALL)
+    with pytest.raises(FileNotFoundError, match=re.escape(f"no trace data file for {tmp_path / 'nothing'} "
+                                                          "(looked for .npz and .safetensors)")):
+        load_trace(tmp_path / "nothing")
+    with pytest.raises(ValueError, match=re.escape("format: 'hdf5' is not one of ['npz', 'safetensors']")):
+        save_trace(models.run(spec), spec, tmp_path / "t", format="hdf5")
+    assert list(tmp_path.iterdir()) == []
+    save_trace(models.run(spec), spec, tmp_path / "t", config={"d_model": 16, "note": "mine"})
+    assert load_trace(tmp_path / "t")[1]["config"] == {"d_model": 16, "note": "mine"}
+
+
 @needs_browser
 def test_cli_trace_flag_writes_the_trace_next_to_the_figures(server, tmp_path):
     spec = write_spec(tmp_path / "spec.json", {"views": ["query"], "format": "png", "scale": 1, **SMALL})
