@@ -935,6 +935,20 @@ def test_an_export_records_what_made_it_commit_packages_and_model_files(models, 
     assert prov.commit() == {"commit": "unknown"}
 
 
+def test_provenance_says_unknown_or_not_installed_where_it_cannot_tell(monkeypatch, tmp_path):
+    """No git on the machine, a package missing, the trained models' folder missing: said so, never a crash."""
+    import lab.provenance as prov
+
+    def no_git(*args, **kwargs):
+        raise FileNotFoundError("git")
+
+    monkeypatch.setattr(prov.subprocess, "run", no_git)
+    assert prov.commit() == {"commit": "unknown"}
+    assert prov._version("attention-lab-no-such-package") == "not installed"
+    monkeypatch.setattr(prov, "MODELS_DIR", tmp_path / "models")
+    assert prov.file_hashes(tmp_path / "models") == {} and prov.trained_models() == {}
+
+
 @needs_browser
 @pytest.mark.parametrize("theme", ["paper", "default"])
 def test_the_clock_exports_without_a_blank_band_under_its_circles(theme):
