@@ -415,6 +415,8 @@ def test_heatmaps_stay_crisp_in_viewers_that_smooth_images(server, figures, mode
         ({"views": ["query"], "query": 9, **SMALL}, "query"),  # 你喜欢她 has 4 query tokens
         ({"views": ["order"], "layer": 9, **SMALL}, "layer"),  # view 6's attention: the encoder's 2 layers
         ({"views": ["order"], "head": 7, **SMALL}, "head"),
+        ({"sentence_a": " ", "sentence_b": "\u3000"}, "sentence_a"),  # both empty: nothing to draw
+        ({"sentence": "b", "sentence_b": "  ", **SMALL}, "sentence"),  # the sentence the views show is empty
         # sizes below the theme's margins: a bad spec before anything is drawn (it was "rendering failed")
         ({"views": ["query"], "width": 340, "height": 260, "theme": "paper"}, "height"),
         ({"views": ["attention"], "width": 100, "height": 100, "format": "png"}, "width"),
