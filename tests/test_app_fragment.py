@@ -228,6 +228,19 @@ def test_numbers_downloads_and_the_share_box_are_drawn_only_when_opened(make_app
     assert FigureSpec.from_json(spec_json) == FigureSpec.from_query(dict(parse_qsl(urlsplit(link).query)))
 
 
+def test_numbers_too_many_to_show_are_offered_as_csv_only_saying_how_many(make_app):
+    """View 2's embedding + PE + sum of 20 tokens at d_model 512: 60 x 512 numbers, over the 20,000 a figure's
+    numbers are shown up to (ui/panels.py SHOW_NUMBERS_CELLS); the page says so and keeps the CSV."""
+    at = make_app(view="positional", sentence_a="春风拂面桃花盛开景色宜人" + "山高水长" * 2, sentence_b="",
+                  d_model=512, n_heads=8, n_layers=1, d_ff=32)
+    at.session_state["numbers-positional-embedding-pe"] = True
+    at.run()
+    clean(at)
+    assert not at.dataframe
+    assert "60 × 512 numbers: too many to show here; download them as CSV." in [c.value for c in at.caption]
+    assert [b.proto.label for b in at.get("download_button")][0] == "CSV"
+
+
 @needs_trained
 def test_a_view_that_switches_the_model_reruns_the_sidebar_too(make_app, calls, fragment_runs):
     at = fragment_runs(make_app(view="attention", **SMALL), "view-area")
