@@ -114,26 +114,22 @@ def stepped_select(key: str, count: int, notes: list[str]) -> None:
         steppers(key, count)
 
 
-def look_controls(view: str, base: FigureSpec | None, notes: list[str]) -> None:
+def look_controls(view: str, base: FigureSpec, notes: list[str]) -> None:
     """The controls `view` uses, in one horizontal row; values out of range become the first option. The
     translate view with a random model draws none: it only asks for the trained model (a student's walk: its
     layer and head did nothing there)."""
     used = uses(view)
-    if not used or (view == "translate" and base is not None and base.model == "random"):
+    if not used or (view == "translate" and base.model == "random"):
         return
-    if view == "order" and (base is None or not order_draws_attention(base, cache.models())):
+    if view == "order" and not order_draws_attention(base, cache.models()):
         return  # its layer and head choose only the attention panels, drawn where B reorders A
     ss = st.session_state
     with st.container(horizontal=True, gap="small", vertical_alignment="bottom", key="look"):
         if "block" in used:
             st.selectbox("Attention block", list(BLOCKS), key="block", help=BLOCK_HELP, width=WIDTHS["block"],
                          **focus.let_go("block"))
-            if base is not None:
-                base = dataclasses.replace(base, block=ss["block"])
-        if base is not None:
-            n_layers, n_heads = layers_heads(base, view)
-        else:
-            n_layers, n_heads = int(ss["n_layers"]), max(1, int(ss["n_heads"]))
+            base = dataclasses.replace(base, block=ss["block"])
+        n_layers, n_heads = layers_heads(base, view)
         for key, count in (("layer", n_layers), ("head", n_heads)):
             if key in used:
                 stepped_select(key, count, notes)
@@ -150,7 +146,7 @@ def look_controls(view: str, base: FigureSpec | None, notes: list[str]) -> None:
         if "sentence" in used:
             st.radio("Sentence", ["a", "b"], key="sentence", horizontal=True, format_func=str.upper,
                      help="Which sentence the attention figures show.", **focus.let_go("sentence"))
-        if "query" in used and base is not None:
+        if "query" in used:
             run = cache.run_for(base)
             labels = query_labels(run, base)
             follow_the_token(None if run is None else run.sentences[shown_row(run, base)], base.block, len(labels))
