@@ -67,15 +67,13 @@ def _renderer(fig_json: str, fmt: str, size: tuple[int, int], spec: FigureSpec) 
     return lambda: rendered(fig_json, fmt, *size, scale)
 
 
-def export_buttons(fig: go.Figure | None, key: str, spec: FigureSpec) -> None:
+def export_buttons(fig: go.Figure, key: str, spec: FigureSpec) -> None:
     """SVG, PDF and PNG downloads of `fig` at spec.export_size (spec.size, or the figure's own height
     where it sets one, taller or shorter; PNG × spec.scale).
 
     The figure is exported as drawn (it already carries spec.theme). Without a browser on the
     server, says how to install one instead.
     """
-    if fig is None:
-        return
     if _browser() is None:
         st.caption(f"⚠️ {vx.INSTALL_HELP}")
         return
@@ -133,8 +131,6 @@ def _zip(files: dict[str, bytes]) -> bytes:
 def trace_download(run, spec: FigureSpec, key: str, *, config=None) -> None:
     """The whole trace of `run` (every q, k, v, score, weight, output) as .npz or .safetensors,
     each zipped with its JSON sidecar (tokens, spec, model config); built only when clicked."""
-    if run is None:
-        return
     from lab.tracefile import attention_map_bytes, trace_files
 
     size = attention_map_bytes(run)
