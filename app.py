@@ -157,9 +157,7 @@ def view_body(view: str, spec: FigureSpec) -> None:
 
 def head_buttons(spec: FigureSpec, models) -> None:
     """One button per head of the layer shown: opens it in the step-by-step view."""
-    run = models.run(spec)
-    if run is None:
-        return
+    run = models.run(spec)  # the heads view's own (it drew the grid these buttons sit under)
     stack = run.trace.encoder if spec.block == "encoder self" else run.trace.decoder
     layer = max(0, min(spec.layer, len(stack.layers) - 1))
     n_heads = stack.layers[layer].self_attn.n_heads
