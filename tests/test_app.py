@@ -224,6 +224,17 @@ def test_empty_or_blank_text_shows_a_hint(make_app, a, b):
         assert any("Type" in t for t in alerts(at.info)), name
 
 
+def test_with_no_sentence_the_query_box_is_off_and_says_why(make_app):
+    # it offered one choice, "0", as if a token 0 were there to pick
+    at = make_app(view="query", sentence_a=" ", sentence_b="", **SMALL)
+    clean(at)
+    box = at.selectbox(key="query")
+    assert box.disabled and box.options == ["no tokens yet"]
+    at.text_input(key="sentence_a").set_value("你喜欢她").run()
+    box = at.selectbox(key="query")
+    assert not box.disabled and box.options == ["0: 你", "1: 喜", "2: 欢", "3: 她"]
+
+
 def test_a_long_paste_is_cut_with_a_visible_notice(make_app):
     at = make_app(view="attention", sentence_a="春风拂面" * 2500, **SMALL)  # 10,000 characters
     clean(at)

@@ -62,10 +62,13 @@ def shown_row(run: Run, spec: FigureSpec) -> int:
     return 0 if row is None else row
 
 
+NO_TOKENS = "no tokens yet"  # the query box with no sentence: one disabled choice that says why, not "0"
+
+
 def query_labels(run: Run | None, spec: FigureSpec) -> list[str]:
     """"i: token" for every query position of the block shown (decoder blocks: [BOS] + tokens)."""
     if run is None:
-        return ["0"]
+        return [NO_TOKENS]
     row = shown_row(run, spec)
     pieces = run.src_pieces(row) if spec.block == "encoder self" else run.tgt_pieces(row)
     return [f"{i}: {visible_whitespace(p)}" for i, p in enumerate(pieces)]
@@ -153,4 +156,4 @@ def look_controls(view: str, base: FigureSpec, notes: list[str]) -> None:
             keep_choice("query", list(range(len(labels))), notes)
             st.selectbox("Query token", list(range(len(labels))), key="query", format_func=lambda i: labels[i],
                          width=WIDTHS["query"], help="The token whose attention the bars show.",
-                         **focus.let_go("query"))
+                         disabled=run is None, **focus.let_go("query"))
