@@ -149,7 +149,8 @@ def test_without_the_trained_models_the_sidebar_offers_the_random_one_and_says_w
     box = at.selectbox(key="model")
     assert box.options == ["random (untrained; any size)"] and box.value == "random"
     assert box.help.endswith(f"Not available here: {why}.")
-    assert "model = 'zh-en' is not available here; using 'random'." in alerts(at.warning)
+    # the link's note gives the reason too (it said only "not available here", the why hidden in a help tooltip)
+    assert f"model = 'zh-en' is not available here ({why}); using 'random'." in alerts(at.warning)
 
 
 def test_page_says_which_norm_and_which_masking_convention(make_app):

@@ -55,7 +55,7 @@ def _model_label(name: str) -> str:
 def model_section(trained_problem: str | None, notes: list[str]) -> None:
     st.header("Model")
     options = ["random"] if trained_problem else ["random", "zh-en"]
-    keep_choice("model", options, notes)
+    keep_choice("model", options, notes, why=trained_problem or "")
     st.selectbox("Model", options, key="model", format_func=_model_label, on_change=choose_model,
                  args=(".st-key-model",),
                  help="random: a freshly initialised Transformer (seeded): the mechanics, not meaning. "

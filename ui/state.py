@@ -305,11 +305,13 @@ def open_head(layer: int, head: int, block: str, label: str = "") -> None:
 
 
 # -- keeping values inside what the widgets offer ------------------------------------------------
-def keep_choice(key: str, options: Sequence, note: list[str] | None = None) -> None:
-    """Before a choice widget is drawn: a value it does not offer becomes its first option."""
+def keep_choice(key: str, options: Sequence, note: list[str] | None = None, why: str = "") -> None:
+    """Before a choice widget is drawn: a value it does not offer becomes its first option (the note says `why`
+    it is not offered, where there is a reason to give)."""
     if st.session_state.get(key) not in options:
         if note is not None and st.session_state.get(key) is not None:
-            note.append(f"{key} = {st.session_state.get(key)!r} is not available here; using {options[0]!r}.")
+            because = f" ({why})" if why else ""
+            note.append(f"{key} = {st.session_state.get(key)!r} is not available here{because}; using {options[0]!r}.")
         st.session_state[key] = options[0]
 
 
