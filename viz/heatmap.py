@@ -29,6 +29,7 @@ from viz.theme import (
     apply_theme,
     cell_type_px,
     design_size,
+    edge_px,
     note_size,
     text_width,
     theme_spec,
@@ -681,7 +682,7 @@ def plot_px(
     t = theme_spec(theme)
     W, H = design_size(theme)
     f = t["font_size"]
-    edge = max(8, round(0.5 * f))
+    edge = edge_px(f)
     left = widest(row_text, f) + 1.5 * f + 12
     right = right_px + ((t["colorbar_thickness"] + 3.5 * f) if colorbar else 0.0)
     w = W - 2 * edge - left - right
@@ -975,7 +976,7 @@ def label_gap(labels: Sequence[str], theme: str, *, cols: int) -> float:
     # and B's labels touched A's heatmap)
     w = design_size(theme)[0]
     longest = widest(labels, f)
-    plot_w = w - 2 * max(8, round(0.5 * f)) - (longest + 1.5 * f + 12) - (t["colorbar_thickness"] + 3.5 * f)
+    plot_w = w - 2 * edge_px(f) - (longest + 1.5 * f + 12) - (t["colorbar_thickness"] + 3.5 * f)
     return min(0.6 / max(cols - 1, 1), max(0.04, (longest + 0.5 * f + 16) / max(plot_w, 40.0)))
 
 

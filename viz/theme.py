@@ -212,6 +212,11 @@ def theme_spec(name: str) -> dict:
     return THEMES[name]
 
 
+def edge_px(font_size: float) -> int:
+    """The white space around a figure's plots, legend and titles, in px: half the theme's type, at least 8."""
+    return max(8, round(0.5 * font_size))
+
+
 def design_size(theme: str, fig: go.Figure | None = None) -> tuple[int, int]:
     """(width, height) in CSS px a figure is laid out for: its own size if set, else the
     theme's export size, else the narrowest app container (APP_WIDTH x APP_HEIGHT)."""
@@ -509,7 +514,7 @@ def _role(trace) -> str | None:
 def _patches(name: str) -> tuple[Patch, Patch, Patch | None, Patch]:
     """Theme `name` as patches parsed once: (layout, every axis, legend below or None, colour bars)."""
     t = theme_spec(name)
-    edge = max(8, round(0.5 * t["font_size"]))  # white space around everything
+    edge = edge_px(t["font_size"])  # white space around everything
     layout = dict(
         template=t["template"],
         font=dict(family=t["font_family"], size=t["font_size"], color=t["font_color"]),
@@ -771,7 +776,7 @@ def _legend_px(fig: Fig, t: dict, width: float, horizontal: bool | None = None) 
     items = [text_width(str(n), size) + (60 if horizontal else 50) for n in names]
     title = ((legend.get("title") or {}).get("text")) or ""
     if horizontal:
-        room = width - 2 * max(8, round(0.5 * t["font_size"]))
+        room = width - 2 * edge_px(t["font_size"])
         rows, used = 1, 0.0
         for w in items:
             if used and used + w > room:
@@ -863,7 +868,7 @@ def _set_margins(fig: Fig, t: dict, width: float, left: float, xs: list[Node], y
     estimate here falls short: every margin it grows costs the browser a second full layout pass
     (about half of a figure's drawing time).
     """
-    edge = max(8, round(0.5 * t["font_size"]))
+    edge = edge_px(t["font_size"])
     legend = _legend_px(fig, t, width)  # (right, below): measured once for both sides
     m = fig.layout.child("margin")
     m["l"] = round(edge + left + 6)
@@ -893,7 +898,7 @@ def _fit_title(fig: Fig, t: dict, width: float, left: float, xs: list[Node]) -> 
     old = [a for a in fig.layout.get("annotations") or () if a.get("name") == "notes"]
     lines = [unwrap(x) for x in (old[0].get("text").split("<br>") if old else [])] + rest
     notes_px = note_size(t)
-    room = width - left - max(8, round(0.5 * t["font_size"])) - 4
+    room = width - left - edge_px(t["font_size"]) - 4
     first = soft_wrap(first, room, t["title_size"]) if first else first
     notes = "<br>".join(soft_wrap(x, room, notes_px) for x in lines)
     title_lines = _lines(first) if first else 0
