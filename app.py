@@ -46,6 +46,7 @@ from ui.state import (  # noqa: E402
     follows_page,
     init_state,
     open_head,
+    page_is_dark,
     page_turned,
     share_query,
     spec_from_state,
@@ -317,7 +318,7 @@ def main() -> None:
     app_torch_threads()  # one torch thread unless OMP_NUM_THREADS is set (lab/threads.py says why)
     init_state()
     slide = st.session_state.get("theme") == "slide"
-    page_style(slide=slide)
+    page_style(slide=slide, dark=page_is_dark())
     st.title("Attention Lab")
     if not slide:  # a projector's page keeps its height for the figures (the teacher says what this is)
         st.markdown(INTRO)

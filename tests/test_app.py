@@ -732,15 +732,15 @@ def test_a_link_naming_several_views_or_a_key_twice_says_what_it_shows(make_app)
 
 
 # -- the page's CSS ---------------------------------------------------------------------------
-@pytest.mark.parametrize("slide", [False, True])
-def test_the_pages_css_has_no_markup_and_every_rule_closes(slide):
+@pytest.mark.parametrize(("slide", "dark"), [(False, False), (True, False), (False, True)])
+def test_the_pages_css_has_no_markup_and_every_rule_closes(slide, dark):
     """ui/style.py sends its CSS inside st.html: a "<" anywhere in it, a comment's too, silently dropped every rule
     after it, and an unclosed comment or brace would swallow rules too. Each CSS the app sends (every theme but
     slide shares one; slide adds its own) is checked: no "<", no placeholder left, comments closed and holding no
     rules, braces balanced and each rule a selector before its braces."""
     from ui.style import page_css
 
-    css = page_css(slide)
+    css = page_css(slide, dark)
     assert "<" not in css and not re.findall(r"__[A-Z_]+__", css)  # __HIDDEN__, __TURNED_REM__ filled in
     comments = re.findall(r"/\*.*?\*/", css, flags=re.S)
     assert not [c for c in comments if re.search("[{}]", c)], "a comment holds rules: one not closed in time?"

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import re
 
+import numpy as np
 import pytest
 from conftest import CHROMIUM, SCREENSHOTS, svg_pngs, trained_available
 
@@ -1683,3 +1685,83 @@ def test_a_chart_drawn_wide_then_narrow_turns_its_colour_bar_under_the_plot_with
     bars = page.evaluate(f"() => document.querySelector('{WEIGHTS_CHART}')._fullData"
                          ".filter(t => t.type === 'heatmap' && t.showscale).map(t => t.colorbar.orientation)")
     assert bars == ["h"], bars
+
+
+# Records, while the page is printed, each chart's drawn box against the page's width as laid out for the paper: a
+# matchMedia("print") listener added after the app's (ui/chart.py), so it runs once the charts are drawn again.
+PRINT_RECORDER = """() => { window.__printed = [];
+  matchMedia('print').addEventListener('change', (e) => { if (!e.matches) return;
+    const page = document.documentElement.clientWidth;
+    window.__printed.push([...document.querySelectorAll('[data-testid="stMain"] .lab-chart-box')].map((box) => {
+      const svg = box.querySelector('.main-svg'), r = (svg || box).getBoundingClientRect();
+      const title = box.querySelector('.gtitle');
+      return {left: r.left, right: r.right, height: r.height, page, paper: svg ? getComputedStyle(svg).backgroundColor : '',
+              ink: title ? getComputedStyle(title).fill : ''}; })); }); }"""
+
+
+def printed(page, path) -> list[str]:
+    """The view printed to PDF (A4, the page's own margins, no background graphics: the print dialog's defaults), as
+    each page's text."""
+    import pypdfium2
+
+    page.evaluate(PRINT_RECORDER)
+    page.pdf(path=str(path), format="A4")
+    pdf = pypdfium2.PdfDocument(str(path))
+    return [pdf[i].get_textpage().get_text_range() for i in range(len(pdf))]
+
+
+def test_a_view_printed_is_its_heading_sentences_and_every_chart_whole_on_the_paper_without_the_screens_controls(
+        browser, streamlit_url, tmp_path):
+    """A teacher prints view 3 as a handout (Ctrl+P, Save as PDF): the sidebar took a sixth of every page, the view
+    bar, the controls and eleven closed expanders a third of a page, no page said which view it was, and every chart
+    kept the screen's width, cut at the paper's right edge (ui/style.py PRINT_CSS, ui/chart.py's print redraw)."""
+    with opened_tab(browser, f"{streamlit_url}/?views=attention&sentence_a=你喜欢她&sentence_b=她喜欢你",
+                    width=1500, height=900) as tab:  # a laptop: its charts wider than the paper
+        titles = tab.eval_on_selector_all('[data-testid="stMain"] .js-plotly-plot .gtitle',
+                                          "els => els.map(e => e.textContent)")
+        widths = "() => [...document.querySelectorAll('.lab-chart .main-svg')].map(s => s.getBoundingClientRect().width)"
+        screen = tab.evaluate(widths)
+        pages = printed(tab, tmp_path / "view3.pdf")
+        boxes = tab.evaluate("() => window.__printed")
+        tab.wait_for_function(f"(screen) => JSON.stringify(({widths})()) === JSON.stringify(screen)", arg=screen,
+                              timeout=5_000)  # and drawn again for the screen afterwards
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        full_screenshot(tab, str(SCREENSHOTS / "browser-after-print.png"))
+    text = " ".join(pages).replace("\r", " ").replace("\n", " ")
+    assert "3 · Attention step by step" in text  # the view's heading, shown on paper
+    assert "你喜欢她" in text and "她喜欢你" in text  # the sentences
+    assert "Model: random" in text  # the model line
+    assert len(titles) == 6
+    words = re.sub(r"\W", "", text)  # subscripts and superscripts are text of their own in the PDF
+    for title in titles:  # each chart's own title, drawn by plotly.js, and its tick labels
+        assert re.sub(r"\W", "", title) in words, title
+    assert text.count("0:你") >= 6 and "key (attended to)" in text
+    assert all(p.strip() for p in pages)  # no blank page
+    for screen_only in ("Export size", "A 20-minute lesson", "Device", "4 · Heads", "Swap A", "Examples",
+                        "The numbers behind this figure", "Share this view", "Attention block"):
+        assert screen_only not in text, screen_only  # the sidebar, the view bar, the controls, closed expanders
+    assert len(boxes) == 1 and len(boxes[0]) == 6
+    for box in boxes[0]:  # drawn again for the paper: within its width, not blank
+        assert box["left"] >= -1 and box["right"] <= box["page"] + 1 and box["height"] > 100, box
+
+
+def test_a_dark_page_prints_on_light_paper_with_its_charts_in_the_light_themes_colours(browser, streamlit_url, tmp_path):
+    """Printed, a dark page was a sheet of black ink with light text (Streamlit prints the page's colours), and its
+    charts' light type would have been unreadable on white: it prints as a light page, its charts in the default
+    theme's colours (ui/style.py PRINT_DARK_CSS, ui/chart.py PRINT_COLOURS), the screen staying dark."""
+    import pypdfium2
+
+    with opened_tab(browser, f"{streamlit_url}/?views=attention", width=1500, height=900, color_scheme="dark") as tab:
+        assert tab.evaluate("() => getComputedStyle(document.querySelector('.main-svg')).backgroundColor") != (
+            "rgb(255, 255, 255)")  # a dark chart on the screen
+        pages = printed(tab, tmp_path / "dark.pdf")
+        boxes = tab.evaluate("() => window.__printed")
+    assert "3 · Attention step by step" in " ".join(pages)
+    for box in boxes[0]:
+        assert box["paper"] == "rgb(255, 255, 255)", box  # the default theme's paper and text colours
+        assert box["ink"] == "rgb(38, 39, 48)", box
+    pdf = pypdfium2.PdfDocument(str(tmp_path / "dark.pdf"))
+    for i in range(len(pdf)):
+        grey = np.asarray(pdf[i].render(scale=0.5).to_pil().convert("L"))
+        assert np.median(grey) > 240, f"page {i + 1} is not light paper"
+        assert (grey < 100).mean() > 0.002, f"page {i + 1} has no dark text on it"

@@ -747,7 +747,8 @@ function draw(Plotly, gd) {
       {name: "fullscreen", title: "Full screen (Esc leaves)", icon: FULLSCREEN_ICON, click: toggleFullscreen},
     ],
   });
-  const data = readableCells(under, layout, k, gd.__lab.spec.cellType);
+  let data = readableCells(under, layout, k, gd.__lab.spec.cellType);
+  if (printing) [layout, data] = printDark(layout, data);  // a dark figure on paper: the default theme's colours
   // its colour bars moved under the plot or back beside it (colorbarBelow: a new width across NARROW_WIDTH, full
   // screen): drawn afresh. plotly.js 4.1.1's react, a bar turned from upright to flat in the same call as a new size,
   // threw "Something went wrong with axis scaling" (a 1500 px window narrowed to 900: view 3's charts, 480 px wide,
@@ -922,6 +923,88 @@ function paint(gd) {
   }
 }
 
+// Printed (Ctrl+P, the app menu's Print, Save as PDF), a chart is drawn again at the paper's width: the browser lays
+// the page out anew for the paper, narrower than the screen, but fires no resize, and no ResizeObserver runs while it
+// prints, so each chart kept the screen's width and was cut at the paper's right edge (a print walk: view 3's colour
+// bars, a slide chart's right third). Chromium lays the page out for the paper, then says so to matchMedia("print")
+// listeners, whose drawing is printed; beforeprint comes first, on the screen's layout (where the page was emulated
+// as print, the only one). Charts still waiting to be drawn (off the screen) are drawn too: they printed blank. A dark
+// figure (the dark theme) is drawn in the default theme's colours (PRINT_COLOURS, PRINT_TEMPLATE): light paper, as a
+// printed page is expected to be; light text on it was unreadable, its black background a sheet of ink. Back from
+// printing, every chart is drawn again for the screen.
+const PRINT_COLOURS = __PRINT_COLOURS__;  // the dark theme's colours -> the default theme's (viz.theme)
+const PRINT_TEMPLATE = __PRINT_TEMPLATE__;  // the default theme's plotly template
+let printing = false;
+
+function printColour(value) {
+  // a dark theme's colour ("#edebe8", "rgba(237,235,232,0.1)") as the default theme has it; any other as it is
+  const hex = PRINT_COLOURS[value.toLowerCase()];
+  if (hex) return hex;
+  const m = /^rgba?\(\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*(,\s*[\d.]+\s*)?\)$/.exec(value);
+  if (!m) return value;
+  const key = "#" + [m[1], m[2], m[3]].map((c) => Number(c).toString(16).padStart(2, "0")).join("");
+  const to = PRINT_COLOURS[key];
+  if (!to) return value;
+  const rgb = [1, 3, 5].map((i) => parseInt(to.slice(i, i + 2), 16)).join(",");
+  return m[4] ? `rgba(${rgb}${m[4].replace(/\s/g, "")})` : `rgb(${rgb})`;
+}
+
+function forPaper(obj) {
+  // obj (a copy where changed) with the dark theme's colours in it as the default theme's; colour scales, which
+  // show numbers and are the same in every theme, and arrays of numbers are left as they are
+  if (typeof obj === "string") return printColour(obj);
+  if (!obj || typeof obj !== "object") return obj;
+  if (Array.isArray(obj)) {
+    if (!obj.some((o) => o && (typeof o === "object" || typeof o === "string"))) return obj;
+    const out = obj.map(forPaper);
+    return out.some((o, i) => o !== obj[i]) ? out : obj;
+  }
+  let out = obj;
+  for (const [key, value] of Object.entries(obj)) {
+    if (key === "template" || key === "meta" || /colorscale$/i.test(key)  // the user's words and the numbers too
+        || /^(text|ticktext|hovertext|hovertemplate|texttemplate|name|customdata|x|y|z)$/.test(key)) continue;
+    const paper = forPaper(value);
+    if (paper === value) continue;
+    if (out === obj) out = Object.assign({}, obj);
+    out[key] = paper;
+  }
+  return out;
+}
+
+function printDark(layout, data) {
+  // [layout, data] of a dark figure in the default theme's colours, for paper
+  const dark = (layout.paper_bgcolor || "").toLowerCase() === PRINT_COLOURS.__dark_paper__;
+  if (!dark) return [layout, data];
+  return [Object.assign(forPaper(layout), {template: PRINT_TEMPLATE}), forPaper(data)];
+}
+
+function redrawForPrint(now) {
+  // every chart of the page drawn again, at its box's width as laid out now (printing: for paper)
+  if (!window.Plotly || printing === now && !now) return;
+  printing = now;
+  for (const gd of document.querySelectorAll("div.lab-chart")) {
+    if (!gd.isConnected || !gd.__lab || !gd.__lab.spec || gd.__lab.text === null) continue;
+    try {
+      draw(window.Plotly, gd);
+      say(gd, "");
+      gd.parentElement.style.minHeight = "";
+    } catch (err) {
+      say(gd, "This chart could not be drawn: " + err.message);
+    }
+  }
+  for (const row of new Set([...document.querySelectorAll("div.lab-chart")].map((g) => g.__lab && g.__lab.spec
+                                                                                       && g.__lab.spec.row))) {
+    if (row) equalize(row);
+  }
+}
+
+if (window.matchMedia && !window.__attentionLabPrint) {  // once per page, however often this script is run
+  window.__attentionLabPrint = true;
+  window.matchMedia("print").addEventListener("change", (event) => redrawForPrint(event.matches));
+  window.addEventListener("beforeprint", () => redrawForPrint(true));
+  window.addEventListener("afterprint", () => redrawForPrint(false));
+}
+
 function placeholder(gd) {
   // The height a chart not yet drawn will take (its figure's, with a legend put under the plot and round panels
   // cut to what they need as draw() does, shrunk as draw() shrinks it): what is on the screen is known before it
@@ -1054,8 +1137,32 @@ def ensure_plotly_js(static: Path = STATIC) -> Path:
     return target
 
 
+def print_colours() -> dict[str, str]:
+    """The dark theme's colours and the default theme's for the same things (text, plot, axes, grid, masked and NaN
+    cells, the palette), as a dark figure is printed (the script's PRINT_COLOURS); "__dark_paper__": the dark
+    theme's paper colour, which tells a dark figure."""
+    dark, light = theme_spec("dark"), theme_spec("default")
+    keys = ("paper_bgcolor", "plot_bgcolor", "font_color", "axis_line_color", "grid_color", "mask_bg", "mask_fg",
+            "mask_text", "nan_bg", "nan_fg", "nan_text")
+    pairs = [(dark[k], light[k]) for k in keys] + list(zip(dark["palette"], light["palette"], strict=True))
+    out = {on_dark.lower(): on_light.lower() for on_dark, on_light in pairs if on_dark.lower() != on_light.lower()}
+    out["__dark_paper__"] = dark["paper_bgcolor"].lower()
+    return out
+
+
+def print_template() -> dict:
+    """The default theme's plotly template (as a chart's payload carries it): a dark figure's, printed."""
+    import plotly.graph_objects as go
+
+    from viz.theme import apply_theme
+
+    return json.loads(payload_json(apply_theme(go.Figure(), "default")))["layout"]["template"]
+
+
 def _script() -> str:
-    return (JS.replace("__PLOTLY_JS__", PLOTLY_JS).replace("__APP_HEIGHT__", str(APP_HEIGHT))
+    return (JS.replace("__PLOTLY_JS__", PLOTLY_JS)
+            .replace("__PRINT_COLOURS__", json.dumps(print_colours()))
+            .replace("__PRINT_TEMPLATE__", json.dumps(print_template(), separators=(",", ":"))).replace("__APP_HEIGHT__", str(APP_HEIGHT))
             .replace("__CRISP_TARGET__", str(crisp.TARGET_PX)).replace("__CRISP_MAX__", str(crisp.MAX_PX))
             .replace("__STACK_REM__", str(STACK_REM)).replace("__STACK_FRACTION__", str(STACK_FRACTION)).replace("__LEGEND_BELOW_UNDER__", str(LEGEND_BELOW_UNDER))
             .replace("__CELL_PAD_EM__", str(CELL_PAD_EM)).replace("__SMALLEST_PX__", str(SMALLEST_SHOWN_PX))

@@ -121,12 +121,62 @@ SLIDE_CSS = """
 TURNED_REM = 58
 
 
-def page_css(slide: bool = False) -> str:
-    """The page's CSS: every page's rules, and the slide theme's after them. No "<" anywhere in it, not even in
-    a comment: st.html drops every rule after one, with nothing said (tests/test_app.py checks)."""
-    css = CSS + (SLIDE_CSS if slide else "")
+# Printed (Ctrl+P, the app menu's Print, Save as PDF: a teacher's handout), the page is the view's heading, the
+# sentences, the intro, the model line and the panels, on the paper's whole width: the sidebar, the toolbar, the view
+# bar, the layer and head controls, the buttons, the downloads, closed expanders and the charts' toolbars are screen
+# things (a print walk: the sidebar took a sixth of every page's width, the view bar and eleven closed expanders a
+# third of a page, and no page said which view it was: its heading is for screen readers only on the screen). A chart
+# (its title, plot and caption), a table and a notice are not cut across a page break; a heading stays with what
+# follows it. The charts are drawn again at the paper's width (ui/chart.py), where they were cut at its right edge.
+PRINT_CSS = """
+@media print {
+  @page { margin: 12mm; }
+  [data-testid="stSidebar"], [data-testid="stHeader"], [data-testid="stToolbar"], [data-testid="stDecoration"],
+  [data-testid="stStatusWidget"], [data-testid="stSidebarCollapsedControl"], .st-key-view, .st-key-look,
+  .st-key-swap, .st-key-preset, .st-key-open-heads, [data-testid="stTooltipIcon"], .modebar-container,
+  [data-testid="stMain"] [data-testid="stElementContainer"]:has(> :is([data-testid="stButton"],
+    [data-testid="stDownloadButton"], [data-testid="stPopover"])),
+  [data-testid="stMain"] [data-testid="stExpander"]:has(details:not([open])),
+  [data-testid="stMain"] [data-testid="stExpander"] :is([data-testid="stButton"], [data-testid="stDownloadButton"],
+    [data-testid="stPopover"]) { display: none !important; }
+  [data-testid="stMain"] { position: static !important; overflow: visible !important; }
+  [data-testid="stMainBlockContainer"] { padding: 0 !important; max-width: none !important; }
+  [data-testid="stLayoutWrapper"]:has(> .st-key-view-heading), .st-key-view-heading { position: static !important;
+    width: auto !important; height: auto !important; overflow: visible !important; clip-path: none !important;
+    white-space: normal !important; }
+  [class*="st-key-chart-"], [data-testid="stTable"], [data-testid="stDataFrame"], [data-testid="stAlert"],
+  [data-testid="stCaptionContainer"] { break-inside: avoid; }
+  [data-testid="stElementContainer"]:has(> [data-testid="stHeading"]) { break-after: avoid; }
+  [class*="st-key-chart-"], .lab-chart-box { max-width: 100%; overflow: hidden; }
+}
+"""
+
+# A dark page printed: light paper, as a printed page is expected to be. Streamlit prints the page's colours
+# (print-color-adjust: exact), which put light text on a black sheet; the page turns white and its text dark, the
+# tables' canvas (st.dataframe) turned back to dark on light, and the charts are drawn in the default theme's colours
+# (ui/chart.py).
+PRINT_DARK_CSS = """
+@media print {
+  html, body, .stApp, [data-testid="stApp"], [data-testid="stAppViewContainer"], [data-testid="stMain"],
+  [data-testid="stMainBlockContainer"] { background: #ffffff !important; color: #31333f !important; }
+  [data-testid="stMain"] :is(h1, h2, h3, h4, p, li, span, label, div, td, th, code, input, summary, a) {
+    color: #31333f !important; -webkit-text-fill-color: #31333f !important; }
+  [data-testid="stMain"] :is(input, [data-baseweb="input"], [data-baseweb="input"] *, [data-baseweb="base-input"],
+    [data-testid$="RootElement"], [data-testid="stAlertContainer"], [data-testid="stTable"] *, code) {
+    background: transparent !important;
+    border-color: #d0d0d0 !important; }
+  [data-testid="stMain"] [data-testid="stDataFrame"] canvas { filter: invert(1) hue-rotate(180deg); }
+}
+"""
+
+
+def page_css(slide: bool = False, dark: bool = False) -> str:
+    """The page's CSS: every page's rules, and the slide theme's after them, then the printed page's (a dark page's
+    too where `dark`). No "<" anywhere in it, not even in a comment: st.html drops every rule after one, with
+    nothing said (tests/test_app.py checks)."""
+    css = CSS + (SLIDE_CSS if slide else "") + PRINT_CSS + (PRINT_DARK_CSS if dark else "")
     return css.replace("__TURNED_REM__", str(TURNED_REM)).replace("__HIDDEN__", HIDDEN)
 
 
-def page_style(slide: bool = False) -> None:
-    st.html(f"<style>{page_css(slide)}</style>")
+def page_style(slide: bool = False, dark: bool = False) -> None:
+    st.html(f"<style>{page_css(slide, dark)}</style>")
