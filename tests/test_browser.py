@@ -1737,6 +1737,7 @@ def test_a_view_printed_is_its_heading_sentences_and_every_chart_whole_on_the_pa
         assert re.sub(r"\W", "", title) in words, title
     assert text.count("0:你") >= 6 and "key (attended to)" in text
     assert all(p.strip() for p in pages)  # no blank page
+    assert len(pages) <= 4, len(pages)  # two charts a page (at the paper's own scale, one: seven pages)
     for screen_only in ("Export size", "A 20-minute lesson", "Device", "4 · Heads", "Swap A", "Examples",
                         "The numbers behind this figure", "Share this view", "Attention block"):
         assert screen_only not in text, screen_only  # the sidebar, the view bar, the controls, closed expanders

@@ -140,7 +140,9 @@ PRINT_CSS = """
   [data-testid="stMain"] [data-testid="stExpander"] :is([data-testid="stButton"], [data-testid="stDownloadButton"],
     [data-testid="stPopover"]) { display: none !important; }
   [data-testid="stMain"] { position: static !important; overflow: visible !important; }
-  [data-testid="stMainBlockContainer"] { padding: 0 !important; max-width: none !important; }
+  /* at 0.85 (zoom): two of view 3's charts to a page, its text ~10pt; at the screen's size each took a page of its
+     own. The charts are drawn for the width they have (ui/chart.py), in the zoomed box's own px */
+  [data-testid="stMainBlockContainer"] { padding: 0 !important; max-width: none !important; zoom: 0.85; }
   [data-testid="stLayoutWrapper"]:has(> .st-key-view-heading), .st-key-view-heading { position: static !important;
     width: auto !important; height: auto !important; overflow: visible !important; clip-path: none !important;
     white-space: normal !important; }
