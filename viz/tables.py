@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
-from viz.labels import num, unique_labels
+from viz.labels import code_point, num, unique_labels
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # a spec file's "\ud800" without its pair: no character, no UTF-8
 DIFF_HIGHLIGHT = "background-color: #ffe08a; color: #000000; font-weight: bold"
 # On a dark page: a dark amber under light text, so the table's own (light) check marks still show.
 DIFF_HIGHLIGHT_DARK = "background-color: #6b5310; color: #fff6d6; font-weight: bold"
@@ -24,7 +26,10 @@ def token_table(
     """One row per token: position, piece, id, character span [start, end), UTF-8 bytes.
 
     With `text` (the sentence) the span's own characters are shown and their bytes counted;
-    without it the bytes are those of the piece.
+    without it the bytes are those of the piece. A lone surrogate (a spec file's "\\ud800", which python -m lab.export
+    reads; the tokenizer reads it as [UNK]) is shown as its code point, ⟨U+D800⟩, as a notice names it, and its bytes
+    are Encoding.bytes's (surrogatepass): as itself it cannot be written to a CSV file, and the table raised
+    UnicodeEncodeError (a fuzzing walk).
     """
     pieces, ids, offsets = list(pieces), list(ids), list(offsets)
     if not len(pieces) == len(ids) == len(offsets):
@@ -35,9 +40,10 @@ def token_table(
     for pos, (piece, tid, span) in enumerate(zip(pieces, ids, offsets, strict=True)):
         start, end = (int(span[0]), int(span[1])) if span is not None else (None, None)
         row = {"position": pos, "piece": str(piece), "id": int(tid), "start": start, "end": end}
+        covered = (text[start:end] if start is not None else "") if text is not None else str(piece)
         if text is not None:
-            row["text"] = text[start:end] if start is not None else ""
-        raw = (row["text"] if text is not None else str(piece)).encode("utf-8")
+            row["text"] = _LONE_SURROGATE.sub(lambda m: code_point(m.group()), covered)
+        raw = covered.encode("utf-8", "surrogatepass")
         row["bytes"] = raw.hex(" ")
         row["n_bytes"] = len(raw)
         rows.append(row)

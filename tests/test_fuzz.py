@@ -1,0 +1,342 @@
+"""Generated input (hypothesis): specs, sentences and model settings no example-based test thought of.
+
+Each property would fail if the code were wrong: a spec is accepted exactly when it is valid (an oracle written
+out here) and round-trips; any text gives every view without an exception, its tokens as the tokenizer made them,
+unique tick labels, escaped text and weights that sum to 1; any model size is refused with a SpecError naming its
+field or builds a model whose traced forward pass is the plain one. Derandomized, so CI sees the same examples.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import re
+import string
+from urllib.parse import parse_qsl, urlencode
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from lab.compute import load_model, model_fields
+from lab.spec import (
+    BLOCKS,
+    DEVICES,
+    FORMATS,
+    MASKS,
+    MODELS,
+    NORMS,
+    POSITIONALS,
+    THEMES,
+    TOKENIZERS,
+    VIEWS,
+    FigureSpec,
+    SpecError,
+)
+from lab.views import Models, build_view
+from model.analysis import masks_for, record, traced_forward
+from model.tokenizer import UNK
+from viz.labels import code_point, display_labels
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+# derandomized: CI draws the same examples each run (no example database either); no deadline on a busy machine
+settings.register_profile("fuzz", derandomize=True, deadline=None, database=None, max_examples=40,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FUZZ = settings.get_profile("fuzz")
+FIELDS = {f for f in FigureSpec.__dataclass_fields__}
+
+
+@functools.cache
+def _load(key: tuple):
+    return load_model(key)
+
+
+MODELS_ = Models(_load)
+
+# -- a. specs --------------------------------------------------------------------------------------------------
+WORDS = st.sampled_from(["", " ", "x", "1", "-1", "0", "2", "1.5", "1e3", "1_0", "１", "nan", "inf", "1e-400", "0,2",
+                         "0,,1", "a,b", "attention", "attention,heads", "tokens,tokens", "char", "bpe", "paper",
+                         "none", "look-ahead", "dark", "slide", "zh-en", "learned", "pre", "cuda", "b", "64", "63",
+                         "100", "1024", "2048", "7", "30", "3.125", "0.1", "10.5", "你喜欢她", "<script>", "\x00"])
+TEXTS = st.one_of(WORDS, st.text(max_size=6))
+KEYS = st.one_of(st.sampled_from(sorted(FIELDS)), st.sampled_from(sorted(FIELDS)), st.text(max_size=4))
+JSON_VALUES = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-5, 3000), st.floats(allow_nan=False),
+                                     TEXTS),
+                           lambda inner: st.lists(inner, max_size=3), max_leaves=4)
+
+
+def _oracle(d: dict) -> bool:
+    """Whether a spec of these fields (defaults for the rest) may be drawn, written out apart from lab/spec.py."""
+    s = FigureSpec.__dataclass_fields__
+    v = {k: d.get(k, s[k].default) for k in s}
+    choices = {"model": MODELS, "tokenizer": TOKENIZERS, "positional": POSITIONALS, "mask": MASKS, "block": BLOCKS,
+               "theme": THEMES, "format": FORMATS, "norm": NORMS, "device": DEVICES, "sentence": ("a", "b")}
+    ranges = {"d_model": (2, 1024), "n_heads": (1, 64), "n_layers": (1, 12), "d_ff": (1, 8192), "layer": (0, 63),
+              "head": (0, 63), "query": (0, 100_000), "seed": (0, 2**31 - 1)}
+    return (all(v[k] in c for k, c in choices.items())
+            and all(lo <= v[k] <= hi for k, (lo, hi) in ranges.items())
+            and all(v[k] == 0 or 100 <= v[k] <= 8000 for k in ("width", "height"))
+            and 0.1 <= v["scale"] <= 10
+            and v["views"] and set(v["views"]) <= set(VIEWS) and len(set(v["views"])) == len(v["views"])
+            and all(h >= 0 for h in v["heads"]) and len(set(v["heads"])) == len(v["heads"])
+            and v["d_model"] % v["n_heads"] == 0
+            and not (v["positional"] == "sinusoidal" and v["d_model"] % 2)
+            and not (v["model"] == "zh-en" and v["positional"] == "learned"))
+
+
+def _refused_well(exc: SpecError, given_keys) -> None:
+    assert exc.field and exc.message.strip(), exc
+    assert exc.field in FIELDS | {"spec", '""'} | set(given_keys), exc.field
+    assert str(exc).startswith(f"{exc.field}: ")
+
+
+FIELD_VALUES = st.one_of(
+    st.tuples(st.sampled_from(["d_model", "n_heads", "n_layers", "d_ff", "layer", "head", "query", "seed", "width",
+                               "height"]), st.one_of(st.integers(-3, 130), st.integers(-(2**32), 2**32))),
+    st.tuples(st.sampled_from(["model", "tokenizer", "positional", "mask", "block", "theme", "format", "norm",
+                               "device", "sentence", "sentence_a", "sentence_b"]), TEXTS),
+    st.tuples(st.just("scale"), st.one_of(st.floats(allow_nan=False, allow_infinity=False), st.integers(-2, 12))),
+    st.tuples(st.just("views"), st.lists(st.sampled_from([*VIEWS, "x", ""]), max_size=3)),
+    st.tuples(st.just("heads"), st.lists(st.integers(-2, 70), max_size=3)),
+)
+TYPED_DICTS = st.lists(FIELD_VALUES, max_size=5).map(dict)
+
+
+@settings(FUZZ)
+@given(TYPED_DICTS)
+def test_a_spec_of_any_well_typed_fields_is_made_exactly_when_it_is_valid(data):
+    try:
+        spec = FigureSpec.from_dict(data)
+    except SpecError as exc:
+        _refused_well(exc, data)
+        assert not _oracle(data), (data, exc)
+        return
+    assert _oracle(data), data
+    assert FigureSpec.from_json(spec.to_json()) == spec
+    assert FigureSpec.from_query(spec.to_query()) == spec
+    assert FigureSpec.from_query(dict(parse_qsl(urlencode(spec.to_query()), keep_blank_values=True))) == spec
+
+
+@settings(FUZZ)
+@given(st.one_of(st.dictionaries(KEYS, JSON_VALUES, max_size=5), JSON_VALUES))
+def test_any_json_gives_a_spec_or_a_spec_error_naming_a_field(data):
+    for attempt in (lambda: FigureSpec.from_dict(data), lambda: FigureSpec.from_json(json.dumps(data))):
+        try:
+            attempt()
+        except SpecError as exc:
+            _refused_well(exc, data if isinstance(data, dict) else ())
+
+
+@settings(FUZZ)
+@given(st.text(max_size=40))
+def test_any_text_as_a_spec_file_gives_a_spec_or_a_spec_error(text):
+    try:
+        FigureSpec.from_json(text)
+    except SpecError as exc:
+        _refused_well(exc, ())
+
+
+@settings(FUZZ)
+@given(st.dictionaries(KEYS, TEXTS, max_size=5))
+def test_any_share_link_gives_a_spec_or_errors_naming_fields(params):
+    from ui.state import spec_from_link
+
+    try:
+        spec = FigureSpec.from_query(params)
+    except SpecError as exc:
+        _refused_well(exc, params)
+    else:
+        assert FigureSpec.from_query(spec.to_query()) == spec
+    spec, errors, dropped = spec_from_link(params)
+    for exc in errors:
+        _refused_well(exc, params)
+    assert set(dropped) <= set(params) & FIELDS
+    if spec is not None:
+        assert not (set(params) & FIELDS) - set(dropped) or spec.to_query() or params
+        kept = {k: v for k, v in params.items() if k in FIELDS and k not in dropped}
+        assert FigureSpec.from_query(kept) == spec  # the link's fields that were kept, as the link says them
+
+
+# -- b. sentences ---------------------------------------------------------------------------------------------
+SPECIALS = ["👨‍👩‍👧‍👦", "👍🏽", "🏳️‍🌈", "❤️", "🐱", "e\u0301", "\u0301", "مرحبا", "שלום", "\u202e", "\u200b", "\u200d",
+            "\ufeff", "\x00", "\x07", "\x1b[31m", "\x7f", "<script>alert(1)</script>", "<img src=x onerror=alert(1)>",
+            "</", "<", ">", "&lt;", "&amp;", "&#36;", "#", "* ", "**b**", "$x$", "$", "`", "|", "\\(", "\\frac{1}{2}",
+            "_", "~", ":red[x]", "[BOS]", "[PAD]", "[UNK]", "\t", "\n", "\r\n", "\r", "\u3000", "\u00a0", "\u2028",
+            " ", "    ", "你喜欢她", "Your journey", "喜欢", " like", "%s", "{0}", "%{x}", "\ud800", "\udfff"]
+PIECE = st.one_of(st.characters(), st.characters(min_codepoint=0x4E00, max_codepoint=0x9FFF),
+                  st.sampled_from(string.printable), st.sampled_from(SPECIALS),
+                  st.characters(categories=["Cs"]))  # a lone surrogate: a spec file's "\ud800" (python -m lab.export)
+SHORT = st.lists(PIECE, max_size=10).map("".join)
+LONG = st.builds(lambda s, n: (s or "长") * (n // max(1, len(s))), SHORT, st.integers(300, 10_000))
+SENTENCES = st.one_of(*[SHORT] * 19, LONG)  # a few long pastes (~3 s a view at 511 tokens)
+
+_TAG = re.compile(r"</?(?:sub|sup|b|i|br|span|em|extra)(?: [^<>]*)?/?>")  # the markup the figures write themselves
+
+
+def _strings(obj):
+    if isinstance(obj, str):
+        yield obj
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            yield from _strings(v)
+    elif isinstance(obj, list | tuple):
+        for v in obj:
+            yield from _strings(v)
+    elif isinstance(obj, np.ndarray) and obj.dtype == object:
+        for v in obj.ravel():
+            yield from _strings(v)
+
+
+def _check_figure(fig) -> None:
+    js = fig.to_plotly_json()
+    layout = js["layout"]
+    for name, axis in layout.items():
+        if name.startswith(("xaxis", "yaxis")) and isinstance(axis, dict) and axis.get("ticktext") is not None:
+            labels = list(axis["ticktext"])
+            if not all(str(x).startswith("Σ = ") for x in labels):  # a weights row's sum beside it may repeat
+                assert len(set(labels)) == len(labels), (name, labels)
+    for text in _strings(js):
+        rest = _TAG.sub("", text)
+        assert "<" not in rest and ">" not in rest.replace("->", ""), text  # user text escaped: &lt;
+        assert "$" not in text, text  # $...$ would be LaTeX: &#36;
+    roles = [(t.get("meta") or {}).get("role") for t in js["data"] if isinstance(t.get("meta"), dict)]
+    if any(r and r.startswith("nan") for r in roles):
+        assert any("NaN" in t or "∞" in t for t in _strings(layout)), "a NaN cell without its note"
+
+
+def _check_weights(run_) -> None:
+    """Every attention weights row sums to 1, or is all 0 where every key is masked (FACTS: 0 if fully masked)."""
+    for block in BLOCKS:
+        stack = run_.trace.encoder if block == "encoder self" else run_.trace.decoder
+        for layer in range(len(stack.layers)):
+            rec = record(run_.trace, block, layer)
+            w = rec.weights.double()
+            allowed = rec.allowed.expand_as(w)
+            sums = w.sum(-1)
+            some = allowed.any(-1)
+            assert not torch.isnan(w).any()
+            assert torch.allclose(sums[some], torch.ones_like(sums[some]), atol=1e-5), block
+            assert (w[~allowed] == 0).all()
+            assert (sums[~some] == 0).all()
+
+
+def _check_tokens(spec: FigureSpec, result) -> None:
+    tok = MODELS_.model(spec).src_tokenizer
+    tables = {p.key: p.table for p in result.panels if p.key in ("tokens-a", "tokens-b")}
+    for key, text in (("a", spec.sentence_a), ("b", spec.sentence_b)):
+        if not text.strip():
+            assert f"tokens-{key}" not in tables
+            continue
+        table, enc = tables[f"tokens-{key}"], tok.encode(text[:20_000])
+        n = len(table)
+        assert list(table["piece"]) == list(enc.pieces)[:n] and list(table["id"]) == list(enc.ids)[:n]
+        spans = list(zip(table["start"], table["end"], strict=True))
+        assert spans == [tuple(s) for s in enc.offsets][:n]
+        assert spans[0][0] == 0 and all(e == s for (_, e), (s, _) in zip(spans, spans[1:], strict=False))
+        for (start, end), piece, shown, raw in zip(spans, table["piece"], table["text"], table["bytes"], strict=True):
+            covered = text[start:end]
+            assert piece == UNK or piece == covered
+            assert shown == "".join(code_point(c) if "\ud800" <= c <= "\udfff" else c for c in covered)
+            assert raw == covered.encode("utf-8", "surrogatepass").hex(" ")
+
+
+def _check_labels(spec: FigureSpec, result, run_) -> None:
+    """The token axes of views 3-5 label the tokens the tokenizer made, [PAD] where the batch padded."""
+    if run_ is None or spec.block != "encoder self":
+        return
+    row = run_.row(spec.sentence)
+    row = 0 if row is None else row
+    expected = set(display_labels(run_.src_pieces(row), run_.src.size(1)))
+    for panel in result.panels:
+        if panel.figure is None:
+            continue
+        for name, axis in panel.figure.to_plotly_json()["layout"].items():
+            if name.startswith(("xaxis", "yaxis")) and isinstance(axis, dict) and axis.get("ticktext") is not None:
+                labels = list(axis["ticktext"])
+                if labels and all(re.match(r"\d+:", str(x)) for x in labels) and len(labels) > 0:
+                    if any(str(x).split(":", 1)[0].isdigit() and str(x) in expected for x in labels):
+                        assert set(labels) <= expected, (panel.key, labels, expected)
+
+
+SMALL_MODELS = st.fixed_dictionaries({
+    "tokenizer": st.sampled_from(TOKENIZERS), "positional": st.sampled_from(POSITIONALS),
+    "mask": st.sampled_from(MASKS), "norm": st.sampled_from(NORMS), "seed": st.integers(0, 2),
+    "size": st.sampled_from([(8, 2, 1, 8), (12, 3, 2, 16), (6, 1, 1, 4), (16, 4, 1, 32)]),
+    "block": st.sampled_from(BLOCKS), "sentence": st.sampled_from(["a", "b"]),
+    "layer": st.integers(0, 3), "head": st.integers(0, 5), "query": st.integers(0, 600),
+})
+
+
+_M = {"tokenizer": "char", "positional": "sinusoidal", "mask": "paper", "norm": "post", "seed": 0, "size": (8, 2, 1, 8),
+      "block": "encoder self", "sentence": "a", "layer": 0, "head": 0, "query": 0}
+
+
+@settings(FUZZ, max_examples=60)
+@given(SENTENCES, SENTENCES, SMALL_MODELS, st.sampled_from(VIEWS))
+@example("", "\ud800", _M, "tokens")  # a spec file's lone surrogate: the token table raised UnicodeEncodeError
+def test_any_text_in_any_view_of_a_random_model(a, b, m, view):
+    m = dict(m)
+    d_model, n_heads, n_layers, d_ff = m.pop("size")
+    spec = FigureSpec(sentence_a=a, sentence_b=b, d_model=d_model, n_heads=n_heads, n_layers=n_layers, d_ff=d_ff,
+                      views=(view,), **m)
+    result = build_view(view, spec, MODELS_)
+    assert result.panels or result.hint
+    for panel in result.panels:
+        if panel.figure is not None:
+            _check_figure(panel.figure)
+        if panel.has_table:  # made on a click (the numbers, a CSV): made here, as the CSV the app offers
+            panel.table.to_csv().encode("utf-8")
+    run_ = MODELS_.run(spec)
+    if run_ is not None:
+        _check_weights(run_)
+    if view == "tokens":
+        _check_tokens(spec, result)
+    if view in ("attention", "heads", "query"):
+        _check_labels(spec, result, run_)
+
+
+# -- c. model settings ----------------------------------------------------------------------------------------
+SIZES = st.fixed_dictionaries({
+    "d_model": st.one_of(st.integers(-2, 24), st.integers(1020, 1030)),
+    "n_heads": st.one_of(st.integers(-1, 8), st.integers(60, 70)),
+    "n_layers": st.one_of(st.integers(-1, 3), st.integers(11, 14)),
+    "d_ff": st.one_of(st.integers(-1, 40), st.integers(8190, 8200)),
+    "positional": st.sampled_from([*POSITIONALS, "rope", ""]), "norm": st.sampled_from([*NORMS, "mid"]),
+    "mask": st.sampled_from([*MASKS, "causal"]), "seed": st.one_of(st.integers(-2, 3), st.just(2**31)),
+    "tokenizer": st.sampled_from(TOKENIZERS),
+})
+
+
+@settings(FUZZ, max_examples=80)
+@given(SIZES, SHORT)
+def test_any_model_setting_is_refused_by_name_or_gives_a_model_whose_traced_pass_is_the_plain_one(sizes, text):
+    try:
+        spec = FigureSpec(sentence_a=text or "x", sentence_b="她喜欢你", **sizes)
+    except SpecError as exc:
+        _refused_well(exc, sizes)
+        assert not _oracle(sizes), (sizes, exc)
+        return
+    assert _oracle(sizes), sizes
+    if spec.d_model * (spec.d_ff + spec.d_model) * spec.n_layers > 3_000_000:
+        return  # valid, too big to build here in a fuzz run (its validity is what was checked)
+    loaded = _load(model_fields(spec))
+    config = loaded.model.config
+    assert (config.d_model, config.n_heads, config.n_layers, config.d_ff, config.norm) == (
+        spec.d_model, spec.n_heads, spec.n_layers, spec.d_ff, spec.norm)
+    run_ = MODELS_.run(spec)
+    assert run_ is not None
+    masks = masks_for(loaded.model, run_.src, run_.tgt, spec.mask)
+    with torch.no_grad():
+        memory = loaded.model.encode(run_.src, masks.encoder)
+        plain = loaded.model.generator(loaded.model.decode(run_.tgt, memory, masks.cross, masks.decoder))
+        if spec.mask != "look-ahead":  # forward() masks the encoder and cross-attention alike
+            whole = loaded.model(run_.src, run_.tgt, masks.encoder, masks.decoder)
+            assert torch.allclose(whole, plain, atol=1e-5, rtol=1e-5)
+    trace = traced_forward(loaded.model, run_.src, run_.tgt, spec.mask)
+    assert torch.allclose(trace.logits, plain, atol=1e-5, rtol=1e-5)
+    assert not math.isnan(float(plain.sum()))
+    _check_weights(run_)
