@@ -39,7 +39,7 @@ from model.positional import (
     sinusoidal_encoding,
 )
 from viz.fig import kept_bytes
-from viz.labels import num, visible_controls
+from viz.labels import named_surrogates, num, visible_controls
 from viz.theme import DOT
 
 
@@ -765,7 +765,7 @@ def order_data(spec: FigureSpec, models: Models) -> OrderData:
     translations = None
     if with_pe.trained:
         translations = pd.DataFrame({
-            "sentence": [spec.sentence_a, spec.sentence_b],
+            "sentence": [named_surrogates(spec.sentence_a), named_surrogates(spec.sentence_b)],  # a table holds no lone one
             "with PE (zh-en)": [with_pe.demo.translate(t) for t in sources],
             "without PE (zh-en-nope)": [without.demo.translate(t) for t in sources],
         })

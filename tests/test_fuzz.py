@@ -8,6 +8,7 @@ field or builds a model whose traced forward pass is the plain one. Derandomized
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import math
@@ -27,6 +28,7 @@ from lab.spec import (
     DEVICES,
     FORMATS,
     MASKS,
+    MAX_CHARS,
     MODELS,
     NORMS,
     POSITIONALS,
@@ -39,6 +41,7 @@ from lab.spec import (
 from lab.views import Models, build_view
 from model.analysis import masks_for, record, traced_forward
 from model.tokenizer import UNK
+from tests.conftest import APP, SMALL, needs_trained
 from viz.labels import code_point, display_labels
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -156,9 +159,30 @@ def test_any_share_link_gives_a_spec_or_errors_naming_fields(params):
         _refused_well(exc, params)
     assert set(dropped) <= set(params) & FIELDS
     if spec is not None:
-        assert not (set(params) & FIELDS) - set(dropped) or spec.to_query() or params
         kept = {k: v for k, v in params.items() if k in FIELDS and k not in dropped}
         assert FigureSpec.from_query(kept) == spec  # the link's fields that were kept, as the link says them
+
+
+SHARED = st.fixed_dictionaries({"view": st.sampled_from(VIEWS), "theme": st.sampled_from(THEMES),
+                                 "mask": st.sampled_from(MASKS), "layer": st.integers(0, 63),
+                                 "heads": st.lists(st.integers(0, 63), max_size=3, unique=True).map(tuple)})
+
+
+@settings(FUZZ)
+@given(st.text(max_size=30), st.text(max_size=2100), SHARED, st.booleans())
+def test_a_share_link_opens_the_spec_it_was_made_from(a, b, fields, follows):
+    """share_query -> the URL -> spec_from_link: the same spec (sentences cut to MAX_CHARS, as the box holds them),
+    nothing said to be wrong. (st.text draws no lone surrogates: a browser's box cannot hold one.)"""
+    from ui.state import share_query, spec_from_link
+
+    view = fields.pop("view")
+    spec = FigureSpec(sentence_a=a, sentence_b=b, views=(view,), **fields)
+    url = urlencode(share_query(spec, theme_follows_page=follows))
+    opened, errors, dropped = spec_from_link(dict(parse_qsl(url, keep_blank_values=True)))
+    assert not errors and not dropped, errors
+    expected = dataclasses.replace(spec, sentence_a=spec.sentence_a[:MAX_CHARS], sentence_b=spec.sentence_b[:MAX_CHARS],
+                                   theme="default" if follows else spec.theme)
+    assert opened == expected
 
 
 # -- b. sentences ---------------------------------------------------------------------------------------------
@@ -172,7 +196,8 @@ PIECE = st.one_of(st.characters(), st.characters(min_codepoint=0x4E00, max_codep
                   st.characters(categories=["Cs"]))  # a lone surrogate: a spec file's "\ud800" (python -m lab.export)
 SHORT = st.lists(PIECE, max_size=10).map("".join)
 LONG = st.builds(lambda s, n: (s or "长") * (n // max(1, len(s))), SHORT, st.integers(300, 10_000))
-SENTENCES = st.one_of(*[SHORT] * 19, LONG)  # a few long pastes (~3 s a view at 511 tokens)
+LONG_FOR_THE_TRANSLATOR = st.builds(lambda s, n: (s or "长") * n, SHORT, st.integers(5, 80))  # past its max_len
+SENTENCES = st.one_of(*[SHORT] * 29, LONG)  # a few long pastes (~3 s a view at 511 tokens)
 
 _TAG = re.compile(r"</?(?:sub|sup|b|i|br|span|em|extra)(?: [^<>]*)?/?>")  # the markup the figures write themselves
 
@@ -225,32 +250,45 @@ def _check_weights(run_) -> None:
 
 
 def _check_tokens(spec: FigureSpec, result) -> None:
-    tok = MODELS_.model(spec).src_tokenizer
+    """Each sentence's table: the tokens the tokenizer makes of what the model reads, each with the span of the text
+    as typed that it covers (the trained models read it without whitespace), in order."""
+    loaded = MODELS_.model(spec)
     tables = {p.key: p.table for p in result.panels if p.key in ("tokens-a", "tokens-b")}
     for key, text in (("a", spec.sentence_a), ("b", spec.sentence_b)):
         if not text.strip():
             assert f"tokens-{key}" not in tables
             continue
-        table, enc = tables[f"tokens-{key}"], tok.encode(text[:20_000])
+        text = text[:20_000]
+        read = loaded.demo.normalize(text)[: loaded.model.config.max_len] if loaded.trained else text
+        table, enc = tables[f"tokens-{key}"], loaded.src_tokenizer.encode(read)
         n = len(table)
-        assert list(table["piece"]) == list(enc.pieces)[:n] and list(table["id"]) == list(enc.ids)[:n]
+        assert n and list(table["piece"]) == list(enc.pieces)[:n] and list(table["id"]) == list(enc.ids)[:n]
         spans = list(zip(table["start"], table["end"], strict=True))
-        assert spans == [tuple(s) for s in enc.offsets][:n]
-        assert spans[0][0] == 0 and all(e == s for (_, e), (s, _) in zip(spans, spans[1:], strict=False))
-        for (start, end), piece, shown, raw in zip(spans, table["piece"], table["text"], table["bytes"], strict=True):
-            covered = text[start:end]
-            assert piece == UNK or piece == covered
-            assert shown == "".join(code_point(c) if "\ud800" <= c <= "\udfff" else c for c in covered)
-            assert raw == covered.encode("utf-8", "surrogatepass").hex(" ")
+        assert all(0 <= s < e <= len(text) for s, e in spans)
+        assert all(e <= s for (_, e), (s, _) in zip(spans, spans[1:], strict=False))
+        covered = [text[s:e] for s, e in spans]
+        if loaded.trained:  # one character each, the whitespace between them skipped
+            assert "".join(covered) == read[:n] and all(len(c) == 1 for c in covered)
+        else:  # the pieces cover the text from its start, with nothing left out
+            assert spans[0][0] == 0 and all(e == s for (_, e), (s, _) in zip(spans, spans[1:], strict=False))
+            assert spans == [tuple(s) for s in enc.offsets][:n]
+        for piece, shown, raw, c in zip(table["piece"], table["text"], table["bytes"], covered, strict=True):
+            assert piece == UNK or piece == c
+            assert shown == "".join(code_point(ch) if "\ud800" <= ch <= "\udfff" else ch for ch in c)
+            assert raw == c.encode("utf-8", "surrogatepass").hex(" ")
 
 
 def _check_labels(spec: FigureSpec, result, run_) -> None:
     """The token axes of views 3-5 label the tokens the tokenizer made, [PAD] where the batch padded."""
-    if run_ is None or spec.block != "encoder self":
+    if run_ is None:
         return
     row = run_.row(spec.sentence)
     row = 0 if row is None else row
-    expected = set(display_labels(run_.src_pieces(row), run_.src.size(1)))
+    src, tgt = run_.src_pieces(row), run_.tgt_pieces(row)
+    if spec.block == "encoder self":
+        expected = set(display_labels(src, len(src)))
+    else:  # a decoder's queries read [BOS] + the tokens, its keys those or (cross) the source's
+        expected = set(display_labels(tgt, len(tgt))) | set(display_labels(src, len(src)))
     for panel in result.panels:
         if panel.figure is None:
             continue
@@ -265,22 +303,25 @@ def _check_labels(spec: FigureSpec, result, run_) -> None:
 SMALL_MODELS = st.fixed_dictionaries({
     "tokenizer": st.sampled_from(TOKENIZERS), "positional": st.sampled_from(POSITIONALS),
     "mask": st.sampled_from(MASKS), "norm": st.sampled_from(NORMS), "seed": st.integers(0, 2),
-    "size": st.sampled_from([(8, 2, 1, 8), (12, 3, 2, 16), (6, 1, 1, 4), (16, 4, 1, 32)]),
+    "size": st.sampled_from([(8, 2, 1, 8), (12, 3, 2, 16), (6, 1, 1, 4), (16, 4, 1, 32), (2, 2, 1, 1), (3, 3, 2, 2)]),
+    "theme": st.sampled_from(THEMES), "heads": st.lists(st.integers(0, 5), max_size=3, unique=True).map(tuple),
     "block": st.sampled_from(BLOCKS), "sentence": st.sampled_from(["a", "b"]),
     "layer": st.integers(0, 3), "head": st.integers(0, 5), "query": st.integers(0, 600),
 })
 
 
 _M = {"tokenizer": "char", "positional": "sinusoidal", "mask": "paper", "norm": "post", "seed": 0, "size": (8, 2, 1, 8),
-      "block": "encoder self", "sentence": "a", "layer": 0, "head": 0, "query": 0}
+      "block": "encoder self", "sentence": "a", "layer": 0, "head": 0, "query": 0, "theme": "default", "heads": ()}
 
 
-@settings(FUZZ, max_examples=60)
+@settings(FUZZ, max_examples=100)
 @given(SENTENCES, SENTENCES, SMALL_MODELS, st.sampled_from(VIEWS))
 @example("", "\ud800", _M, "tokens")  # a spec file's lone surrogate: the token table raised UnicodeEncodeError
 def test_any_text_in_any_view_of_a_random_model(a, b, m, view):
     m = dict(m)
     d_model, n_heads, n_layers, d_ff = m.pop("size")
+    if d_model % 2 and m["positional"] == "sinusoidal":
+        m["positional"] = "learned"
     spec = FigureSpec(sentence_a=a, sentence_b=b, d_model=d_model, n_heads=n_heads, n_layers=n_layers, d_ff=d_ff,
                       views=(view,), **m)
     result = build_view(view, spec, MODELS_)
@@ -340,3 +381,47 @@ def test_any_model_setting_is_refused_by_name_or_gives_a_model_whose_traced_pass
     assert torch.allclose(trace.logits, plain, atol=1e-5, rtol=1e-5)
     assert not math.isnan(float(plain.sum()))
     _check_weights(run_)
+
+
+@needs_trained
+@settings(FUZZ, max_examples=60)
+@given(st.one_of(SHORT, SHORT, LONG_FOR_THE_TRANSLATOR), SHORT, st.sampled_from(["sinusoidal", "none"]), st.sampled_from(MASKS), st.sampled_from(BLOCKS),
+       st.sampled_from(VIEWS))
+@example("长长长长长", "\ud800", "sinusoidal", "paper", "encoder self", "order")  # the translations table raised
+def test_any_text_in_any_view_of_the_trained_translator(a, b, positional, mask, block, view):
+    spec = FigureSpec(sentence_a=a, sentence_b=b, model="zh-en", positional=positional, mask=mask, block=block,
+                      views=(view,))
+    result = build_view(view, spec, MODELS_)
+    assert result.panels or result.hint
+    for panel in result.panels:
+        if panel.figure is not None:
+            _check_figure(panel.figure)
+        if panel.has_table:
+            panel.table.to_csv().encode("utf-8")
+    run_ = MODELS_.run(spec)
+    if run_ is not None:
+        _check_weights(run_)
+    if view == "tokens":
+        _check_tokens(spec, result)
+
+
+# -- d. the app -----------------------------------------------------------------------------------------------
+HOSTILE = st.lists(st.sampled_from([s for s in SPECIALS if not "\ud800" <= s[0] <= "\udfff"]), min_size=1,
+                   max_size=6).map("".join)
+
+
+@settings(FUZZ, max_examples=4)
+@given(HOSTILE, HOSTILE, st.sampled_from(["tokens", "attention", "query", "order"]), st.sampled_from(THEMES))
+def test_the_app_shows_hostile_sentences_without_an_exception(a, b, view, theme):
+    """The sentence boxes filled with generated hostile text (no lone surrogates: a browser sends UTF-8)."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(APP), default_timeout=60)
+    for key, value in {"view": view, "sentence_a": a, "sentence_b": b, "theme": theme, **SMALL}.items():
+        at.session_state[key] = value
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    at.text_input(key="sentence_a").set_value(b).run()  # typed into the box, as a person does
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]

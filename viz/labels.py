@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 import unicodedata
 from collections.abc import Sequence
 from functools import lru_cache
@@ -95,6 +96,17 @@ def visible_whitespace(text: str) -> str:
 def code_point(ch: str) -> str:
     """"⟨U+202E⟩": a character named by its code point."""
     return f"⟨U+{ord(ch):04X}⟩"
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def named_surrogates(text: str) -> str:
+    """`text` with each lone surrogate named by its code point, ⟨U+D800⟩: a spec file's "\\ud800" without its pair,
+    which python -m lab.export reads (the tokenizer reads it as [UNK]), is no character and has no UTF-8, so a
+    table (pandas' Arrow strings), a CSV file or a figure cannot hold it as itself (a fuzzing walk: the tokens view
+    and the trained order view raised UnicodeEncodeError)."""
+    return _LONE_SURROGATE.sub(lambda m: code_point(m.group()), text)
 
 
 def visible_controls(text: str) -> str:

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
-from viz.labels import code_point, num, unique_labels
+from viz.labels import named_surrogates, num, unique_labels
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # a spec file's "\ud800" without its pair: no character, no UTF-8
 DIFF_HIGHLIGHT = "background-color: #ffe08a; color: #000000; font-weight: bold"
 # On a dark page: a dark amber under light text, so the table's own (light) check marks still show.
 DIFF_HIGHLIGHT_DARK = "background-color: #6b5310; color: #fff6d6; font-weight: bold"
@@ -26,10 +24,8 @@ def token_table(
     """One row per token: position, piece, id, character span [start, end), UTF-8 bytes.
 
     With `text` (the sentence) the span's own characters are shown and their bytes counted;
-    without it the bytes are those of the piece. A lone surrogate (a spec file's "\\ud800", which python -m lab.export
-    reads; the tokenizer reads it as [UNK]) is shown as its code point, ⟨U+D800⟩, as a notice names it, and its bytes
-    are Encoding.bytes's (surrogatepass): as itself it cannot be written to a CSV file, and the table raised
-    UnicodeEncodeError (a fuzzing walk).
+    without it the bytes are those of the piece. A lone surrogate is shown as its code point, ⟨U+D800⟩, as a notice
+    names it (viz.labels.named_surrogates), its bytes as Encoding.bytes counts them (surrogatepass).
     """
     pieces, ids, offsets = list(pieces), list(ids), list(offsets)
     if not len(pieces) == len(ids) == len(offsets):
@@ -42,7 +38,7 @@ def token_table(
         row = {"position": pos, "piece": str(piece), "id": int(tid), "start": start, "end": end}
         covered = (text[start:end] if start is not None else "") if text is not None else str(piece)
         if text is not None:
-            row["text"] = _LONE_SURROGATE.sub(lambda m: code_point(m.group()), covered)
+            row["text"] = named_surrogates(covered)
         raw = covered.encode("utf-8", "surrogatepass")
         row["bytes"] = raw.hex(" ")
         row["n_bytes"] = len(raw)
