@@ -160,8 +160,8 @@ class FigureSpec:
         known = {f.name for f in fields(cls)}
         values = {}
         for key, value in data.items():
-            if key not in known:
-                raise SpecError(key, f"unknown field; known fields: {sorted(known)}")
+            if key not in known:  # an empty key named "" (as a link's is): it said ": unknown field" (a fuzzing walk)
+                raise SpecError(key or '""', f"unknown field; known fields: {sorted(known)}")
             values[key] = _coerce(key, hints[key], value)
         return cls(**values)
 

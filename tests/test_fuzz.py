@@ -39,9 +39,9 @@ from lab.spec import (
     SpecError,
 )
 from lab.views import Models, build_view
-from model.analysis import masks_for, record, traced_forward
+from model.analysis import head_arrays, masks_for, record, traced_forward
 from model.tokenizer import UNK
-from tests.conftest import APP, SMALL, needs_trained
+from tests.conftest import APP, SMALL, decode_array, needs_trained
 from viz.labels import code_point, display_labels
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -126,6 +126,7 @@ def test_a_spec_of_any_well_typed_fields_is_made_exactly_when_it_is_valid(data):
 
 @settings(FUZZ)
 @given(st.one_of(st.dictionaries(KEYS, JSON_VALUES, max_size=5), JSON_VALUES))
+@example({"": None})  # said ": unknown field", naming none
 def test_any_json_gives_a_spec_or_a_spec_error_naming_a_field(data):
     for attempt in (lambda: FigureSpec.from_dict(data), lambda: FigureSpec.from_json(json.dumps(data))):
         try:
@@ -300,6 +301,25 @@ def _check_labels(spec: FigureSpec, result, run_) -> None:
                         assert set(labels) <= expected, (panel.key, labels, expected)
 
 
+def _check_weights_figure(spec: FigureSpec, result, run_) -> None:
+    """View 3's weights figure holds the head's softmax weights, a gap where masked, and each row's sum beside it."""
+    stack = run_.trace.encoder if spec.block == "encoder self" else run_.trace.decoder
+    rec = record(run_.trace, spec.block, min(spec.layer, len(stack.layers) - 1))
+    row = run_.row(spec.sentence)
+    a = head_arrays(rec, 0 if row is None else row, min(spec.head, rec.n_heads - 1))
+    if max(a["weights"].shape) > 256:
+        return  # drawn as block means
+    fig = next(p.figure for p in result.panels if p.key == "attention-weights").to_plotly_json()
+    (values,) = [t for t in fig["data"] if (t.get("meta") or {}).get("role") == "values"]
+    z = decode_array([[np.nan if v is None else v for v in r] for r in values["z"]] if isinstance(values["z"], list)
+                     else values["z"])
+    assert z.shape == a["weights"].shape
+    assert np.allclose(z[a["allowed"]], a["weights"][a["allowed"]], atol=1e-6)
+    assert np.isnan(z[~a["allowed"]]).all()
+    sums = [float(t.split("=")[1].replace("\u2212", "-")) for t in fig["layout"]["yaxis2"]["ticktext"]]
+    assert np.allclose(sums, a["weights"].sum(-1), atol=5e-4), sums
+
+
 SMALL_MODELS = st.fixed_dictionaries({
     "tokenizer": st.sampled_from(TOKENIZERS), "positional": st.sampled_from(POSITIONALS),
     "mask": st.sampled_from(MASKS), "norm": st.sampled_from(NORMS), "seed": st.integers(0, 2),
@@ -338,6 +358,8 @@ def test_any_text_in_any_view_of_a_random_model(a, b, m, view):
         _check_tokens(spec, result)
     if view in ("attention", "heads", "query"):
         _check_labels(spec, result, run_)
+    if view == "attention" and run_ is not None:
+        _check_weights_figure(spec, result, run_)
 
 
 # -- c. model settings ----------------------------------------------------------------------------------------
