@@ -364,6 +364,13 @@ def _any_view(a: str, b: str, m: dict, view: str) -> None:
         m["positional"] = "learned"
     spec = FigureSpec(sentence_a=a, sentence_b=b, d_model=d_model, n_heads=n_heads, n_layers=n_layers, d_ff=d_ff,
                       views=(view,), **m)
+    result, run_ = _checked_view(spec, view)
+    if view in ("attention", "heads", "query"):
+        _check_labels(spec, result, run_)
+
+
+def _checked_view(spec: FigureSpec, view: str):
+    """(the view's result, its run) once every figure, table, weight row and token table of it is checked."""
     result = build_view(view, spec, MODELS_)
     assert result.panels or result.hint
     for panel in result.panels:
@@ -376,8 +383,7 @@ def _any_view(a: str, b: str, m: dict, view: str) -> None:
         _check_weights(run_)
     if view == "tokens":
         _check_tokens(spec, result)
-    if view in ("attention", "heads", "query"):
-        _check_labels(spec, result, run_)
+    return result, run_
     if view == "attention" and run_ is not None:
         _check_weights_figure(spec, result, run_)
 
@@ -439,18 +445,7 @@ def test_any_model_setting_is_refused_by_name_or_gives_a_model_whose_traced_pass
 def test_any_text_in_any_view_of_the_trained_translator(a, b, positional, mask, block, view):
     spec = FigureSpec(sentence_a=a, sentence_b=b, model="zh-en", positional=positional, mask=mask, block=block,
                       views=(view,))
-    result = build_view(view, spec, MODELS_)
-    assert result.panels or result.hint
-    for panel in result.panels:
-        if panel.figure is not None:
-            _check_figure(panel.figure)
-        if panel.has_table:
-            panel.table.to_csv().encode("utf-8")
-    run_ = MODELS_.run(spec)
-    if run_ is not None:
-        _check_weights(run_)
-    if view == "tokens":
-        _check_tokens(spec, result)
+    _checked_view(spec, view)
 
 
 # -- d. the app -----------------------------------------------------------------------------------------------
