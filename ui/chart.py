@@ -983,14 +983,7 @@ function redrawForPrint(now) {
   if (!window.Plotly || printing === now && !now) return;
   printing = now;
   for (const gd of document.querySelectorAll("div.lab-chart")) {
-    if (!gd.isConnected || !gd.__lab || !gd.__lab.spec || gd.__lab.text === null) continue;
-    try {
-      draw(window.Plotly, gd);
-      say(gd, "");
-      gd.parentElement.style.minHeight = "";
-    } catch (err) {
-      say(gd, "This chart could not be drawn: " + err.message);
-    }
+    if (gd.isConnected && gd.__lab && gd.__lab.spec && gd.__lab.text !== null) paint(gd);  // waiting ones too
   }
   for (const row of new Set([...document.querySelectorAll("div.lab-chart")].map((g) => g.__lab && g.__lab.spec
                                                                                        && g.__lab.spec.row))) {
