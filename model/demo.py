@@ -32,7 +32,6 @@ from model.checkpoint import MODELS_DIR, load_checkpoint
 from model.config import TransformerConfig
 from model.device import pick_device
 from model.tokenizer import BOS_ID, EOS_ID, TextTokenizer
-from model.train import pad_rows
 from model.transformer import Transformer
 
 DEMO_NAMES = ("zh-en", "zh-en-nope")  # sinusoidal PE, no PE
@@ -133,6 +132,10 @@ class DemoModel:
     @torch.no_grad()
     def translate_many(self, texts: list[str], batch_size: int = 256) -> list[str]:
         """translate() for many texts at once: padded batches, padding masked, same answers."""
+        # here, not at the top: `import model` loads this module, and with model.train loaded too, runpy warned that
+        # `python -m model.train` ran a module already imported
+        from model.train import pad_rows
+
         sources = [self.encode_source(t)[0] for t in texts]
         out = [""] * len(texts)
         todo = [i for i, ids in enumerate(sources) if ids]

@@ -283,3 +283,24 @@ def test_the_train_panels_loss_axis_names_the_smoothing_the_trainer_uses():
     from ui.train import LOSS_AXIS
 
     assert TrainSettings().label_smoothing > 0 and f"label-smoothed (ε = {TrainSettings().label_smoothing:g})" in LOSS_AXIS
+
+
+def test_python_m_model_train_starts_without_a_warning():
+    """README's `python -m model.train` printed "RuntimeWarning: 'model.train' found in sys.modules after import of
+    package 'model', but prior to execution of 'model.train'; this may result in unpredictable behaviour" first (a
+    README walk): `import model` imported model.train through model.demo, so runpy ran the module a second time.
+    The command must start clean (--help: nothing is trained), and `import model` must not load the trainer."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONWARNINGS": "error::RuntimeWarning"}
+    proc = subprocess.run([sys.executable, "-m", "model.train", "--help"], cwd=repo, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "RuntimeWarning" not in proc.stderr, proc.stderr
+    assert proc.stdout.startswith("usage:")
+    loaded = subprocess.run([sys.executable, "-c", "import sys, model; print('model.train' in sys.modules)"],
+                            cwd=repo, capture_output=True, text=True, timeout=120, check=True).stdout.split()
+    assert loaded == ["False"]
