@@ -1,0 +1,256 @@
+"""README.md and docs/*.md name the code a reader is to find: every path, module attribute, command-line flag,
+Streamlit option, view and widget label they name exists, so that a rename in the code fails here rather than
+leaving a newcomer with a name nothing answers to (a README walk). What the lesson's steps say the students see
+is tests/test_lesson.py's."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib
+import importlib.util
+import re
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+# named in the docs, but not files of a clone: the folder ui/chart.py copies plotly.js into at run time
+# (git-ignored), and the URL Streamlit serves it at
+NOT_IN_A_CLONE = {"./static/", "app/static/"}
+
+
+def text(doc: Path) -> str:
+    return doc.read_text(encoding="utf-8")
+
+
+def spans(doc: Path) -> list[str]:
+    """The doc's `code` spans (fenced blocks left out), their white space (a span broken over two lines) made single
+    spaces."""
+    prose = re.sub(r"^```.*?^```", "", text(doc), flags=re.M | re.S)
+    return [" ".join(s.split()) for s in re.findall(r"`([^`]+)`", prose)]
+
+
+def command_lines(doc: Path) -> list[str]:
+    """Commands as a reader copies them: `code` spans, indented or fenced lines (continuations joined), without
+    their comments; a flag a comment names ("# --compare old.json to compare runs") also after the command's first
+    three words."""
+    body = re.sub(r"\\\n\s*", " ", text(doc))
+    blocks = re.findall(r"^```[a-z]*\n(.*?)^```", body, flags=re.M | re.S)
+    lines = [line for block in blocks for line in block.splitlines()]
+    lines += [line[4:] for line in body.splitlines() if line.startswith("    ") and not line.startswith("     ")]
+    out = []
+    for line in lines + spans(doc):
+        command, _, comment = line.partition(" #")
+        out.append(command.strip())
+        flags = re.findall(r"--[\w-]+(?: [\w./-]+)?", comment)  # "# everything; --compare old.json to compare runs"
+        if flags:
+            out.append(" ".join(command.split()[:3] + flags))
+    return out
+
+
+def doc_id(doc: Path) -> str:
+    return str(doc.relative_to(ROOT))
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=doc_id)
+def test_every_path_a_doc_names_is_in_the_repository(doc):
+    named = {s for s in spans(doc) if re.fullmatch(r"\.{0,2}/?[\w.-]+(/[\w.*-]*)+", s) and not s.startswith("/")}
+    named |= {f"tests/{name}" for name in re.findall(r"\b(test_[\w*]+\.py)\b", text(doc))}
+    missing = [p for p in sorted(named - NOT_IN_A_CLONE) if not list(ROOT.glob(p.removeprefix("./")))]
+    assert not missing, missing
+    assert named, "no paths found: the pattern above no longer reads this doc"
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=doc_id)
+def test_every_name_a_doc_gives_beside_its_file_is_in_that_file(doc):
+    """`ui/chart.py` `readableCells`: the name is defined or used in that file (Python or its JavaScript)."""
+    pairs = re.findall(r"`((?:\w+/)*\w+\.py)` `([A-Za-z_]\w*)`", text(doc))
+    missing = [(f, n) for f, n in pairs if not re.search(rf"\b{n}\b", (ROOT / f).read_text(encoding="utf-8"))]
+    assert not missing, missing
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=doc_id)
+def test_every_dotted_name_a_doc_gives_resolves(doc):
+    """`viz.theme.cell_type_px`, `lab.views.ViewResult.nbytes`: a module, then attributes; `model.tgt_mask` is the
+    README's model, a Transformer."""
+    from model import Transformer
+
+    missing = []
+    for dotted in {m for s in spans(doc) for m in re.findall(r"^((?:model|lab|viz|ui)(?:\.\w+)+)(?:\(\))?$", s)}:
+        parts = dotted.split(".")
+        for i in range(len(parts), 0, -1):
+            try:
+                obj = importlib.import_module(".".join(parts[:i]))
+                break
+            except ModuleNotFoundError:
+                continue
+        if parts[0] == "model" and i == 1 and not hasattr(obj, parts[1]):
+            obj, i = Transformer, 1  # the README's `model = Transformer(config)`
+        try:
+            for attribute in parts[i:]:
+                obj = getattr(obj, attribute)
+        except AttributeError:
+            missing.append(dotted)
+    assert not missing, missing
+
+
+def _classroom_load_parser():
+    spec = importlib.util.spec_from_file_location("classroom_load_for_docs", ROOT / "scripts" / "classroom_load.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module.parse_args
+
+
+def _parsers():
+    """Each documented command's own argument parsing (nothing runs), and what its --only may name."""
+    from bench.runner import FIGURES, parse_args
+    from lab.export import _parser
+
+    return {
+        "python -m bench": (parse_args, set(FIGURES)),
+        "python scripts/classroom_load.py": (_classroom_load_parser(), set()),
+        "python -m lab.export": (_parser().parse_args, set()),
+    }
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=doc_id)
+def test_every_command_a_doc_gives_takes_its_flags(doc, capsys):
+    """`python -m bench --app --only rerun --device cuda`, `python scripts/classroom_load.py --sessions 30 --together`,
+    `python -m lab.export SPEC.json --out figures/ [--trace]`: each parses (its parser exits on a flag it does not
+    know), and --only names registered figures."""
+    found = 0
+    for prefix, (parse, only_keys) in _parsers().items():
+        for line in command_lines(doc):
+            if not line.startswith(prefix + " "):  # the bare name is the command named, not run
+                continue
+            argv = shlex.split(line[len(prefix):].replace("[", " ").replace("]", " "))
+            try:
+                args = parse(argv)
+            except SystemExit:
+                pytest.fail(f"{doc_id(doc)}: {line!r}: {capsys.readouterr().err.strip()}")
+            found += 1
+            if isinstance(args, argparse.Namespace) and getattr(args, "only", None):
+                assert set(args.only.split(",")) <= only_keys, line
+    if doc.name in ("README.md", "classroom.md"):
+        assert found >= 3, "no commands found: the reading above no longer reads this doc"
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=doc_id)
+def test_every_streamlit_option_a_doc_gives_is_streamlits(doc):
+    """`--server.fileWatcherType none`, `runner.postScriptGC = false`: options Streamlit knows."""
+    from streamlit import config
+
+    body = text(doc)
+    named = set(re.findall(r"--((?:server|browser|client|runner|global|logger|theme)\.\w+)", body))
+    named |= set(re.findall(r"`((?:server|browser|client|runner)\.\w+) = ", body))
+    assert not named - set(config._config_options_template), named - set(config._config_options_template)
+
+
+def _view_labels() -> dict[str, str]:
+    """app.py's VIEW_LABELS, read without running the app."""
+    tree = ast.parse((ROOT / "app.py").read_text(encoding="utf-8"))
+    node = next(n for n in tree.body if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "VIEW_LABELS")
+    return ast.literal_eval(node.value)
+
+
+def test_readmes_view_table_names_the_views_as_the_view_bar_does():
+    from lab.spec import VIEWS
+
+    labels = _view_labels()
+    rows = re.findall(r"^\| (\d · [^|]+?) \|", text(ROOT / "README.md"), flags=re.M)
+    assert rows == [labels[v] for v in VIEWS]
+
+
+def _labels_drawn() -> set[str]:
+    """The strings app.py and ui/ hand to a call as its first argument (st.button("Swap A ↔ B"), st.expander(...),
+    st.subheader(...)): labels, headings, not docstrings or comments."""
+    found = set()
+    for path in [ROOT / "app.py", *sorted((ROOT / "ui").glob("*.py"))]:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
+                    and isinstance(node.args[0].value, str):
+                found.add(node.args[0].value)
+    return found
+
+
+# Widget labels, headings and buttons the docs send a reader to, each as the doc writes it: the app's label, or
+# the part of it before a " · "
+LABELS = {
+    "README.md": ["Examples", "Share this view", "Device", "A 20-minute lesson"],
+    "docs/lesson.md": ["A 20-minute lesson", "Train it yourself", "Train", "Share this view", "Model"],
+    "docs/classroom.md": ["A 20-minute lesson", "Device"],
+}
+
+
+@pytest.mark.parametrize("doc", sorted(LABELS))
+def test_every_label_a_doc_names_is_on_the_page(doc):
+    body = " ".join(text(ROOT / doc).split())
+    literals = _labels_drawn()
+    for label in LABELS[doc]:
+        assert label in body, f"{doc} no longer names {label!r}: update LABELS"
+        assert any(s == label or s.startswith(label + " · ") for s in literals), label  # "Share this view · …"
+
+
+def test_readmes_share_link_keys_are_the_links():
+    """`step=2` (view 7's decoding step) and a spec's fields (`n_heads in the link`) are what a link carries."""
+    from lab.spec import FigureSpec
+    from ui.state import STEP
+
+    readme = text(ROOT / "README.md")
+    assert "`step=2`" in readme and STEP == "step"
+    for key in re.findall(r"\((\w+) in the link\)", readme):
+        assert key in FigureSpec.__dataclass_fields__, key
+
+
+def _one_screen() -> dict:
+    """README's "The model in one screen", run as written."""
+    code = re.search(r"## The model in one screen\n\n```python\n(.*?)```", text(ROOT / "README.md"), flags=re.S)[1]
+    scope: dict = {}
+    exec(compile(code, "README.md", "exec"), scope)
+    return scope
+
+
+def test_readmes_model_in_one_screen_runs_and_its_weights_have_the_shape_it_says():
+    scope = _one_screen()
+    config, src, tgt = scope["config"], scope["src"], scope["tgt"]
+    weights = scope["trace"].decoder.layers[0].cross_attn.weights  # "(B, H, T_tgt, T_src) softmax weights"
+    assert tuple(weights.shape) == (1, config.n_heads, tgt.size(1), src.size(1))
+
+
+def test_readmes_trace_table_names_each_field_with_its_shape():
+    """Every row of README's table of the trace ("`StackTrace.layers[i].output` | (B, T, d_model)"), and every field
+    of an AttentionRecord it names, is on a trace of its own snippet, of the shape it says."""
+    scope = _one_screen()
+    config, src, tgt, trace = scope["config"], scope["src"], scope["tgt"], scope["trace"]
+    readme = text(ROOT / "README.md")
+    rows = re.findall(r"^\| `([^|]+)` \| ([^|]+) \|", readme, flags=re.M)
+    assert len(rows) >= 9, rows
+    for names, shape in rows:
+        for name in re.findall(r"(?:Trace|StackTrace)\.[\w.\[\]]+", names):
+            for stack, T in ((trace.encoder, src.size(1)), (trace.decoder, tgt.size(1))):
+                if name.startswith("Trace."):
+                    value, T = eval(name.replace("Trace", "trace", 1)), tgt.size(1)
+                elif "cross_attn" in name and stack is trace.encoder:
+                    continue  # "decoder layers only"
+                else:
+                    value = eval(name.replace("StackTrace", "stack", 1).replace("[i]", "[0]"), {"stack": stack})
+                if shape.startswith("("):
+                    sizes = {"B": 1, "T": T, "Tt": tgt.size(1), "d_model": config.d_model, "V": config.tgt_vocab_size}
+                    assert tuple(value.shape) == tuple(sizes[d.strip()] for d in shape.strip("() ").split(",")), name
+                else:
+                    assert type(value).__name__ == shape.strip("` "), (name, type(value).__name__)
+    record = trace.encoder.layers[0].self_attn
+    fields = re.search(r"An `AttentionRecord` holds (.*?)\(weights @ V\)", readme, flags=re.S)[1]
+    named = re.findall(r"`(\w+)`", fields)
+    assert {"q", "k", "v", "scores", "weights", "context"} <= set(named), named
+    for name in named:
+        assert getattr(record, name) is not None, name
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q"]))
