@@ -12,6 +12,7 @@ import importlib.util
 import re
 import shlex
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -149,6 +150,29 @@ def test_every_streamlit_option_a_doc_gives_is_streamlits(doc):
     named = set(re.findall(r"--((?:server|browser|client|runner|global|logger|theme)\.\w+)", body))
     named |= set(re.findall(r"`((?:server|browser|client|runner)\.\w+) = ", body))
     assert not named - set(config._config_options_template), named - set(config._config_options_template)
+
+
+def test_classroom_md_says_which_settings_the_repositorys_config_already_has():
+    """docs/classroom.md's config.toml for a class server marks each setting the repository's .streamlit/config.toml
+    already holds "already set there" (gatherUsageStats was set there unmarked, as if a teacher had to add it), and
+    marks no other."""
+    doc = text(ROOT / "docs" / "classroom.md")
+    block = re.search(r"```toml\n(.*?)```", doc, flags=re.S)[1]
+    repo = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text(encoding="utf-8"))
+    shown = tomllib.loads(block)
+    section = None
+    for line in block.splitlines():
+        if re.fullmatch(r"\[\w+\]", line.strip()):
+            section = line.strip()[1:-1]
+        elif "=" in line:
+            key = line.split("=")[0].strip()
+            in_repo = repo.get(section, {}).get(key)
+            assert ("already set there" in line) == (in_repo is not None), line
+            if in_repo is not None:
+                assert shown[section][key] == in_repo, line
+    for section, values in repo.items():  # every setting of the repository's file is in the doc's
+        for key in values:
+            assert key in shown.get(section, {}), f"{section}.{key}"
 
 
 def _view_labels() -> dict[str, str]:
