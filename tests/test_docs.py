@@ -175,6 +175,22 @@ def test_classroom_md_says_which_settings_the_repositorys_config_already_has():
             assert key in shown.get(section, {}), f"{section}.{key}"
 
 
+def test_readmes_pdf_font_packages_are_those_scripts_test_sh_installs_for_pdf_exports():
+    """README's apt-get line for a machine that exports PDFs names a Debian package for every TrueType family of
+    viz.theme.PDF_FONTS (DejaVu, for − √ ᵀ, was left out), the packages scripts/test.sh installs for them."""
+    from viz.theme import PDF_FONTS
+
+    readme = " ".join(text(ROOT / "README.md").split())
+    line = re.search(r"`apt-get install -y ([^`]+)`", readme)[1].split()
+    script = (ROOT / "scripts" / "test.sh").read_text(encoding="utf-8")
+    packages = dict(re.findall(r'grep -qi "([^"]+)" \|\| need_apt\+=\(([\w-]+)\)', script))
+    families = {f for stack in PDF_FONTS.values() for f in re.findall(r'"([^"]+)"', stack)}
+    wanted = {packages[name] for name in packages for f in families if f.startswith(name.split()[0])
+              and "Noto" not in name}
+    assert wanted >= {"fonts-liberation", "fonts-dejavu-core"}, wanted  # the reading above still reads them
+    assert set(line) == wanted, (line, wanted)
+
+
 def _view_labels() -> dict[str, str]:
     """app.py's VIEW_LABELS, read without running the app."""
     tree = ast.parse((ROOT / "app.py").read_text(encoding="utf-8"))
