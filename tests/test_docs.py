@@ -191,6 +191,29 @@ def test_readmes_pdf_font_packages_are_those_scripts_test_sh_installs_for_pdf_ex
     assert set(line) == wanted, (line, wanted)
 
 
+def test_readmes_view_7_row_says_which_charts_export_and_every_chart_has_its_downloads(make_app):
+    """README said "the step slider's two charts are the page's own; the other figures export", read as: those two
+    have no downloads. They have, as every chart in the app; it is `python -m lab.export` (lab.views.build_view)
+    that writes the view's other figures and not them."""
+    import functools
+
+    from lab.compute import load_model
+    from lab.spec import FigureSpec
+    from lab.views import Models, build_view
+
+    row = next(r for r in text(ROOT / "README.md").splitlines() if r.startswith("| 7 · Translate |"))
+    assert "`python -m lab.export` writes the view's other figures, not the step slider's two charts" in row
+    assert "in the app they have their downloads too" in row
+    exported = [p.key for p in build_view("translate", FigureSpec(model="zh-en"), Models(functools.cache(load_model)))
+                .panels]
+    assert exported and not [k for k in exported if k.startswith("step")], exported
+    at = make_app(link={"views": "translate", "model": "zh-en"})
+    assert not at.exception
+    ids = [e.proto.id for e in at.expander]  # an expander's element id ends with its key
+    for key in ["step1-self", "step1-cross", *(k for k in exported if k != "translation")]:  # translation: text
+        assert any(i.endswith(f"-numbers-translate-{key}") for i in ids), (key, ids)
+
+
 def _view_labels() -> dict[str, str]:
     """app.py's VIEW_LABELS, read without running the app."""
     tree = ast.parse((ROOT / "app.py").read_text(encoding="utf-8"))
