@@ -244,7 +244,8 @@ def _labels_drawn() -> set[str]:
 # Widget labels, headings and buttons the docs send a reader to, each as the doc writes it: the app's label, or
 # the part of it before a " · "
 LABELS = {
-    "README.md": ["Examples", "Share this view", "Device", "A 20-minute lesson"],
+    "README.md": ["Examples", "Swap A ↔ B", "Share this view", "Model size (random model)", "LayerNorm placement",
+                  "Export size", "PNG scale", "Device", "A 20-minute lesson"],
     "docs/lesson.md": ["A 20-minute lesson", "Train it yourself", "Train", "Share this view", "Model"],
     "docs/classroom.md": ["A 20-minute lesson", "Device"],
 }
