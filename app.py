@@ -319,7 +319,7 @@ def main() -> None:
     init_state()
     slide = st.session_state.get("theme") == "slide"
     page_style(slide=slide, dark=page_is_dark())
-    st.title("Attention Lab")
+    st.title("Attention Lab", anchor=False)  # no "Link to heading": a Tab stop linking to the page it is on
     if not slide:  # a projector's page keeps its height for the figures (the teacher says what this is)
         st.markdown(INTRO)
     problem = cache.trained_problem()

@@ -1542,6 +1542,41 @@ def test_a_screen_reader_hears_named_charts_and_buttons_and_captions_read_at_aa_
         assert _contrast(shown, (255, 255, 255)) >= 4.5, (r, g, b, opacity)
 
 
+# the focused element as a Tab walk sees it: its tag, its name (what a screen reader says, roughly), whether it is
+# in the main area, and its ring (a radio's is on its label)
+TAB_STOP = """() => { const e = document.activeElement; const ringed = e.type === 'radio' ? e.closest('label') : e;
+    const s = getComputedStyle(ringed);
+    return {tag: e.tagName.toLowerCase(), inMain: !!e.closest('[data-testid="stMain"]'),
+            name: (e.getAttribute('aria-label') || e.getAttribute('data-title') || e.textContent
+                   || [...(e.labels || [])].map(l => l.textContent).join(' ')).trim().slice(0, 60),
+            ring: [s.outlineStyle, s.outlineWidth]}; }"""
+
+
+def test_every_tab_stop_of_the_main_area_is_named_and_shows_the_pages_ring(page):
+    """A keyboard walk from "Skip to main content" through view 5 (every kind of control: text boxes, buttons,
+    select boxes, a radio, chart toolbars, expanders). The first stop was the title's "Link to heading" (a link
+    to the top of the page it is on), ringed by Streamlit's half-transparent shadow, ~2.1:1 on white, where
+    every other link and button shows the page's 2 px ring (ui/style.py)."""
+    open_view(page, "5 · One query")
+    page.get_by_role("link", name="Skip to main content").focus()
+    page.keyboard.press("Enter")  # the focus on the main area itself
+    stops = []
+    for _ in range(80):
+        page.keyboard.press("Tab")
+        stop = page.evaluate(TAB_STOP)
+        if not stop["inMain"]:
+            break
+        stops.append(stop)
+    else:
+        pytest.fail(f"Tab never left the main area: {stops[-5:]}")
+    assert len(stops) > 20, stops
+    for stop in stops:
+        assert stop["name"], stop  # no control without a name
+        if stop["tag"] != "input" or stop["name"] in ("A", "B"):  # Streamlit marks a text or select box by its border
+            assert stop["ring"] == ["solid", "2px"], stop
+    assert "Link to heading" not in [s["name"] for s in stops]
+
+
 def test_the_keyboard_focus_stays_on_the_page_after_a_click_that_redraws_it(page):
     """View 4's "head 1" opens view 3 and an Examples item closes its menu: the focused control was gone, the
     focus fell to the page's <body>, and the next Tab landed part way down the new page. Now the focus goes to
