@@ -1543,21 +1543,26 @@ def test_a_screen_reader_hears_named_charts_and_buttons_and_captions_read_at_aa_
 
 
 # the focused element as a Tab walk sees it: its tag, its name (what a screen reader says, roughly), whether it is
-# in the main area, and its ring (a radio's is on its label)
+# in the main area, its ring (a radio's is on its label) and, for a radio, whether it is the one chosen
 TAB_STOP = """() => { const e = document.activeElement; const ringed = e.type === 'radio' ? e.closest('label') : e;
     const s = getComputedStyle(ringed);
     return {tag: e.tagName.toLowerCase(), inMain: !!e.closest('[data-testid="stMain"]'),
             name: (e.getAttribute('aria-label') || e.getAttribute('data-title') || e.textContent
                    || [...(e.labels || [])].map(l => l.textContent).join(' ')).trim().slice(0, 60),
-            ring: [s.outlineStyle, s.outlineWidth]}; }"""
+            ring: [s.outlineStyle, s.outlineWidth],
+            checked: e.type === 'radio' ? e.checked : e.getAttribute('role') === 'radio' ? e.ariaChecked === 'true' : null};
+}"""
 
 
-def test_every_tab_stop_of_the_main_area_is_named_and_shows_the_pages_ring(page):
-    """A keyboard walk from "Skip to main content" through view 5 (every kind of control: text boxes, buttons,
+def test_every_tab_stop_of_the_main_area_is_named_and_shows_the_pages_ring(page, streamlit_url):
+    """A keyboard walk from "Skip to main content" through view 5 opened by a link (every kind of control: text boxes, buttons,
     select boxes, a radio, chart toolbars, expanders). The first stop was the title's "Link to heading" (a link
     to the top of the page it is on), ringed by Streamlit's half-transparent shadow, ~2.1:1 on white, where
-    every other link and button shows the page's 2 px ring (ui/style.py)."""
-    open_view(page, "5 · One query")
+    every other link and button shows the page's 2 px ring (ui/style.py). And Tab into the view bar (one Tab stop)
+    landed on "1 · Tokens" whatever the view (Shift+Tab on "7 · Translate"): a screen reader said "1 · Tokens, not
+    checked" above view 5's charts, and Space opened view 1. A radio group is entered at its chosen option."""
+    page.goto(f"{streamlit_url}/?views=query")  # a link's view: no option of the view bar clicked yet
+    wait_idle(page)
     page.get_by_role("link", name="Skip to main content").focus()
     page.keyboard.press("Enter")  # the focus on the main area itself
     stops = []
@@ -1575,6 +1580,12 @@ def test_every_tab_stop_of_the_main_area_is_named_and_shows_the_pages_ring(page)
         if stop["tag"] != "input" or stop["name"] in ("A", "B"):  # Streamlit marks a text or select box by its border
             assert stop["ring"] == ["solid", "2px"], stop
     assert "Link to heading" not in [s["name"] for s in stops]
+    radios = [s for s in stops if s["checked"] is not None]
+    assert [s["name"] for s in radios] == ["5 · One query", "A"], radios  # each group: one stop, its chosen option
+    assert all(s["checked"] for s in radios), radios
+    page.locator(".st-key-block button").first.focus()  # the next control's "?": back into the view bar
+    page.keyboard.press("Shift+Tab")
+    assert page.evaluate(TAB_STOP)["name"] == "5 · One query"
 
 
 def test_the_keyboard_focus_stays_on_the_page_after_a_click_that_redraws_it(page):

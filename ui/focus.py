@@ -13,6 +13,9 @@ itself: the view bar's option just clicked (← → moved its focus ring along t
 text input) or the Sentence radio (← → turned A into B). So where the last press was the mouse's (the
 script watches pointer and key presses on the page from its first run on), a place asked for is not
 focused, and a control changed by the mouse lets its focus go (release): ← → then reach the page.
+
+Tab (or Shift+Tab) into the view bar, a radio group of buttons that is one Tab stop, lands on the view shown, not
+on the group's first (or last) view, which Streamlit's control focused until a view was clicked.
 """
 
 from __future__ import annotations
@@ -68,6 +71,18 @@ if (!window.__labFocusWatch) {
     setTimeout(look, 50);
   })).observe(document.body, {subtree: true, attributes: true, attributeFilter: ["data-collapsed"],
                               attributeOldValue: true});
+  // The view bar (Streamlit's segmented control: a radio group of buttons, one Tab stop) was entered with Tab at
+  // its first view and with Shift+Tab at its last, whatever view was shown (until one was clicked): a screen
+  // reader said "1 · Tokens, not checked" above view 5, and Space opened view 1. Entered from outside with the
+  // keyboard, the focus goes to the chosen option, as a radio group's does (WAI-ARIA's radio group pattern).
+  document.addEventListener("focusin", (e) => {
+    const option = e.target;
+    const group = !watch.pointer && option instanceof Element && option.getAttribute("role") === "radio"
+      && option.closest('[role="radiogroup"]');
+    if (!group || group.contains(e.relatedTarget)) return;
+    const chosen = group.querySelector('[role="radio"][aria-checked="true"]');
+    if (chosen && chosen !== option) chosen.focus();
+  }, true);
 }
 
 export default function ({data}) {
