@@ -290,8 +290,8 @@ def _sinusoidal_panels(out: ViewResult, d: int, n: int, sentence, th: str) -> No
                 "R_k, the same at every position, which is why PE(m)·PE(n) depends only on n − m (below) and "
                 "attention can learn relative offsets (§3.5).",
     ))
-    own = table[:n]
-    gram = own @ own.T
+    own = table[:n]  # (n, d): the sentence's positions
+    gram = own @ own.T  # (n, d) @ (d, n) -> (n, n): PE(m)·PE(n)
     out.panels.append(Panel("pe-dot-matrix", "PE(m)·PE(n) for the sentence's positions: constant along diagonals",
                             viz.pe_dot_matrix(gram, labels=list(sentence.encoding.pieces), theme=th),
                             lambda: viz.matrix_frame(gram, list(sentence.encoding.pieces),
@@ -521,7 +521,7 @@ def _context_frame(weights: np.ndarray, v: np.ndarray, context: np.ndarray, keys
     draws as one grey bar ("w·v of 2 other keys (5:h, 7:r)"), then z = Σⱼ wⱼ vⱼ of the query
     ("z of 2:我"). Under bare positions a numbers walk read "8:context" as a ninth token."""
     keys = viz.unique_labels(keys)
-    parts = np.asarray(weights)[:, None] * v  # row j: w_j v_j, a bar of viz.context_vector_figure
+    parts = np.asarray(weights)[:, None] * v  # (Tk, 1) * (Tk, d_k) -> (Tk, d_k): w_j v_j, viz.context_vector_figure's bars
     names = [f"v of {key}" for key in keys] + [f"w·v of {key}" for key in keys]
     rows = [v, parts]
     rest = viz.context_key_bars(weights)[1]
