@@ -195,3 +195,37 @@ def test_stacks_check_each_mask_once_and_zero_rows_with_no_key():
         model.encoder(xs[:1], src_mask)  # a mask for 2 sentences, scores for 1
     with pytest.raises(ValueError, match="memory must have shape"):
         model.decoder(xt, xs[:, :, :5])
+
+
+@pytest.mark.parametrize("norm", ["post", "pre"])
+def test_whole_transformer_in_float64_equals_nn_transformer_to_float64_rounding(norm):
+    """The tolerances above (1e-5, 1e-4) are float32's: a step done in float32 inside a float64 model, or any
+    change of the maths smaller than 1e-4, passes them. In float64, with both masks (source padding; target
+    padding AND look-ahead), Ts != Tt, post- and pre-norm, every path must give torch's numbers to ~1e-12."""
+    torch.manual_seed(5)
+    model = randomise_norms(Transformer(cfg(norm=norm, n_decoder_layers=3)).eval())
+    ref = torch_transformer(model).double()  # float32 weights, widened: the same numbers on both sides
+    model = model.double()
+    src, tgt = torch.randint(1, 40, (3, 9)), torch.randint(1, 37, (3, 6))
+    src[1, 6:] = 0
+    src[2, 8:] = 0
+    tgt[1, 3:] = 0
+    src_mask, tgt_mask = model.src_mask(src), model.tgt_mask(tgt)
+    xs, xt = model.src_embed(src), model.tgt_embed(tgt)
+    assert xs.dtype == xt.dtype == torch.float64
+    with torch.no_grad():
+        want = ref(
+            xs, xt, src_key_padding_mask=~src_mask[:, 0, 0], memory_key_padding_mask=~src_mask[:, 0, 0],
+            tgt_mask=~causal_mask(6)[0, 0], tgt_key_padding_mask=~padding_mask(tgt, 0)[:, 0, 0],
+        )
+        memory = model.encode(src, src_mask)
+        fused = model.decode(tgt, memory, src_mask, tgt_mask)
+        traced_memory, _ = model.encode(src, src_mask, return_trace=True)
+        traced, _ = model.decode(tgt, traced_memory, src_mask, tgt_mask, return_trace=True)
+        want_memory = ref.encoder(xs, src_key_padding_mask=~src_mask[:, 0, 0])
+    assert fused.dtype == traced.dtype == torch.float64
+    real = src_mask[:, 0, 0]  # torch's encoder may zero padded query rows: compare the real tokens' memory
+    torch.testing.assert_close(memory[real], want_memory[real], atol=1e-12, rtol=0)
+    torch.testing.assert_close(traced_memory, memory, atol=1e-12, rtol=0)
+    torch.testing.assert_close(fused, want, atol=1e-12, rtol=0)
+    torch.testing.assert_close(traced, want, atol=1e-12, rtol=0)
