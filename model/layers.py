@@ -52,6 +52,7 @@ class FeedForward(nn.Module):
         self.linear1 = nn.Linear(d_model, d_ff)
         self.linear2 = nn.Linear(d_ff, d_model)
         self.dropout = nn.Dropout(dropout)  # between the two linears, as torch's Transformer layers
+        self.activation_name = activation  # "relu" (eq. 2's max(0, ·)) or "gelu"
         self.activation = {"relu": F.relu, "gelu": F.gelu}[activation]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

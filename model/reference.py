@@ -42,7 +42,7 @@ def torch_encoder_layer(ours: EncoderLayer) -> nn.TransformerEncoderLayer:
     a = ours.self_attn
     theirs = nn.TransformerEncoderLayer(
         a.d_model, a.n_heads, ours.ffn.linear1.out_features, dropout=0.0,
-        activation=ours.ffn.activation, batch_first=True, norm_first=ours.sublayer1.pre,
+        activation=ours.ffn.activation_name, batch_first=True, norm_first=ours.sublayer1.pre,
         layer_norm_eps=ours.sublayer1.norm.eps,
     )
     copy_attention(a, theirs.self_attn)
@@ -58,7 +58,7 @@ def torch_decoder_layer(ours: DecoderLayer) -> nn.TransformerDecoderLayer:
     a = ours.self_attn
     theirs = nn.TransformerDecoderLayer(
         a.d_model, a.n_heads, ours.ffn.linear1.out_features, dropout=0.0,
-        activation=ours.ffn.activation, batch_first=True, norm_first=ours.sublayer1.pre,
+        activation=ours.ffn.activation_name, batch_first=True, norm_first=ours.sublayer1.pre,
         layer_norm_eps=ours.sublayer1.norm.eps,
     )
     copy_attention(ours.self_attn, theirs.self_attn)
