@@ -114,6 +114,39 @@ def test_logits_at_pad_labels_do_not_change_the_loss():
         assert torch.equal(sequence_loss(logits, labels, label_smoothing=ls)[0], sequence_loss(changed, labels, label_smoothing=ls)[0])
 
 
+def test_label_smoothing_is_the_papers_epsilon_ls_by_the_closed_form_and_torchs_loss():
+    """§5.4: with eps_ls the target is (1 - eps) on the label plus eps spread evenly over the V classes, so a
+    token's loss is (1 - eps) (-log p_label) + eps * mean_c (-log p_c), averaged over the non-pad tokens.
+    Before, a test only checked that smoothing made the loss larger: any eps > 0 (half of it, say) passed."""
+    g = torch.Generator().manual_seed(3)
+    logits = torch.randn(3, 5, 11, generator=g, dtype=torch.float64) * 3
+    labels = torch.tensor([[4, 5, 6, PAD_ID, PAD_ID], [7, 8, 9, 10, 2], [1, 3, PAD_ID, PAD_ID, PAD_ID]])
+    real = labels != PAD_ID
+    nll = -logits.log_softmax(-1)  # (B, Tt, V): -log p_c
+    for eps in (0.0, 0.1, 0.4):
+        per_token = (1 - eps) * nll.gather(-1, labels[..., None])[..., 0] + eps * nll.mean(-1)  # (B, Tt)
+        want = per_token[real].mean()
+        got = sequence_loss(logits, labels, label_smoothing=eps)[0]
+        torch.testing.assert_close(got, want, atol=1e-12, rtol=0)
+        torch_loss = torch.nn.CrossEntropyLoss(ignore_index=PAD_ID, label_smoothing=eps)
+        torch.testing.assert_close(got, torch_loss(logits.reshape(-1, 11), labels.reshape(-1)), atol=1e-12, rtol=0)
+
+
+def test_the_trainer_minimises_the_loss_smoothed_by_its_settings(small):
+    """The loss a step reports (and back-propagates) is sequence_loss with TrainSettings.label_smoothing: with the
+    whole corpus as the batch and no dropout, the model before the step gives the same number."""
+    import copy
+
+    pairs, src_tok, tgt_tok, config = small
+    data = encode_pairs(pairs[:24], src_tok, tgt_tok)
+    for eps in (0.0, 0.3):
+        torch.manual_seed(0)
+        trainer = Trainer(Transformer(config), data, cpu(batch_size=len(data), label_smoothing=eps))
+        before = copy.deepcopy(trainer.model).eval()
+        want = batch_loss(before, data.src, data.tgt_in, data.labels, label_smoothing=eps)[0].item()
+        assert trainer.step().loss == pytest.approx(want, abs=1e-5)
+
+
 def test_model_loss_ignores_tokens_and_extra_columns_at_pad_positions(small):
     pairs, src_tok, tgt_tok, config = small
     torch.manual_seed(0)
