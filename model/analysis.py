@@ -117,7 +117,8 @@ def all_head_weights(trace: Trace, block: str, batch: int = 0, dtype: torch.dtyp
 def mean_attention_entropy(weights: np.ndarray) -> np.ndarray:
     """Mean over queries of the entropy H = −Σ_j p_j log₂ p_j of each weight row, in bits.
 
-    weights (..., T_q, T_k) -> (...). 0·log 0 counts as 0; NaN rows (fully masked) are skipped.
+    weights (..., T_q, T_k) -> (...). 0·log 0 counts as 0. A query with no key to attend has no entropy and is
+    left out of the mean: the model gives its row all-zero weights (model/attention.py), a NaN softmax gives NaN.
     0 bits: a query looks at one key; log₂ n: uniform over n keys.
     """
     p = np.asarray(weights)
@@ -126,6 +127,7 @@ def mean_attention_entropy(weights: np.ndarray) -> np.ndarray:
     log_p = np.zeros_like(p)
     np.log2(p, out=log_p, where=p > 0)  # 0 where p = 0 (0·log 0 = 0); NaN stays out of the log
     h = -np.einsum("...k,...k->...", p, log_p)  # (..., T_q); a NaN row gives NaN
+    h = np.where(np.all(p == 0, axis=-1), np.nan, h)  # (..., T_q): an all-zero row (no key) is no 0-bit query
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all rows NaN -> NaN
         return np.nanmean(h, axis=-1)

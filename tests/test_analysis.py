@@ -84,6 +84,23 @@ def test_all_head_weights_and_entropy(model):
     assert mean_attention_entropy(half) == pytest.approx(np.log2(6))
 
 
+def test_entropy_leaves_out_a_query_with_no_key_as_the_model_gives_it():
+    """The model gives a query row whose every key is masked all-zero weights, never NaN (model/attention.py).
+    mean_attention_entropy said such rows were NaN and skipped; an all-zero row came out as 0 bits, "looks at one
+    key", and pulled the head's mean down. It is left out, as a NaN row is."""
+    from model.attention import AttentionRecord
+
+    torch.manual_seed(2)
+    q, k = torch.randn(1, 2, 4, 6), torch.randn(1, 2, 6, 6)
+    mask = torch.ones(1, 1, 4, 6, dtype=torch.bool)
+    mask[0, 0, 1] = False  # query 1 may attend to no key
+    w = AttentionRecord(q, k, torch.zeros_like(k), mask).weights.double().numpy()  # (1, 2, 4, 6)
+    assert np.all(w[0, :, 1] == 0) and not np.isnan(w).any()  # the model's own form of "no key"
+    kept = w[..., [0, 2, 3], :]  # (1, 2, 3, 6): the queries that have keys
+    np.testing.assert_allclose(mean_attention_entropy(w), mean_attention_entropy(kept), rtol=1e-12)
+    assert np.isnan(mean_attention_entropy(np.zeros((3, 5)))).all()  # no query has a key: no mean
+
+
 def test_head_arrays_hand_out_a_copy_of_the_mask_not_the_runs_own(model):
     """The app's runs are cached and shared by every session: writing into a view's array must not
     change the mask the next session draws."""
