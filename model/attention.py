@@ -174,8 +174,9 @@ class AttentionRecord:
     def unscaled_weights(self) -> torch.Tensor:
         """What the weights would be WITHOUT eq. 1's 1/sqrt(d_k): softmax(Q K^T, masked cells at
         -inf), (B, H, Tq, Tk), by attention_weights with scale 1 (the same masks, the same all-zero
-        rows). The forward pass never uses it: views show it to explain the scaling (section 3.2.1:
-        q.k has variance d_k for unit-variance components, which pushes softmax towards one key)."""
+        rows). The forward pass never uses it: views show it to explain the scaling (§3.2.1: for q and k
+        of independent components with mean 0 and variance 1, q.k has variance d_k, which pushes softmax
+        towards one key)."""
         return attention_weights(self.q, self.k, self.mask, scale=1.0)
 
     @property

@@ -218,8 +218,8 @@ class Transformer(nn.Module):
 
     def _init_weights(self) -> None:
         """Xavier-uniform matrices (as torch.nn.Transformer._reset_parameters) and token embeddings
-        N(0, d_model^-1/2), so that embedding × sqrt(d_model) (§3.4) starts at unit scale; the [PAD]
-        row is zero. The paper does not state its initialisation; this is the common choice.
+        N(0, 1/d_model) (standard deviation d_model^-1/2), so that embedding × sqrt(d_model) (§3.4) starts
+        with variance 1; the [PAD] row is zero. The paper does not state its initialisation; this is the common choice.
 
         Not done: §3.4 shares one matrix between the two embeddings and the pre-softmax linear
         (a shared zh-en vocabulary). Here source and target have their own vocabularies, so each

@@ -229,3 +229,17 @@ def test_whole_transformer_in_float64_equals_nn_transformer_to_float64_rounding(
     torch.testing.assert_close(traced_memory, memory, atol=1e-12, rtol=0)
     torch.testing.assert_close(fused, want, atol=1e-12, rtol=0)
     torch.testing.assert_close(traced, want, atol=1e-12, rtol=0)
+
+
+def test_token_embeddings_start_with_variance_1_over_d_model_so_the_scaled_ones_have_variance_1():
+    """Transformer._init_weights: N(0, 1/d_model), standard deviation d_model^-1/2 (its docstring wrote
+    N(0, d_model^-1/2), which in the usual N(mean, variance) reads as a variance of d_model^-1/2: the scaled
+    embeddings would then have variance sqrt(d_model), 8 at d_model 64, not 1)."""
+    torch.manual_seed(6)
+    d = 64
+    model = Transformer(cfg(src_vocab_size=3000, tgt_vocab_size=2000, d_model=d, n_heads=4))
+    for embed in (model.src_embed, model.tgt_embed):
+        rows = embed.token.weight[1:].detach()  # every row but [PAD] (id 0, all zero)
+        assert rows.var().item() == pytest.approx(1 / d, rel=0.03)
+        ids = torch.arange(1, rows.size(0) + 1)[None]  # (1, V - 1)
+        assert embed.lookup(ids).var().item() == pytest.approx(1.0, rel=0.03)  # x sqrt(d_model) (§3.4)
