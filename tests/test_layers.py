@@ -16,6 +16,7 @@ from model import (
     causal_mask,
     padding_mask,
 )
+from model.positional import sinusoidal_encoding
 from model.reference import copy_norm, torch_decoder_layer, torch_encoder_layer, torch_transformer
 
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA"))]
@@ -243,3 +244,17 @@ def test_token_embeddings_start_with_variance_1_over_d_model_so_the_scaled_ones_
         assert rows.var().item() == pytest.approx(1 / d, rel=0.03)
         ids = torch.arange(1, rows.size(0) + 1)[None]  # (1, V - 1)
         assert embed.lookup(ids).var().item() == pytest.approx(1.0, rel=0.03)  # x sqrt(d_model) (§3.4)
+
+
+@pytest.mark.parametrize("scale", [True, False])
+def test_scale_embedding_switches_the_sqrt_d_model_factor_of_the_forward_pass(scale):
+    """§3.4 multiplies the embedding by sqrt(d_model); TransformerConfig.scale_embedding=False leaves it out. The
+    forward's sum (not only the trace's tokens) is the table row, times sqrt(d_model) or not, plus PE (§3.5)."""
+    torch.manual_seed(7)
+    model = Transformer(cfg(scale_embedding=scale)).eval()
+    ids = torch.tensor([[3, 9, 1, 30]])
+    with torch.no_grad():
+        got = model.src_embed(ids)  # (1, T, d_model)
+    factor = 24**0.5 if scale else 1.0
+    want = model.src_embed.token.weight[ids].detach() * factor + sinusoidal_encoding(4, 24)
+    torch.testing.assert_close(got, want, atol=1e-6, rtol=0)
