@@ -707,6 +707,29 @@ def test_trace_download_zip_holds_a_loadable_trace_and_sidecar(tmp_path, models)
     assert meta["rows"][0]["src_tokens"] == ["你", "喜", "欢", "她"]
 
 
+def test_trace_download_unzips_to_files_others_can_read(tmp_path):
+    """A researcher's walk: the trace's zip stored its files as 0600 of no file type (zipfile's default for a ZipInfo),
+    so `unzip` made trace.npz and trace.json readable by their owner alone (rw-------), where every figure is written
+    as a plain open() makes it: a co-author, a web server or a CI artifact could not read them. Stored as regular files,
+    rw-r--r--, as zip(1) stores a file made under the usual 022 umask."""
+    import shutil
+    import subprocess
+    import zipfile
+
+    from ui.export import _zip
+
+    blob = _zip({"trace.npz": b"x", "trace.json": b"{}"})
+    with zipfile.ZipFile(__import__("io").BytesIO(blob)) as z:
+        for info in z.infolist():
+            mode = info.external_attr >> 16
+            assert stat.S_ISREG(mode) and stat.S_IMODE(mode) == 0o644, (info.filename, oct(mode))
+    if shutil.which("unzip"):
+        (tmp_path / "trace.zip").write_bytes(blob)
+        subprocess.run(["unzip", "-q", str(tmp_path / "trace.zip"), "-d", str(tmp_path / "out")], check=True)
+        for name in ("trace.npz", "trace.json"):
+            assert stat.S_IMODE((tmp_path / "out" / name).stat().st_mode) & 0o044 == 0o044  # group and others read
+
+
 @pytest.mark.parametrize("derived", [True, False])
 @pytest.mark.parametrize("sizes", [dict(SMALL, sentence_b="我爱你们大家都好"), dict(d_model=32, n_heads=8, n_layers=3)])
 def test_the_attention_maps_size_is_known_before_the_trace_is_built(models, sizes, derived):

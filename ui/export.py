@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import stat
 import zipfile
 from collections.abc import Callable
 
@@ -119,11 +120,17 @@ def _help(fmt: str, cramped: str, too_big: bool, w: int, h: int, scale: float) -
 TRACE_DOWNLOAD_BYTES = 256 * 2**20  # the largest trace (its attention maps) the app builds for a download
 
 
+# a zipped file's type and mode: a regular file, rw-r--r-- (zipfile gives a ZipInfo 0600 of no type, which `unzip`
+# restores: a trace readable by its owner alone, where every figure is written as a plain open() makes it)
+ZIPPED_MODE = stat.S_IFREG | 0o644
+
+
 def _zip(files: dict[str, bytes]) -> bytes:
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as z:
         for name, data in files.items():
             info = zipfile.ZipInfo(name, date_time=(2000, 1, 1, 0, 0, 0))
+            info.external_attr = ZIPPED_MODE << 16
             z.writestr(info, data)
     return buf.getvalue()
 
