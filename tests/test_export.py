@@ -212,6 +212,29 @@ def test_a_pdf_reads_back_as_text_with_the_models_weights_and_its_tokens(server,
     assert lines.count("Σ = 1.000") == 4
 
 
+@needs_browser
+def test_a_pdf_is_titled_by_its_figure_in_plain_text(server, models):
+    """A researcher's walk: every exported PDF was titled "Kaleido-fier" (the page kaleido renders in), and asks its
+    viewer to show that title (DisplayDocTitle): Preview, Acrobat and a browser's tab named each figure so. Its title
+    is now the figure's, as plain text: plotly.js's markup read as drawn (a subscript as _Q, the wrapping line
+    breaks as spaces), a sentence's markup as the characters typed, never a tag."""
+    import pikepdf
+
+    spec = FigureSpec(theme="paper", views=("attention", "query"), sentence_a="<b>&amp;你", **SMALL)
+    panels = {p.key: p for view in spec.views for p in build_view(view, spec, models).panels}
+    want = {
+        "attention-qkv": "Q = XW_Q, K = XW_K, V = XW_V (one head) — encoder self, layer 0, head 0",
+        "attention-scaled": "2. Scaled scores QKᵀ / √d_k (d_k = 8, same colours) — encoder self, layer 0, head 0",
+        "query-bars": "Query 0:<: scores, scaled scores and weights over every key — encoder self, layer 0, head 0",
+    }
+    for key, title in want.items():
+        pdf = vx.render(panels[key].figure, "pdf", width=600, height=480)
+        with pikepdf.open(io.BytesIO(pdf)) as doc:
+            assert str(doc.docinfo.get("/Title")) == title, key
+    assert vx.render(panels["query-bars"].figure, "pdf", width=600, height=480) == vx.render(
+        panels["query-bars"].figure, "pdf", width=600, height=480)  # still byte for byte the same
+
+
 def test_pdf_fonts_swaps_every_theme_font_list_and_nothing_else(models):
     """A PDF's figure names the TrueType lists; SVG and PNG keep the theme's (the figure is not changed)."""
     from plotly.utils import PlotlyJSONEncoder

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import copy
+import html
 import io
 import json
 import logging
@@ -34,7 +35,7 @@ import plotly.graph_objects as go
 
 from viz.crisp import crisp_pdf, crisp_svg
 from viz.fig import layout_value
-from viz.theme import ALONE, PDF_FONTS, ROUND, fit_cell_values
+from viz.theme import ALONE, PDF_FONTS, ROUND, SOFT_BREAK, fit_cell_values
 
 FORMATS = ("svg", "pdf", "png")
 MIME = {"svg": "image/svg+xml", "pdf": "application/pdf", "png": "image/png",
@@ -342,9 +343,43 @@ def render(fig: go.Figure | dict, fmt: str, *, width: int, height: int, scale: f
     raw = _SERVER.render(pdf_fonts(data) if fmt == "pdf" else data, opts)
     if fmt == "svg":
         return _stable_svg(crisp_svg(raw))  # heatmaps crisp in any viewer (viz/crisp.py)
-    if fmt == "pdf":
-        return crisp_pdf(_stable_pdf(raw))  # dates pinned first: the rewritten file's /ID hashes them
+    if fmt == "pdf":  # dates pinned first: the rewritten file's /ID hashes them
+        return titled_pdf(crisp_pdf(_stable_pdf(raw)), plain_title(data))
     return png_with_dpi(raw, CSS_DPI * scale)
+
+
+_SUB = re.compile(r"<(sub|sup)>(.*?)</\1>", re.DOTALL)
+_TAG = re.compile(r"<[^>]*>")
+
+
+def plain_title(data: dict) -> str:
+    """A figure dict's title as plain text (a PDF's /Title): plotly.js's markup read as it draws it, a subscript as
+    _Q and a superscript as ^2 (XW<sub>Q</sub> -> XW_Q, as the manifest's titles write d_k), the line breaks
+    viz.theme wrapped it at gone, others a space, other tags dropped, then its escapes undone, so that a sentence's
+    "<b>" is those three characters (user text is escaped in a figure: no tag of its survives as one). "" for none."""
+    title = (data.get("layout") or {}).get("title")
+    text = title.get("text") if isinstance(title, dict) else title
+    if not isinstance(text, str):
+        return ""
+    text = text.replace(SOFT_BREAK, "")
+    text = re.sub(r"<br\s*/?>", " ", text)
+    text = _SUB.sub(lambda m: ("_" if m[1] == "sub" else "^") + m[2], text)
+    return " ".join(html.unescape(_TAG.sub("", text)).split())
+
+
+def titled_pdf(pdf: bytes, title: str) -> bytes:
+    """The PDF titled `title` (its /Title, which Chromium's PDFs ask a viewer to show, DisplayDocTitle: it was
+    kaleido's page's "Kaleido-fier" on every figure), or untitled for "" (the viewer shows the file's name)."""
+    import pikepdf  # imported here: only PDF export needs it
+
+    with pikepdf.open(io.BytesIO(pdf)) as doc:
+        if title:  # a lone surrogate (named as such in a figure, never drawn) cannot be written: U+FFFD
+            doc.docinfo["/Title"] = title.encode("utf-8", "replace").decode("utf-8")
+        elif "/Title" in doc.docinfo:
+            del doc.docinfo["/Title"]
+        out = io.BytesIO()
+        doc.save(out, deterministic_id=True)
+    return out.getvalue()
 
 
 def render_json(fig_json: str, fmt: str, *, width: int, height: int, scale: float = 1.0) -> bytes:
