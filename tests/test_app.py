@@ -17,6 +17,7 @@ from conftest import SMALL, chart_texts, decode_array, figures, needs_trained, t
 
 from lab.spec import BLOCKS, MASKS, POSITIONALS, VIEWS, FigureSpec
 from ui.state import DEFAULTS
+from viz.theme import THEME_NAMES, theme_spec
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -970,6 +971,20 @@ def test_translate_view_reveals_decoding_one_step_at_a_time(make_app):
     clean(at)
     assert at.slider(key="translate_step").value == 1 and at.slider(key="translate_step").max == 4
     assert any("predicts “she”" in t for t in alerts(at.info))
+
+
+@needs_trained
+@pytest.mark.parametrize("theme", THEME_NAMES)
+def test_the_decoding_steps_charts_keep_their_rows_sum_in_every_theme_drawn_at_its_own_width(make_app, theme):
+    """A researcher's walk: in paper-sans the two step charts left out the rows' Σ that paper gives them: only the
+    names "slide" and "paper" kept it, where the rule is a theme with a size of its own (drawn at that width and shown
+    shrunk, so the Σ takes none of the plot's width); paper-sans is paper in another font."""
+    at = make_app(view="translate", model="zh-en")
+    at.selectbox(key="theme").set_value(theme).run()
+    clean(at)
+    own_width = theme_spec(theme)["width"] is not None
+    for step_title in ("Decoder self-attention, layer", "Cross-attention, layer"):
+        assert ("yaxis2" in figure_titled(at, step_title)["layout"]) == own_width, (theme, step_title)
 
 
 @needs_trained

@@ -14,6 +14,7 @@ from ui import focus
 from ui.panels import render_panel
 from ui.state import LINKED_STEP
 from ui.text import md
+from viz.theme import theme_spec
 
 # a link's decoding step past its translation (step=999 of 4): (the sentence, the step), said until the step moves (a
 # bad-input walk: it opened on the last step without a word, where a link's layer past the model is said)
@@ -88,10 +89,11 @@ def decoding_steps(run: Run, spec: FigureSpec) -> None:
     ca = head_arrays(decoders[layer].cross_attn, row, head)
     self_w = sa["weights"][:step, :step]  # (t, t): what the decoder's own tokens attend to so far
     cross_w = ca["weights"][:step, :n_src]  # (t, Ts): each step over the source
-    # the rows' Σ: in the slide and paper themes, each chart drawn at its theme's width (shrunk to fit); in the
-    # page's themes, half a page wide, its ~85 px came out of the plot's (a regression walk: 15 source tokens in
-    # 93 px), so there they are left to the view's whole charts above
-    sums = spec.theme in ("slide", "paper")
+    # the rows' Σ: in a theme with a size of its own (slide, paper, paper-sans), each chart drawn at its theme's width
+    # (shrunk to fit); in the page's themes, half a page wide, its ~85 px came out of the plot's (a regression walk: 15
+    # source tokens in 93 px), so there they are left to the view's whole charts above (a researcher's walk: "slide"
+    # and "paper" by name left paper-sans without them)
+    sums = theme_spec(spec.theme)["width"] is not None
     left, right = st.columns(2)
     with left:
         render_panel(Panel(
