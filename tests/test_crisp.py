@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import io
+import json
 import zlib
 
 import numpy as np
@@ -126,3 +127,24 @@ def test_crisp_pdf_leaves_a_jpeg_alone():
     out = io.BytesIO()
     pdf.save(out, deterministic_id=True)
     assert crisp.crisp_pdf(out.getvalue()) == out.getvalue()
+
+
+def test_crisp_pdf_given_the_heatmaps_cells_enlarges_only_images_of_their_size():
+    """Chromium prints a pattern fill (a bar's, a masked cell's hatching) as an image the size of the plot: it is not
+    a heatmap's cells, and was enlarged ×7 as if it were (a researcher's walk: a 7.4 MB PDF of a bar chart)."""
+    rgb = np.random.default_rng(2).integers(0, 256, (4, 6, 3), dtype=np.uint8)
+    pdf = image_pdf(rgb, None)
+    assert crisp.crisp_pdf(pdf, cells={(4, 6), (5, 5)}) == pdf  # (width, height): 6 x 4 is no heatmap's
+    assert np.array_equal(images(crisp.crisp_pdf(pdf, cells={(6, 4)}))["rgb"], crisp.enlarge(rgb, crisp.factor(6, 4)))
+
+
+def test_heatmap_cells_reads_a_heatmaps_columns_and_rows_as_lists_or_plotlys_typed_arrays():
+    import plotly.graph_objects as go
+
+    from viz import export as vx
+
+    fig = go.Figure([go.Heatmap(z=np.zeros((3, 4), np.float32)), go.Heatmap(z=[[1, 2], [3, 4], [5, 6]]),
+                     go.Scatter(y=[1, 2])])
+    assert crisp.heatmap_cells(vx.figure_dict(fig)) == {(4, 3), (2, 3)}
+    assert crisp.heatmap_cells(json.loads(vx.figure_json(fig))) == {(4, 3), (2, 3)}  # the app's: {"shape": "3, 4"}
+    assert crisp.heatmap_cells({"data": [{"type": "heatmap", "z": [[1, 2], [3]]}]}) == set()

@@ -235,6 +235,34 @@ def test_a_pdf_is_titled_by_its_figure_in_plain_text(server, models):
         panels["query-bars"].figure, "pdf", width=600, height=480)  # still byte for byte the same
 
 
+@needs_browser
+def test_a_pdf_enlarges_its_heatmaps_cells_and_leaves_its_patterns_as_chromium_drew_them(server, models, monkeypatch):
+    """A researcher's walk: view 5's context vector, whose bars carry a pattern per key, was a 7.4 MB PDF (the
+    default 你喜欢她), a grid of heads with look-ahead hatching 1.7 MB: Chromium prints a pattern fill as an image
+    about a pixel per point, the size of the plot, which viz.crisp took for a heatmap's cells and enlarged ×7 by
+    nearest neighbour (3.7× the bytes, and each hatch line a staircase a smoothing viewer could no longer soften).
+    Only images of one pixel per cell of the figure's own heatmaps (and their soft masks) are enlarged now."""
+    from viz import crisp
+
+    spec = FigureSpec(theme="paper", views=("attention", "heads", "query"), mask="look-ahead", **SMALL)
+    panels = {p.key: p for view in spec.views for p in build_view(view, spec, models).panels}
+    key = lambda a: (a.shape, a.tobytes())  # noqa: E731  (the same images, in any order)
+    patterns = 0
+    for name in ("attention-weights", "layers-heads", "query-context"):
+        fig = panels[name].figure
+        made = vx.render(fig, "pdf", width=600, height=480)
+        with monkeypatch.context() as m:  # what plotly.js and Chromium made
+            m.setattr(vx, "crisp_pdf", lambda b, **kw: b)
+            plain = pdf_images(vx.render(fig, "pdf", width=600, height=480))
+        cells = {(len(t.z[0]), len(t.z)) for t in fig.data if t.type == "heatmap"}
+        want = [crisp.enlarge(p, crisp.factor(p.shape[1], p.shape[0])) if (p.shape[1], p.shape[0]) in cells else p
+                for p in plain]
+        assert sorted(map(key, pdf_images(made))) == sorted(map(key, want)), name
+        patterns += sum((p.shape[1], p.shape[0]) not in cells for p in plain)
+    assert patterns  # there were images of patterns to leave alone
+    assert len(vx.render(panels["query-context"].figure, "pdf", width=600, height=480)) < 2_500_000
+
+
 def test_pdf_fonts_swaps_every_theme_font_list_and_nothing_else(models):
     """A PDF's figure names the TrueType lists; SVG and PNG keep the theme's (the figure is not changed)."""
     from plotly.utils import PlotlyJSONEncoder
@@ -401,7 +429,7 @@ def test_heatmaps_stay_crisp_in_viewers_that_smooth_images(server, figures, mode
         made = vx.render(fig, fmt, width=480, height=360)
         with monkeypatch.context() as m:  # what plotly.js and Chromium made
             m.setattr(vx, "crisp_svg", lambda b: b)
-            m.setattr(vx, "crisp_pdf", lambda b: b)
+            m.setattr(vx, "crisp_pdf", lambda b, **kw: b)
             plain_file = vx.render(fig, fmt, width=480, height=360)
         if fmt == "svg":
             got, sizes = zip(*svg_pngs(made), strict=True)

@@ -33,7 +33,7 @@ from pathlib import Path
 import pandas as pd
 import plotly.graph_objects as go
 
-from viz.crisp import crisp_pdf, crisp_svg
+from viz.crisp import crisp_pdf, crisp_svg, heatmap_cells
 from viz.fig import layout_value
 from viz.theme import ALONE, PDF_FONTS, ROUND, SOFT_BREAK, fit_cell_values
 
@@ -344,7 +344,7 @@ def render(fig: go.Figure | dict, fmt: str, *, width: int, height: int, scale: f
     if fmt == "svg":
         return _stable_svg(crisp_svg(raw))  # heatmaps crisp in any viewer (viz/crisp.py)
     if fmt == "pdf":  # dates pinned first: the rewritten file's /ID hashes them
-        return titled_pdf(crisp_pdf(_stable_pdf(raw)), plain_title(data))
+        return titled_pdf(crisp_pdf(_stable_pdf(raw), cells=heatmap_cells(data)), plain_title(data))
     return png_with_dpi(raw, CSS_DPI * scale)
 
 
