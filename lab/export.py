@@ -70,7 +70,11 @@ def validate_for_export(spec, models) -> None:
     if spec.layer >= n_layers:
         raise SpecError("layer", f"layer {spec.layer} does not exist: the {spec.block} stack has "
                                  f"{n_layers} layers (0..{n_layers - 1})")
-    for name, values in (("head", [spec.head]), ("heads", list(spec.heads))):
+    # a head where a view draws one, the heads where view 4 draws them (as the app's controls check them: view 4 keeps
+    # the head chosen in view 3 as it is, and its SPEC.json was refused for a head 3 of 2 that it does not draw)
+    checked = (("head", [spec.head] if attention_views - {"heads"} else []),
+               ("heads", list(spec.heads) if "heads" in attention_views else []))
+    for name, values in checked:
         bad = [h for h in values if h >= config.n_heads]
         if bad:
             raise SpecError(name, f"head {bad[0]} does not exist: the model has {config.n_heads} "

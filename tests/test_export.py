@@ -491,6 +491,21 @@ def test_bad_spec_exits_nonzero_naming_the_field_and_writes_nothing(tmp_path, ca
     assert not out.exists() or not any(out.iterdir())
 
 
+def test_a_spec_is_refused_only_for_a_head_its_views_draw(models):
+    """A researcher's walk: view 4 draws every head of a layer (its `heads` field picks some), so the app keeps the
+    head chosen in view 3 as it is; with heads 4 -> 2 in the sidebar there, its link and SPEC.json said head 3, and
+    python -m lab.export refused them ("head: head 3 does not exist") for figures that show no one head. A head is
+    checked where a view draws one (views 3, 5, 6, 7), the `heads` where view 4 draws them, as the app's controls do."""
+    spec = FigureSpec(views=("heads",), head=3, **SMALL)  # SMALL: 2 heads
+    assert [view for view, _ in lx.build_spec(spec, models)] == ["heads"]
+    for views in (("heads", "attention"), ("query",)):
+        with pytest.raises(SpecError, match=r"^head: head 3 does not exist"):
+            lx.build_spec(dataclasses.replace(spec, views=views), models)
+    assert lx.build_spec(FigureSpec(views=("attention",), heads=(5,), **SMALL), models)  # view 3 draws one head
+    with pytest.raises(SpecError, match=r"^heads: head 5 does not exist"):
+        lx.build_spec(FigureSpec(views=("heads",), heads=(0, 5), **SMALL), models)
+
+
 def test_cli_in_a_real_process_prints_one_line_and_help_works(tmp_path):
     spec = write_spec(tmp_path / "spec.json", {"layer": 1.5})
     proc = subprocess.run([sys.executable, "-m", "lab.export", str(spec), "--out", str(tmp_path / "o")],
