@@ -166,34 +166,80 @@ def save_trace(run, spec, path: str | os.PathLike, format: str = "npz", *, confi
     return data_path, json_path
 
 
+class TraceFileError(ValueError):
+    """A file that is not a readable trace, or its sidecar that is not one: the message names the file and says what
+    is wrong, in one line (never numpy's advice to unpickle it)."""
+
+
+def _unreadable(path: Path, exc: BaseException) -> TraceFileError:
+    why = " ".join(str(exc).split()) or type(exc).__name__
+    if why.startswith("Object arrays"):  # numpy's, with advice to unpickle: an .npz of Python objects
+        why = "it holds an array of Python objects, which no trace does: not read"
+    elif "pickle" in why.lower():  # numpy's word for "neither .npz nor .npy", with advice to run what the file holds
+        why = "neither an .npz archive nor a .npy array"
+    elif "context manager" in why:  # np.load gave one array: an .npy file
+        why = "one .npy array, not an .npz archive of a trace's arrays"
+    return TraceFileError(f"{path.name}: not a readable Attention Lab trace ({why[:300]})")
+
+
+_JSON_KINDS = {list: "list", str: "string", int: "number", float: "number", bool: "true or false", type(None): "null"}
+
+
+def _sidecar(text: str, name: str) -> dict:
+    """A sidecar's JSON text, read: a TraceFileError naming `name` where it is not JSON, or not an object."""
+    try:
+        meta = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise TraceFileError(f"{name}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    if not isinstance(meta, dict):
+        raise TraceFileError(f"{name}: not a trace's sidecar (a JSON {_JSON_KINDS.get(type(meta), 'value')}, "
+                             "not an object)")
+    return meta
+
+
+def _read_sidecar(path: Path) -> dict:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise TraceFileError(f"{path.name}: not a trace's sidecar (not UTF-8 text)") from None
+    return _sidecar(text, path.name)
+
+
 def load_trace(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], dict]:
-    """(arrays, sidecar) from a data file, its sidecar, or their common stem. Never unpickles."""
+    """(arrays, sidecar) from a data file, its sidecar, or their common stem. Never unpickles.
+
+    A file that is not a trace (cut short, another file so named) raises TraceFileError, naming it."""
     path = Path(path)
     candidates = [path] if path.suffix in (".npz", ".safetensors") else []
     if not candidates:
         base = path.with_suffix("") if path.suffix == ".json" else path
         meta_path = base.parent / (base.name + ".json")
         if meta_path.is_file():
-            data_file = json.loads(meta_path.read_text(encoding="utf-8")).get("data_file")
-            if data_file:
+            data_file = _read_sidecar(meta_path).get("data_file")
+            if isinstance(data_file, str) and data_file and Path(data_file).name == data_file:  # beside it, only
                 candidates.append(meta_path.parent / data_file)
         candidates += [base.parent / (base.name + ".npz"), base.parent / (base.name + ".safetensors")]
     data_path = next((p for p in candidates if p.is_file()), None)
     if data_path is None:
         raise FileNotFoundError(f"no trace data file for {path} (looked for .npz and .safetensors)")
-    if data_path.suffix == ".npz":
-        with np.load(data_path, allow_pickle=False) as npz:
-            arrays = {name: npz[name] for name in npz.files}
-    else:
-        from safetensors.numpy import load_file
+    try:
+        if data_path.suffix == ".npz":
+            with np.load(data_path, allow_pickle=False) as npz:  # a lone .npy array has no `with`: TypeError
+                arrays = {name: npz[name] for name in npz.files}
+        else:
+            from safetensors.numpy import load_file
 
-        arrays = load_file(str(data_path))
+            arrays = load_file(str(data_path))
+    except OSError:  # a file that cannot be opened at all (permissions): as the system says it
+        raise
+    except Exception as exc:  # noqa: BLE001 - a zip cut short, a bad header, a CRC: one line naming the file
+        raise _unreadable(data_path, exc) from None
     meta_path = data_path.with_suffix(".json")
-    meta = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.is_file() else {}
+    meta = _read_sidecar(meta_path) if meta_path.is_file() else {}
     if not meta and data_path.suffix == ".safetensors":
         from safetensors import safe_open
 
         with safe_open(str(data_path), framework="numpy") as f:
             embedded = (f.metadata() or {}).get(FORMAT_ID)
-        meta = json.loads(embedded) if embedded else {}
+        meta = _sidecar(embedded, f"{data_path.name}'s sidecar") if embedded else {}
     return arrays, meta

@@ -668,6 +668,35 @@ def test_a_trace_not_there_or_of_an_unknown_format_is_named_and_a_config_may_be_
     assert load_trace(tmp_path / "t")[1]["config"] == {"d_model": 16, "note": "mine"}
 
 
+@pytest.mark.parametrize("fmt", ["npz", "safetensors"])
+def test_an_unreadable_trace_is_named_with_what_is_wrong_and_never_told_to_unpickle(tmp_path, models, fmt):
+    """A researcher's walk: a trace.npz that is not one (a failed download, another file so named) said numpy's
+    "This file contains pickled (object) data. If you trust the file you can load it unsafely using the
+    `allow_pickle=` keyword argument", advice that runs any code a file carries; a cut one "File is not a zip file",
+    a broken sidecar a bare JSONDecodeError, none naming the file. Each is now a TraceFileError (a ValueError) that
+    names the file and says what is wrong in one line, and never mentions unpickling."""
+    from lab.tracefile import TraceFileError
+
+    spec = FigureSpec(**SMALL)
+    data_path, json_path = save_trace(models.run(spec), spec, tmp_path / "t", format=fmt)
+    whole = data_path.read_bytes()
+    for broken, what in ((b"garbage", data_path.name), (whole[: len(whole) // 3], data_path.name)):
+        data_path.write_bytes(broken)
+        with pytest.raises(TraceFileError) as caught:
+            load_trace(data_path)
+        said = str(caught.value)
+        assert said.startswith(f"{what}: not a readable Attention Lab trace") and "\n" not in said, said
+        assert "pickle" not in said.lower(), said
+    data_path.write_bytes(whole)
+    json_path.write_text("{not json", encoding="utf-8")
+    with pytest.raises(TraceFileError, match=r"^t\.json: not valid JSON \(line 1"):
+        load_trace(data_path)
+    json_path.write_text("[1, 2]", encoding="utf-8")
+    with pytest.raises(TraceFileError, match=r"^t\.json: not a trace's sidecar \(a JSON list, not an object\)"):
+        load_trace(tmp_path / "t")
+    assert issubclass(TraceFileError, ValueError)
+
+
 @needs_browser
 def test_cli_trace_flag_writes_the_trace_next_to_the_figures(server, tmp_path):
     spec = write_spec(tmp_path / "spec.json", {"views": ["query"], "format": "png", "scale": 1, **SMALL})
