@@ -1143,6 +1143,28 @@ def test_text_a_spreadsheet_would_run_as_a_formula_is_quoted_in_the_csv():
     assert [float(r[1]) for r in rows[1:]] == [-0.5, 1.0, -2.0, 0.25, 3.0]
 
 
+def test_the_same_weight_reads_the_same_from_every_csv_and_equals_the_models_float32_exactly(models):
+    """A researcher's walk: view 3's weights CSV wrote head 0's first weight 0.27644914388656616 and view 4's grid
+    0.27644914, the same float32 written as float64 there and as float32's shortest digits here; read back (pandas,
+    numpy: float64) they differed by ~5e-9, so joining two downloads found them unequal. A float32 column is now
+    written as its exact value, as float64 writes it: every CSV gives the model's own float32 weights, exactly."""
+    from model.analysis import record
+
+    spec = FigureSpec(views=("attention", "heads"), **SMALL)
+
+    def read(view, key, **kw):
+        table = {p.key: p for p in build_view(view, spec, models).panels}[key].table
+        return pd.read_csv(io.BytesIO(vx.table_csv(table)), encoding="utf-8-sig", **kw)
+
+    step = read("attention", "attention-weights", index_col=0).to_numpy()
+    grid = read("heads", "heads-grid", index_col=[0, 1]).loc["head 0"].to_numpy()
+    every = read("heads", "layers-heads", index_col=[0, 1]).loc["layer 0 head 0"].to_numpy()
+    model = record(models.run(spec).trace, "encoder self", 0).weights[0, 0].numpy()  # float32 (T, T)
+    assert model.dtype == np.float32
+    for name, written in (("view 3", step), ("view 4 grid", grid), ("view 4 every layer", every)):
+        assert np.array_equal(written, model.astype(np.float64)), name
+
+
 @pytest.mark.parametrize("sentence", ["你喜欢她们吗", "Your journey starts with one step"])
 def test_every_number_a_figure_draws_in_bars_or_cells_is_in_its_csv(models, sentence):
     """A reviewer's walk: the numbers behind a figure are the ones it draws. View 5's context vector draws each

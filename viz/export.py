@@ -510,13 +510,17 @@ def table_csv(table) -> bytes:
     """A panel's numbers as CSV at full float precision (the CSV is the data), the same bytes as
     the app's CSV button: UTF-8 with a byte-order mark, so spreadsheets read Chinese correctly. Every
     column has a name: an index of bare row numbers (0, 1, ... unnamed) is left out. Text that a spreadsheet
-    would run as a formula starts with a ' (a bad-input walk: a sentence '=HYPERLINK(…)' went out as it was)."""
+    would run as a formula starts with a ' (a bad-input walk: a sentence '=HYPERLINK(…)' went out as it was). A float32
+    column is written as its exact value, as a float64 one is, so that one model number reads the same from every CSV."""
     numbered = isinstance(table.index, pd.RangeIndex) and table.index.name is None
     text = [c for c in table.columns if table[c].dtype == object or pd.api.types.is_string_dtype(table[c])]
-    if text:
+    single = [c for c in table.columns if table[c].dtype == "float32"]
+    if text or single:
         table = table.copy()
         for c in text:
             table[c] = table[c].map(_not_a_formula)
+        for c in single:  # its exact value, as float64 writes it (view 4's float32 weights were 0.27644914 where view
+            table[c] = table[c].astype("float64")  # 3 wrote the same weight 0.27644914388656616: unequal, read back)
     return table.to_csv(lineterminator="\n", index=not numbered).encode("utf-8-sig")
 
 
