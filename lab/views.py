@@ -258,6 +258,14 @@ def pe_reference(span: int, d: int) -> PEReference:
     return PEReference(table, tuple(dims), fine_np, curves, offsets_np, dots, pairs, omegas, error)
 
 
+def _by_position(values: np.ndarray, dims, name: str) -> pd.DataFrame:
+    """PE values (positions, len(dims)) for a CSV: a row per position, a column per dimension named `name` with its
+    number (the rotation's "PE(pos, 8)"); matrix_frame's "row" and "4:dim 32" (its token labels' i: numbering, of
+    nothing here) read as dimension 4 or 432 (a researcher's walk)."""
+    return pd.DataFrame(values, index=pd.RangeIndex(len(values), name="position"),
+                        columns=[name.format(j) for j in dims])
+
+
 ROTATION_MIN = 12  # positions the clock-hand figure draws at least: enough for the slow hands to be seen turning
 
 
@@ -267,12 +275,12 @@ def _sinusoidal_panels(out: ViewResult, d: int, n: int, sentence, th: str) -> No
     ref = pe_reference(span, d)  # depends on (span, d) only: computed once for every sentence that short
     table, dims = ref.table, list(ref.dims)
     out.panels.append(Panel("pe-matrix", f"Sinusoidal PE, positions 0–{span - 1} × {d} dimensions",
-                            viz.pe_heatmap(table, theme=th), lambda: viz.matrix_frame(table)))
+                            viz.pe_heatmap(table, theme=th), lambda: _by_position(table, range(d), "{}")))
     out.panels.append(Panel(
         "pe-curves", "PE(pos, 2i) = sin(pos/10000^(2i/d)), PE(pos, 2i+1) = cos(…): the sentence's positions marked",
         viz.pe_curves(ref.fine, ref.curves, dims=dims, d_model=d,
                       marked_positions=list(range(n)), marked_labels=list(sentence.encoding.pieces), theme=th),
-        lambda: viz.matrix_frame(table[:, dims], col_labels=[f"dim {j}" for j in dims]),
+        lambda: _by_position(table[:, dims], dims, "PE(pos, {})"),
     ))
     turns = table[:max(n, ROTATION_MIN)]  # (positions, d): the sentence's, and at least ROTATION_MIN
     pair_dims = [2 * i + j for i in ref.pairs for j in (0, 1)]  # each pair's sin and cos dimension

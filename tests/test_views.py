@@ -389,6 +389,35 @@ def test_pe_reference_is_the_closed_form_computed_once_and_read_only():
             a[0] = 1.0
 
 
+def test_the_pe_csvs_name_their_rows_by_position_and_their_columns_by_dimension_with_the_closed_form(models):
+    """A researcher's walk: the PE curves' CSV named its columns "0:dim 0, 1:dim 1, 2:dim 2, 3:dim 3, 4:dim 32, 5:dim 62"
+    (a figure's token labels' "i:" numbering, here of nothing: "4:dim 32" read as dimension 4 or 432) and its rows
+    and the PE matrix's "row": they are PE(pos, j) by position, as the rotation's CSV names them."""
+    import io
+
+    import pandas as pd
+
+    from viz.export import table_csv
+
+    p, _ = panels("positional", SPEC, models)
+    d = SPEC.d_model
+    for key in ("pe-curves", "pe-matrix"):
+        table = pd.read_csv(io.BytesIO(table_csv(p[key].table)), encoding="utf-8-sig", index_col=0)
+        assert table.index.name == "position" and list(table.index) == list(range(len(table))), key
+        if key == "pe-curves":
+            assert all(re.fullmatch(r"PE\(pos, \d+\)", c) for c in table.columns), list(table.columns)
+            dims = [int(c[8:-1]) for c in table.columns]
+            assert dims[:4] == [0, 1, 2, 3] and len(dims) == len(set(dims))
+        else:
+            dims = [int(c) for c in table.columns]
+            assert dims == list(range(d))
+        pos = np.arange(len(table))[:, None]
+        i = np.array(dims) // 2
+        angle = pos / 10000 ** (2 * i / d)
+        closed = np.where(np.array(dims) % 2 == 0, np.sin(angle), np.cos(angle))
+        np.testing.assert_allclose(table.to_numpy(), closed, atol=1e-6)
+
+
 def test_positional_view_uses_the_sentence_positions_with_the_shared_reference(models):
     short = dataclasses.replace(SPEC, sentence_a="你喜欢", sentence_b="她")
     longer = dataclasses.replace(SPEC, sentence_a="你喜欢她我有一只猫", sentence_b="她")
