@@ -94,13 +94,14 @@ def decoding_steps(run: Run, spec: FigureSpec) -> None:
     # source tokens in 93 px), so there they are left to the view's whole charts above (a researcher's walk: "slide"
     # and "paper" by name left paper-sans without them)
     sums = theme_spec(spec.theme)["width"] is not None
+    # each chart's own title names the step: a download of it is read away from the slider (a researcher's walk)
     left, right = st.columns(2)
     with left:
         render_panel(Panel(
             f"step{step}-self", f"Step {step}: decoder self-attention",
             viz.decoder_self_attention_heatmap(self_w, target_labels=tgt[:step], step_labels=steps[:step],
                                                mask=sa["allowed"][:step, :step], row_sums=sums,
-                                               title=f"Decoder self-attention, layer {layer} head {head}",
+                                               title=f"Decoder self-attention, layer {layer} head {head}, step {step}",
                                                theme=spec.theme),
             viz.matrix_frame(self_w, steps[:step], tgt[:step])), "translate", spec, row="translate-step")
     with right:
@@ -108,5 +109,6 @@ def decoding_steps(run: Run, spec: FigureSpec) -> None:
             f"step{step}-cross", f"Step {step}: cross-attention",
             viz.cross_attention_heatmap(cross_w, target_labels=tgt[:step], source_labels=src, step_labels=steps[:step],
                                         row_sums=sums,
-                                        title=f"Cross-attention, layer {layer} head {head}", theme=spec.theme),
+                                        title=f"Cross-attention, layer {layer} head {head}, step {step}",
+                                        theme=spec.theme),
             viz.matrix_frame(cross_w, steps[:step], src)), "translate", spec, row="translate-step")
