@@ -186,8 +186,17 @@ def share(spec: FigureSpec) -> None:
         st.code(f"{base}?{urlencode(query)}", language=None)
         if len(spec.sentence_a) > 2000 or len(spec.sentence_b) > 2000:
             st.caption("The link carries the first 2,000 characters of each sentence.")
-        st.caption("Save this spec as SPEC.json and run `python -m lab.export SPEC.json --out figures` to write "
-                   "the figures as SVG, PDF or PNG into the folder figures/.")
+        # the command's own check, imported when the box opens
+        from lab.export import validate_for_export
+
+        try:
+            validate_for_export(spec, cache.models())
+            st.caption("Save this spec as SPEC.json and run `python -m lab.export SPEC.json --out figures` to write "
+                       "the figures as SVG, PDF or PNG into the folder figures/.")
+        except SpecError as exc:  # e.g. view 7 of the random model: the page's hint, a refusal for the command
+            why = md(f"{FIELD_NAMES.get(exc.field, exc.field)}: {exc.message}")
+            st.caption(f"`python -m lab.export` refuses this spec as it is ({why}); the link above still opens this "
+                       "view.")
         st.code(spec.to_json(), language="json")
         with st.container(horizontal=True, gap="small"):
             st.download_button("SPEC.json", data=spec.to_json().encode("utf-8"), file_name="SPEC.json",

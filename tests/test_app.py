@@ -1299,3 +1299,14 @@ def test_impossible_heads_are_named_as_the_sidebar_names_them_and_the_choices_in
     assert "These settings cannot be drawn. heads: d_model 30 does not split into 4 heads" in error
     assert "1, 2, 3, 5, 6, 10, 15 or 30 heads do" in error and "[" not in error and "n_heads" not in error
     assert all(30 % h == 0 for h in (1, 2, 3, 5, 6, 10, 15, 30))
+
+
+def test_the_share_box_says_when_the_export_command_would_refuse_its_spec(make_app):
+    """View 7 of the random model (a hint to choose zh-en): the box said "run python -m lab.export SPEC.json" for a
+    spec the command refuses (a researcher's walk); it says the command's own refusal instead."""
+    at = make_app(view="translate", share=True, **SMALL)
+    clean(at)
+    said = [plain(c.value) for c in at.caption if "python -m lab.export" in plain(c.value)]
+    assert said == ["`python -m lab.export` refuses this spec as it is (views: 'translate' needs model 'zh-en' (the "
+                    "random model does not translate)); the link above still opens this view."], said
+    assert [b.proto.label for b in at.get("download_button")][-1] == "SPEC.json"  # the spec is still the view's
