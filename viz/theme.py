@@ -594,9 +594,30 @@ def apply_theme(fig: Fig | go.Figure, name: str = "default") -> go.Figure:
     """
     t = theme_spec(name)
     finished, fig = (fig if isinstance(fig, GoFigure) else None), as_fig(fig)
+    xs, ys = _style_layout(fig, t, name)
+    width = design_size(name, fig)[0]  # nothing below changes the layout's width
+    _wrap_subplot_titles(fig, t, width, xs)
+    left = _left_of_plot(fig, t, ys)  # the title starts where the plot does; the left margin holds the labels
+    _fit_title(fig, t, width, left, xs)
+    _style_traces(fig, t, name)
+    _set_margins(fig, t, width, left, xs, ys)
+    _unline_thin_bars(fig, width)
+    fit_cell_values(fig.data, fig.layout, name)  # once the margins, and so the cells' sizes, are known
+    if finished is not None:  # a finished go.Figure is restyled in place, as plotly's update_* would
+        out = fig.to_dict()
+        with finished.batch_update():
+            finished.layout = out["layout"]
+            finished.data = []
+            finished.add_traces(out["data"])
+        return finished
+    return fig.to_go()
+
+
+def _style_layout(fig: Fig, t: dict, name: str) -> tuple[list[Node], list[Node]]:
+    """The theme's fonts and colours on the layout, every axis, the subplot titles and the colour axes' bars;
+    returns the figure's (x axes, y axes), which every later step of apply_theme reads."""
     layout, axis, legend_below, colorbar = _patches(name)
     layout.apply(fig.layout)
-    # The axes, found once here for every step below (each used to scan the layout's keys again).
     xs, ys = fig._axes("x", None, None), fig._axes("y", None, None)
     for ax in xs + ys:
         axis.apply(ax)
@@ -604,18 +625,21 @@ def apply_theme(fig: Fig | go.Figure, name: str = "default") -> go.Figure:
             ax.ticks = ""
     if legend_below is not None:
         legend_below.apply(fig.layout)
-    # Subplot titles are annotations: give them the theme's font too, wrapped to their panel.
+    # Subplot titles are annotations: give them the theme's font too (wrapped to their panel later).
     for ann in fig.layout.get("annotations") or ():
         if ann.get("name") != "notes":
             ann.font = dict(family=t["font_family"], size=t["font_size"],
                             color=(ann.get("font") or {}).get("color") or t["font_color"])
-    width = design_size(name, fig)[0]  # nothing below changes the layout's width
-    _wrap_subplot_titles(fig, t, width, xs)
     for key in fig.layout:
         if key.startswith("coloraxis"):
             colorbar.apply(fig.layout[key].child("colorbar"))
-    left = _left_of_plot(fig, t, ys)  # the title starts where the plot does; the left margin holds the labels
-    _fit_title(fig, t, width, left, xs)
+    return xs, ys
+
+
+def _style_traces(fig: Fig, t: dict, name: str) -> None:
+    """Each trace in the theme's shades, by what it draws (meta "role"): palette colours, lines, masked and
+    NaN cells, cell values, heatmaps' colour bars."""
+    colorbar = _patches(name)[3]
     for trace in fig.data:
         role = _role(trace)
         for part in ("line", "marker"):  # a palette colour: the theme's shade of it
@@ -640,17 +664,6 @@ def apply_theme(fig: Fig | go.Figure, name: str = "default") -> go.Figure:
             trace.child("textfont").update(color=t[role], family=t["font_family"], size=cell_type_px(name))
         if trace.get("type") == "heatmap" and trace.get("texttemplate"):
             trace.child("textfont").update(size=cell_type_px(name), family=t["font_family"])
-    _set_margins(fig, t, width, left, xs, ys)
-    _unline_thin_bars(fig, width)
-    fit_cell_values(fig.data, fig.layout, name)  # once the margins, and so the cells' sizes, are known
-    if finished is not None:  # a finished go.Figure is restyled in place, as plotly's update_* would
-        out = fig.to_dict()
-        with finished.batch_update():
-            finished.layout = out["layout"]
-            finished.data = []
-            finished.add_traces(out["data"])
-        return finished
-    return fig.to_go()
 
 
 PLOT_FRACTION = 0.75  # of the figure's width the plot area gets (the rest: labels, colour bar)
