@@ -916,7 +916,25 @@ def _fit_title(fig: Fig, t: dict, width: float, left: float, xs: list[Node]) -> 
     notes = "<br>".join(soft_wrap(x, room, notes_px) for x in lines)
     title_lines = _lines(first) if first else 0
     note_lines = _lines(notes) if lines else 0
-    # make_subplots puts subplot titles at the top edge of the plot area: notes go above them.
+    lift = _above_plot(fig, t, xs)
+    font = dict(family=t["font_family"], size=notes_px, color=t["font_color"])
+    if old:
+        old[0].update(text=notes, yshift=6 + lift, font=font)
+    elif lines:
+        fig.add_annotation(name="notes", text=notes, xref="paper", x=0, xanchor="left", yref="paper", y=1,
+                           yanchor="bottom", yshift=6 + lift, showarrow=False, align="left", font=font)
+    height = 12 + note_lines * 1.3 * notes_px
+    if title_lines:
+        height += 1.4 * t["title_size"] + 1.3 * t["title_size"] * (title_lines - 1)
+    title = fig.layout.child("title")  # plain property names: set directly, as update_layout would
+    dict.update(title, text=first, x=0, xref="paper", xanchor="left", y=1, yref="container", yanchor="top")
+    title.child("pad")["t"] = 12 + (round(0.7 * t["title_size"]) if title_lines > 1 else 0)
+    fig.layout.child("margin")["t"] = int(height) + 10 + lift
+
+
+def _above_plot(fig: Fig, t: dict, xs: list[Node]) -> int:
+    """px between the plot area's top and the notes over it: the top row's subplot titles (make_subplots puts them
+    on the plot area's top edge, so the notes go above them) and the tick labels of an x axis on top."""
     top = [
         a
         for a in fig.layout.get("annotations") or ()
@@ -930,35 +948,7 @@ def _fit_title(fig: Fig, t: dict, width: float, left: float, xs: list[Node]) -> 
     if top:
         size = max(((a.get("font") or {}).get("size") or t["font_size"]) for a in top)
         lift = int((0.3 + 1.3 * max(_lines(a.get("text")) for a in top)) * size)
-    lift += _top_axis_height(t, xs)
-    if old:
-        old[0].update(
-            text=notes,
-            yshift=6 + lift,
-            font=dict(family=t["font_family"], size=notes_px, color=t["font_color"]),
-        )
-    elif lines:
-        fig.add_annotation(
-            name="notes",
-            text=notes,
-            xref="paper",
-            x=0,
-            xanchor="left",
-            yref="paper",
-            y=1,
-            yanchor="bottom",
-            yshift=6 + lift,
-            showarrow=False,
-            align="left",
-            font=dict(family=t["font_family"], size=notes_px, color=t["font_color"]),
-        )
-    height = 12 + note_lines * 1.3 * notes_px
-    if title_lines:
-        height += 1.4 * t["title_size"] + 1.3 * t["title_size"] * (title_lines - 1)
-    title = fig.layout.child("title")  # plain property names: set directly, as update_layout would
-    dict.update(title, text=first, x=0, xref="paper", xanchor="left", y=1, yref="container", yanchor="top")
-    title.child("pad")["t"] = 12 + (round(0.7 * t["title_size"]) if title_lines > 1 else 0)
-    fig.layout.child("margin")["t"] = int(height) + 10 + lift
+    return lift + _top_axis_height(t, xs)
 
 
 _FILENAME_BAD = re.compile(r"[^\w.-]+")
