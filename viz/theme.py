@@ -341,7 +341,7 @@ def cell_text_colors(z, zmin: float, zmax: float, colorscale) -> np.ndarray:
     painted (its colour scale interpolated in RGB, as plotly.js does). plotly.js's own choice, #444 or
     white by the colour's brightness, put #444 on mid-tone cells (Cividis's olive: 2.7:1); the better of
     black and white gives every cell at least 4.5:1 (WCAG AA)."""
-    z = _numbers(z)
+    z = _floats(z)
     at = (z - zmin) / ((zmax - zmin) or 1.0)
     at = np.clip(np.where(np.isnan(at), 0.0, at), 0.0, 1.0)  # a NaN as zmin
     key = colorscale if isinstance(colorscale, str) else tuple((float(s), str(c)) for s, c in colorscale)
@@ -368,7 +368,7 @@ def _scale_rgb(colorscale: str | tuple[tuple[float, str], ...]) -> tuple[np.ndar
     return stops, rgb
 
 
-def _numbers(value) -> np.ndarray:
+def _floats(value) -> np.ndarray:
     """A trace's array as floats: nested lists, a numpy array, or a plotly.js typed array ({"dtype",
     "bdata", "shape"}, as a finished go.Figure holds float32 data)."""
     if isinstance(value, dict) and "bdata" in value:
