@@ -799,19 +799,13 @@ def _legend_px(fig: Fig, t: dict, width: float, horizontal: bool | None = None) 
     return max(items + [text_width(title, size) + 10]) + 18, 0.0
 
 
-def _colorbars_px(fig: Fig, t: dict) -> list[float]:
-    """The width of each colour bar beside the plot (one per colour axis or heatmap)."""
+def _colorbar_beside_px(fig: Fig, t: dict) -> float:
+    """The width the colour bars beside the plot take (one per colour axis or heatmap: the widest), 0 for none."""
     bars = [_colorbar_px(v.get("colorbar"), v.get("cmin"), v.get("cmax"), t)
             for k, v in fig.layout.items() if k.startswith("coloraxis") and v.get("showscale") is not False]
     bars += [_colorbar_px(tr.get("colorbar"), tr.get("zmin"), tr.get("zmax"), t) for tr in fig.data
              if tr.get("type") == "heatmap" and not tr.get("coloraxis") and tr.get("showscale") is not False]
-    return bars
-
-
-def _right_of_plot(t: dict, ys: list[Node], legend: tuple[float, float], bars: list[float]) -> float:
-    """Estimated px right of the plot area: colour bars (`bars`: _colorbars_px, none where laid under the plot) and
-    the tick labels of right-hand y axes (row sums)."""
-    return max(bars, default=0.0) + _right_axes_px(t, ys) + legend[0]
+    return max(bars, default=0.0)
 
 
 def _right_axes_px(t: dict, ys: list[Node]) -> float:
@@ -821,7 +815,7 @@ def _right_axes_px(t: dict, ys: list[Node]) -> float:
     return max(axes, default=0.0)
 
 
-def _below_plot(fig: Fig, t: dict, width: float, xs: list[Node], legend: tuple[float, float]) -> float:
+def _below_plot(fig: Fig, t: dict, width: float, xs: list[Node]) -> float:
     """Estimated px under the plot area: x tick labels of the bottom row (turned 90° when they do
     not fit side by side, as Plotly turns them) and the x axis title."""
     f = t["font_size"]
@@ -843,7 +837,7 @@ def _below_plot(fig: Fig, t: dict, width: float, xs: list[Node], legend: tuple[f
         if (ax.get("title") or {}).get("text"):
             px += 1.5 * f + 6
         below = max(below, px)
-    return below + legend[1]
+    return below
 
 
 THIN_BAR_PX = 4.0  # a bar drawn narrower than this keeps no outline
@@ -882,21 +876,23 @@ def _set_margins(fig: Fig, t: dict, width: float, left: float, xs: list[Node], y
     (about half of a figure's drawing time).
     """
     edge = edge_px(t["font_size"])
-    legend = _legend_px(fig, t, width)  # (right, below): measured once for both sides
+    legend_r, legend_b = _legend_px(fig, t, width)  # beside the plot or under it
+    bar = _colorbar_beside_px(fig, t)
+    axes_r = _right_axes_px(t, ys)
     m = fig.layout.child("margin")
     m["l"] = round(edge + left + 6)
-    bars = _colorbars_px(fig, t)  # measured once, for both right margins
-    m["r"] = round(edge + _right_of_plot(t, ys, legend, bars))
-    m["b"] = round(edge + _below_plot(fig, t, width, xs, legend))
-    if legend[0] and not t["width"]:  # a legend beside the plot, in a theme that follows the page's width
-        below = _legend_px(fig, t, NARROW_WIDTH, horizontal=True)
-        fig.layout.child("meta")[NARROW_LEGEND] = {  # the chart script's margins for it under the plot
-            "r": round(edge + _right_of_plot(t, ys, (0.0, 0.0), bars)),
-            "b": round(edge + _below_plot(fig, t, NARROW_WIDTH, xs, below)),
+    m["r"] = round(edge + bar + axes_r + legend_r)
+    m["b"] = round(edge + _below_plot(fig, t, width, xs) + legend_b)
+    # In a theme that follows the page's width, the chart script (ui/chart.py) puts a legend or a colour bar that
+    # stands beside the plot under it when the chart is drawn narrow: the margins it takes then (layout.meta).
+    if legend_r and not t["width"]:
+        under = _legend_px(fig, t, NARROW_WIDTH, horizontal=True)[1]
+        fig.layout.child("meta")[NARROW_LEGEND] = {
+            "r": round(edge + bar + axes_r),
+            "b": round(edge + _below_plot(fig, t, NARROW_WIDTH, xs) + under),
         }
-    elif not t["width"] and bars:  # a colour bar beside the plot, in a theme that follows the page
-        # the chart script's right margin with it under the plot (it measures what goes under the plot itself)
-        fig.layout.child("meta")[NARROW_COLORBAR] = {"r": round(edge + _right_of_plot(t, ys, legend, []))}
+    elif bar and not t["width"]:  # the chart script measures the room under the plot for a colour bar itself
+        fig.layout.child("meta")[NARROW_COLORBAR] = {"r": round(edge + axes_r + legend_r)}
 
 
 def _fit_title(fig: Fig, t: dict, width: float, left: float, xs: list[Node]) -> None:
