@@ -418,8 +418,7 @@ class Figure(GoFigure):
         object.__setattr__(self, "_fast_dict", fig_dict)
 
     def _built(self) -> bool:
-        self.__dict__.pop("_fast_sent", None)
-        self.__dict__.pop("_fast_json", None)
+        _drop_payload(self)
         pending = self.__dict__.pop("_fast_dict", None)
         if pending is None:
             return False
@@ -455,10 +454,22 @@ class Figure(GoFigure):
         return Figure, (self.to_dict(),)
 
 
+def _pending(fig) -> dict | None:
+    """A lean Figure's own {"data", "layout"} dict while its plotly tree is not built; None for any other figure."""
+    return fig.__dict__.get("_fast_dict") if isinstance(fig, Figure) else None
+
+
+def _drop_payload(fig: Figure) -> None:
+    """Forget what a lean Figure kept from its dict (to_dict's typed arrays, payload_json's text): the dict is about
+    to change, or the plotly tree to be built from it."""
+    fig.__dict__.pop("_fast_sent", None)
+    fig.__dict__.pop("_fast_json", None)
+
+
 def layout_value(fig: go.Figure | dict, name: str):
     """fig.layout[name] without building a lean Figure's plotly tree: reading fig.layout would build it
     (~1 ms) and drop its kept payload, on a figure the view cache shares with every session."""
-    pending = fig.__dict__.get("_fast_dict") if isinstance(fig, Figure) else None
+    pending = _pending(fig)
     if pending is not None:
         return pending["layout"].get(name)
     if isinstance(fig, dict):
@@ -480,10 +491,9 @@ def set_margin(fig: go.Figure, **sides: float) -> None:
 def editable(fig: go.Figure) -> dict | None:
     """A lean Figure's own {"data", "layout"} dict, to change in place without building its tree (any
     payload kept from before the change is dropped); None for any other figure."""
-    pending = fig.__dict__.get("_fast_dict") if isinstance(fig, Figure) else None
+    pending = _pending(fig)
     if pending is not None:
-        fig.__dict__.pop("_fast_sent", None)
-        fig.__dict__.pop("_fast_json", None)
+        _drop_payload(fig)
     return pending
 
 
@@ -492,7 +502,7 @@ def payload_json(fig: go.Figure) -> str:
     makes it once and keeps it (no longer its typed-array copy, which only fed it), so a figure
     drawn again (the app's server-wide view cache: a class on one sentence) costs no
     serialisation. Reading the figure as a go.Figure (fig.layout, ...) drops what was kept."""
-    if not isinstance(fig, Figure) or "_fast_dict" not in fig.__dict__:
+    if _pending(fig) is None:
         return pio.to_json(fig, validate=False)
     text = fig.__dict__.get("_fast_json")
     if text is None:
@@ -505,7 +515,7 @@ def payload_json(fig: go.Figure) -> str:
 def kept_bytes(fig: go.Figure) -> int:
     """About what a built figure keeps in memory: its numpy arrays, its payload, and the tree of
     dicts, lists and strings around them, counted as the payload's size once more."""
-    pending = fig.__dict__.get("_fast_dict") if isinstance(fig, Figure) else None
+    pending = _pending(fig)
     text = payload_json(fig)
     arrays = sum(a.nbytes for a in _arrays(pending)) if pending is not None else 0
     return arrays + 2 * len(text)
