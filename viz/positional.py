@@ -336,8 +336,6 @@ def embedding_pe_figure(
 
 
 ROTATION_POINTS = 24  # positions drawn on each circle: beyond, the hands wrap around too often to follow
-
-
 ROTATION_HEIGHT = 420
 ROTATION_SPAN = 2.8  # units across a panel's narrower side (x: -1.4 … 1.4)
 LABEL_RADIUS = 1.15  # units from the centre to a number (outside the unit circle)
@@ -398,8 +396,6 @@ def pe_rotation(
     n = min(p.shape[0], ROTATION_POINTS)
     text = _position_text(p.shape[0], labels)[:n]
     t = theme_spec(theme)
-    # a number is written where it keeps clear of the numbers before it (spaced): the axes span ROTATION_SPAN
-    # units in a square panel of the theme's size, unit_px px a unit
     notes = ["position 0 is the larger dot, at the top (sin 0 = 0, cos 0 = 1)"]
     if error is not None:
         angle = "ωᵢ" if offset == 1 else f"ωᵢ{DOT}{offset}"
@@ -409,33 +405,37 @@ def pe_rotation(
         notes.append(f"the first {n} of {p.shape[0]} positions")
     pw, ph = panel_px(theme, cols=len(pairs), height=ROTATION_HEIGHT)
     ph -= 1.3 * t["font_size"] * (len(notes) + 1)  # the note lines and the panels' titles above them
+    # a position's number is written where it keeps clear of the numbers before it (spaced): the axes span
+    # ROTATION_SPAN units in a square panel of the theme's size, unit_px px a unit
     unit_px = min(pw, ph) / ROTATION_SPAN
     circle = np.linspace(0.0, 2 * math.pi, 181)
-    # between panels: a number beside the circle before, then the y title and tick labels (~5.5 font sizes), as a fraction of the narrowest
-    # width the figure is drawn at (its theme's own size; the page's themes NARROW_WIDTH, a phone: shrunk below)
+    # between panels: a number beside the circle before, then the y title and tick labels (~5.5 font sizes), as a
+    # fraction of the narrowest width the figure is drawn at (its theme's own size; the page's themes NARROW_WIDTH,
+    # a phone: shrunk below)
     fig = subplots(
         rows=1,
         cols=len(pairs),
         horizontal_spacing=5.5 * t["font_size"] / (t["width"] or NARROW_WIDTH),
         subplot_titles=[f"ω = {math.degrees(w):.3g}°" for w in omegas],  # the axis titles name the dims
     )
-    for c, i in enumerate(pairs, start=1):
+    for c, (i, omega) in enumerate(zip(pairs, omegas, strict=True), start=1):
+        sin, cos = p[:n, 2 * i], p[:n, 2 * i + 1]  # PE(pos, 2i), PE(pos, 2i+1)
+        # position numbers, each only where it keeps clear of those before it on its circle (see unit_px)
+        numbers = [s.split(":", 1)[0] if keep else ""
+                   for s, keep in zip(text, spaced(omega * np.arange(n), unit_px, t["font_size"]), strict=True)]
         fig.add_trace(vf.scatter(x=np.sin(circle), y=np.cos(circle), mode="lines", hoverinfo="skip",
                                  showlegend=False, line=dict(color=t["grid_color"] if t["grid"] else "#d0d0d0",
                                                              width=1), meta={"role": "circle"}),
                       row=1, col=c)
         fig.add_trace(vf.scatter(
-            x=p[:n, 2 * i].astype(np.float32), y=p[:n, 2 * i + 1].astype(np.float32),
+            x=sin.astype(np.float32), y=cos.astype(np.float32),
             mode="lines+markers+text" if n <= 12 else "lines+markers",
-            # position numbers, each only where it keeps clear of those before it on its circle (see unit_px)
-            text=[s.split(":", 1)[0] if keep else ""
-                  for s, keep in zip(text, spaced(omegas[c - 1] * np.arange(n), unit_px, t["font_size"]),
-                                     strict=True)],
-            textposition=_outward(p[:n, 2 * i], p[:n, 2 * i + 1]), cliponaxis=False,
+            text=numbers,
+            textposition=_outward(sin, cos), cliponaxis=False,
             customdata=text, showlegend=False,
             line=dict(color=QUALITATIVE[c % len(QUALITATIVE)], width=t["line_width"] * 0.6),
             marker=dict(size=np.where(np.arange(n) == 0, 1.6, 1.0).astype(np.float32) * 0.55 * t["font_size"]),
-            hovertemplate=f"position %{{customdata}}, ω = {omegas[c - 1]:.4g} rad"
+            hovertemplate=f"position %{{customdata}}, ω = {omega:.4g} rad"
                           f"<br>PE(pos, {2 * i}) = sin = %{{x:.4f}}"
                           f"<br>PE(pos, {2 * i + 1}) = cos = %{{y:.4f}}<extra></extra>",
             meta={"role": "positions", "pair": int(i)},
