@@ -93,7 +93,6 @@ def pe_curves(
     d = table.shape[1] if d_model is None else d_model
     if d_model is not None and table.shape[1] != len(dims):
         raise ValueError(f"pe must hold the {len(dims)} dims columns, got {table.shape[1]}")
-    column = {j: (j if d_model is None else n) for n, j in enumerate(dims)}
     for j in dims:
         if not 0 <= j < d:
             raise ValueError(f"dimension {j} is outside 0..{d - 1}")
@@ -111,19 +110,19 @@ def pe_curves(
     dense = gap_px < 6  # small dots without outline, no dotted lines
     fig = Fig()
     for n, j in enumerate(dims):
-        i = j // 2
-        period = 2 * math.pi * 10000 ** (2 * i / d)
+        curve = table[:, j if d_model is None else n]  # PE(positions, j)
+        sine = j % 2 == 0
+        period = 2 * math.pi * 10000 ** (2 * (j // 2) / d)
         # Short names: a horizontal legend fits two per row one paper column wide.
         length = f"{period:.3g}" if period < 100 else f"{period:.0f}"
-        name = f"dim {j} {'sin' if j % 2 == 0 else 'cos'}, period {length}"
+        name = f"dim {j} {'sin' if sine else 'cos'}, period {length}"
         color = QUALITATIVE[n % len(QUALITATIVE)]
         # sin solid with round marks, cos dashed with diamonds: told apart without the colours (which a
         # colour-blind student may not: #009E73 and #CC79A7, dims 2 and 3, grey alike under deuteranopia)
-        sine = j % 2 == 0
         fig.add_trace(
             vf.scatter(
                 x=pos.astype(np.float32),
-                y=table[:, column[j]].astype(np.float32),
+                y=curve.astype(np.float32),
                 mode="lines",
                 name=name,
                 line=dict(color=color, dash="solid" if sine else "dash"),
@@ -136,7 +135,7 @@ def pe_curves(
             fig.add_trace(
                 vf.scatter(
                     x=marks,
-                    y=np.interp(marks, pos, table[:, column[j]]),
+                    y=np.interp(marks, pos, curve),
                     mode="markers",
                     marker=dict(color=color, size=4 if dense else 9, symbol="circle" if sine else "diamond",
                                 line=dict(width=0 if dense else 1, color="#000")),
@@ -151,9 +150,8 @@ def pe_curves(
     notes = []
     if marks.size:
         if not dense and marks.size <= 64:  # a dotted guide at each token: one path, under the curves
-            n_marks = marks.size
-            guide_x = np.column_stack([marks, marks, np.full(n_marks, np.nan)]).ravel()  # p, p, gap, ...
-            guide_y = np.tile([-1.1, 1.1, np.nan], n_marks)
+            guide_x = np.column_stack([marks, marks, np.full(marks.size, np.nan)]).ravel()  # p, p, gap, ...
+            guide_y = np.tile([-1.1, 1.1, np.nan], marks.size)
             fig.data.insert(0, vf.scatter(x=guide_x, y=guide_y, mode="lines", hoverinfo="skip", showlegend=False,
                                           line=dict(color=t["axis_line_color"], width=0.6, dash="dot"),
                                           meta={"role": "guides"}))
