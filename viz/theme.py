@@ -433,7 +433,8 @@ def fit_cell_values(data, layout, theme: str) -> None:
     changed in place."""
     t = theme_spec(theme)
     size = cell_type_px(theme)
-    width, height = (layout.get("width") or t["width"] or APP_WIDTH), (layout.get("height") or t["height"] or APP_HEIGHT)
+    width = layout.get("width") or t["width"] or APP_WIDTH
+    height = layout.get("height") or t["height"] or APP_HEIGHT
     for trace in data:
         made = (trace.get("meta") or {}).get("format")  # set where the figure was made with values in its cells
         if trace.get("type") != "heatmap" or _role(trace) != "values" or not made:
@@ -445,9 +446,10 @@ def fit_cell_values(data, layout, theme: str) -> None:
             plain = [[cell_text(x)[0] for x in row] for row in trace["text"]]
             tries, shape = [(None, plain)], (len(plain), len(plain[0]) if plain else 0)
         else:
-            shorter = made if trace["meta"].get("kind") != "weights" else None  # "0.0" for a weight hides too much
-            # down to one decimal, not whole numbers ("−17" and "0" would hide a score of −0.4)
-            fewer = f".{int(shorter[1:-1]) - 1}f" if shorter and re.fullmatch(r"\.[2-9]f", shorter) else None
+            # the format it was made with, else one decimal fewer, down to one, not whole numbers ("−17" and "0"
+            # would hide a score of −0.4); not for weights ("0.0" for a weight hides too much)
+            fewer = (f".{int(made[1:-1]) - 1}f" if trace["meta"].get("kind") != "weights"
+                     and re.fullmatch(r"\.[2-9]f", made) else None)
             tries, shape = [(fmt, None) for fmt in (made, fewer) if fmt], np.shape(z)[:2]
         w, h = _cell_px(trace, layout, width, height, shape)
         # The texts the trace holds, coloured, and their widest (meta "shown": format, ems), from an earlier pass:
