@@ -459,26 +459,21 @@ def fit_cell_values(data, layout, theme: str) -> None:
         shown = trace["meta"].get("shown") if trace.get("text") else None
         for fmt, texts in tries:
             if fmt is not None and shown and shown[0] == fmt:
-                widest = shown[1]  # the trace holds them, coloured
+                widest_em = shown[1]  # the trace holds them, coloured
             else:
                 texts = texts if texts is not None else cell_texts(z, fmt)
-                widest = _widest_em(texts)
-            if _texts_fit(widest, w, h, size):
+                widest_em = max((_ems(x) for row in texts for x in row if x), default=0.0)
+            if _texts_fit(widest_em, w, h, size):
                 trace["texttemplate"] = "%{text}"
                 if texts is not None:
                     _contrast_cell_texts(trace, layout, texts)
                     if fmt is not None:  # its own meta (a copy's is shared)
-                        trace["meta"] = {**trace["meta"], "shown": [fmt, widest]}
+                        trace["meta"] = {**trace["meta"], "shown": [fmt, widest_em]}
                 break
         else:
             trace.pop("text", None)
             trace.pop("texttemplate", None)
             trace["meta"] = {k: v for k, v in trace["meta"].items() if k != "shown"}
-
-
-def _widest_em(texts) -> float:
-    """The widest of `texts` in ems of its type."""
-    return max((_ems(x) for row in texts for x in row if x), default=0.0)
 
 
 def _texts_fit(widest_em: float, w: float, h: float, size: float) -> bool:
