@@ -101,10 +101,10 @@ class Patch:
         for key, value in self.lists.items():
             target[key] = [_copy(v) for v in value]
         for key, sub in self.children.items():
-            node = target.get(key)
-            if type(node) is not Node:
-                node = target[key] = _titled(key, node)
-            sub.apply(node)
+            child = target.get(key)
+            if type(child) is not Node:
+                child = target[key] = _titled(key, child)
+            sub.apply(child)
         return target
 
 

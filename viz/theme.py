@@ -852,10 +852,10 @@ def _unline_thin_bars(fig: Fig, width: float) -> None:
     side_by_side = fig.layout.get("barmode") == "group"
     for traces in by_axis.values():
         try:
-            xs = np.concatenate([np.asarray(t["x"], dtype=np.float64).ravel() for t in traces])
-            slots = float(xs.max() - xs.min()) + 1.0 if xs.size else 1.0
+            x = np.concatenate([np.asarray(tr["x"], dtype=np.float64).ravel() for tr in traces])
+            slots = float(x.max() - x.min()) + 1.0 if x.size else 1.0
         except (TypeError, ValueError):  # categories: one slot each
-            slots = float(max(len(t["x"]) for t in traces))
+            slots = float(max(len(tr["x"]) for tr in traces))
         bar_px = (_x_span_px(traces[0], fig.layout, width) / max(slots, 1.0) * 0.8  # bargap 0.2
                   / (len(traces) if side_by_side else 1))
         if bar_px < THIN_BAR_PX:
