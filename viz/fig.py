@@ -232,6 +232,7 @@ class Fig:
 
     # -- subplots ---------------------------------------------------------------------------
     def _index(self, row: int | None, col: int | None) -> int:
+        """The subplot number (1, 2, ..., row-major: the "2" of xaxis2) at row, col."""
         if row is None and col is None:
             return 1
         rows, cols = self._grid or (1, 1)
@@ -240,7 +241,9 @@ class Fig:
             raise ValueError(f"row {r}, col {c} is outside the {rows}x{cols} subplot grid")
         return (r - 1) * cols + c
 
-    def _axes(self, letter: str, row: int | None, col: int | None) -> list[Node]:
+    def _axes(self, letter: str, row: int | None = None, col: int | None = None) -> list[Node]:
+        """The `letter` ("x" or "y") axes that row and col pick, as update_xaxes picks them: one subplot's, a row's,
+        a column's; neither given, every such axis of the layout (the first one, created empty, where there is none)."""
         if row is not None or col is not None:
             if self._grid is None:
                 raise ValueError("row/col need a figure made by subplots()")

@@ -615,7 +615,7 @@ def _style_layout(fig: Fig, t: dict, name: str) -> tuple[list[Node], list[Node]]
     returns the figure's (x axes, y axes), which every later step of apply_theme reads."""
     layout, axis, legend_below, colorbar = _patches(name)
     layout.apply(fig.layout)
-    xs, ys = fig._axes("x", None, None), fig._axes("y", None, None)
+    xs, ys = fig._axes("x"), fig._axes("y")
     for ax in xs + ys:
         axis.apply(ax)
         if ax.get("showticklabels") is False:  # an axis without labels (inner small multiples) needs no tick marks
