@@ -524,27 +524,23 @@ def kept_bytes(fig: go.Figure) -> int:
     return arrays + 2 * len(text)
 
 
+_SUBPLOT_CACHE: dict[str, Node] = {}  # make_subplots' layouts, by their arguments (at most ~512)
+
+
 def subplots(rows: int = 1, cols: int = 1, **kwargs) -> Fig:
-    """make_subplots(rows, cols, **kwargs)'s layout (axis domains, anchors, subplot titles)."""
-    key = repr((rows, cols, sorted(kwargs.items())))
-    return Fig(layout=_copy(_subplot_layout(key, rows, cols, kwargs)), grid=(rows, cols))
-
-
-_SUBPLOT_CACHE: dict[str, Node] = {}
-
-
-def _subplot_layout(key: str, rows: int, cols: int, kwargs: dict) -> Node:
-    got = _SUBPLOT_CACHE.get(key)
-    if got is None:
+    """make_subplots(rows, cols, **kwargs)'s layout (axis domains, anchors, subplot titles); plotly makes each
+    one once, each figure gets a copy."""
+    key = repr((rows, cols, sorted(kwargs.items())))  # kwargs hold lists (subplot_titles): no hashable key
+    layout = _SUBPLOT_CACHE.get(key)
+    if layout is None:
         from plotly.subplots import make_subplots
 
-        got = make_subplots(rows=rows, cols=cols, **kwargs).layout.to_plotly_json()
-        got.pop("template", None)
-        got = _node(copy.deepcopy(got))
+        made = make_subplots(rows=rows, cols=cols, **kwargs).layout.to_plotly_json()
+        made.pop("template", None)
         if len(_SUBPLOT_CACHE) > 512:
             _SUBPLOT_CACHE.clear()
-        _SUBPLOT_CACHE[key] = got
-    return got
+        layout = _SUBPLOT_CACHE[key] = _node(copy.deepcopy(made))
+    return Fig(layout=_copy(layout), grid=(rows, cols))
 
 
 @cache
