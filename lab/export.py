@@ -39,6 +39,12 @@ class Planned:
     data: bytes
 
 
+def _numbered(count: int, what: str) -> str:
+    """How many of `what` there are and their numbers, from 0: "2 layers (0..1)", "1 layer (layer 0)" (the share box
+    said "which has 1 layers (0..0)" of a one-layer model)."""
+    return f"{count} {what}s (0..{count - 1})" if count != 1 else f"1 {what} ({what} 0)"
+
+
 def validate_for_export(spec, models) -> None:
     """Settings the spec accepts but this spec's model cannot draw: raise SpecError naming the field.
 
@@ -61,7 +67,7 @@ def validate_for_export(spec, models) -> None:
         for name, value, count in (("layer", spec.layer, config.n_layers), ("head", spec.head, config.n_heads)):
             if value >= count:
                 raise SpecError(name, f"{name} {value} does not exist: view 'order' compares the encoder's "
-                                      f"self-attention, which has {count} {name}s (0..{count - 1})")
+                                      f"self-attention, which has {_numbered(count, name)}")
     attention_views = {"attention", "heads", "query", "translate"} & set(spec.views)
     if not attention_views:
         return
@@ -69,7 +75,7 @@ def validate_for_export(spec, models) -> None:
     n_layers = config.n_layers if spec.block == "encoder self" else config.decoder_layers
     if spec.layer >= n_layers:
         raise SpecError("layer", f"layer {spec.layer} does not exist: the {spec.block} stack has "
-                                 f"{n_layers} layers (0..{n_layers - 1})")
+                                 f"{_numbered(n_layers, 'layer')}")
     # a head where a view draws one, the heads where view 4 draws them (as the app's controls check them: view 4 keeps
     # the head chosen in view 3 as it is, and its SPEC.json was refused for a head 3 of 2 that it does not draw)
     checked = (("head", [spec.head] if attention_views - {"heads"} else []),
@@ -77,8 +83,7 @@ def validate_for_export(spec, models) -> None:
     for name, values in checked:
         bad = [h for h in values if h >= config.n_heads]
         if bad:
-            raise SpecError(name, f"head {bad[0]} does not exist: the model has {config.n_heads} "
-                                  f"heads (0..{config.n_heads - 1})")
+            raise SpecError(name, f"head {bad[0]} does not exist: the model has {_numbered(config.n_heads, 'head')}")
     text = spec.sentence_a if spec.sentence == "a" else spec.sentence_b
     if not text.strip():
         raise SpecError("sentence", f"sentence {spec.sentence!r} is empty")
@@ -88,7 +93,7 @@ def validate_for_export(spec, models) -> None:
         n_queries = len(run.tgt_pieces(row) if spec.block != "encoder self" else run.src_pieces(row))
         if spec.query >= n_queries:
             raise SpecError("query", f"query {spec.query} does not exist: the {spec.block} block "
-                                     f"has {n_queries} query tokens (0..{n_queries - 1})")
+                                     f"has {_numbered(n_queries, 'query token')}")
 
 
 def build_spec(spec, models) -> list[tuple[str, ViewResult]]:

@@ -506,6 +506,26 @@ def test_a_spec_is_refused_only_for_a_head_its_views_draw(models):
         lx.build_spec(FigureSpec(views=("heads",), heads=(0, 5), **SMALL), models)
 
 
+def test_a_refusal_counts_layers_and_heads_in_words_that_agree(models):
+    """A words walk: the share box said "`python -m lab.export` refuses this spec as it is (layer: layer 1 does not
+    exist: view 'order' compares the encoder's self-attention, which has 1 layers (0..0))" of a one-layer model. One
+    layer, head or query token is said in the singular with its number; more, in the plural with their range."""
+    one = dict(d_model=16, n_heads=1, n_layers=1, d_ff=32)
+    for spec, said in (
+        (FigureSpec(views=("order",), layer=1, **one), "layer: layer 1 does not exist: view 'order' compares the "
+                                                       "encoder's self-attention, which has 1 layer (layer 0)"),
+        (FigureSpec(views=("order",), head=1, **one), "which has 1 head (head 0)"),
+        (FigureSpec(views=("attention",), layer=1, **one), "the encoder self stack has 1 layer (layer 0)"),
+        (FigureSpec(views=("attention",), head=1, **one), "the model has 1 head (head 0)"),
+        (FigureSpec(views=("query",), sentence_a="x", sentence_b="y", query=1, **one), "the encoder self block has 1 query token "
+                                                                        "(query token 0)"),
+        (FigureSpec(views=("attention",), layer=2, **SMALL), "the encoder self stack has 2 layers (0..1)"),
+    ):
+        with pytest.raises(SpecError) as refused:
+            lx.validate_for_export(spec, models)
+        assert said in f"{refused.value.field}: {refused.value.message}"
+
+
 def test_cli_in_a_real_process_prints_one_line_and_help_works(tmp_path):
     spec = write_spec(tmp_path / "spec.json", {"layer": 1.5})
     proc = subprocess.run([sys.executable, "-m", "lab.export", str(spec), "--out", str(tmp_path / "o")],
