@@ -452,6 +452,13 @@ def test_a_links_heads_the_model_lacks_are_dropped_with_a_note_as_layer_and_head
     assert not at.warning
 
 
+def test_a_links_heads_a_one_head_model_lacks_are_said_of_one_head(make_app):
+    """A words walk: heads=2 in a link to a one-head model said "(1 heads: 0 to 0)"."""
+    at = make_app(link={"views": "heads", "heads": "2", **{k: str(v) for k, v in SMALL.items()}, "n_heads": "1"})
+    clean(at)
+    assert alerts(at.warning) == ["heads = [2] are not available here (1 head: head 0); using all heads."]
+
+
 @pytest.mark.parametrize("name", ["attention", "heads", "query", "translate"])
 def test_a_charts_identity_does_not_depend_on_the_layer_or_head(make_app, name):
     """ui/chart.py keeps a chart (and its full screen, on a projector) while its key stays: → and

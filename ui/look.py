@@ -140,8 +140,8 @@ def look_controls(view: str, base: FigureSpec, notes: list[str]) -> None:
             kept = [h for h in ss["heads"] if 0 <= h < n_heads]
             if len(kept) < len(ss["heads"]):  # a link's, or the last model's: say so, as stepped_select does
                 gone = [h for h in ss["heads"] if h not in kept]
-                notes.append(f"heads = {gone} are not available here ({n_heads} heads: 0 to {n_heads - 1}); "
-                             f"using {kept if kept else 'all heads'}.")
+                there = f"{n_heads} heads: 0 to {n_heads - 1}" if n_heads > 1 else "1 head: head 0"  # not "1 heads"
+                notes.append(f"heads = {gone} are not available here ({there}); using {kept if kept else 'all heads'}.")
             ss["heads"] = kept
             st.multiselect("Heads in the grid", list(range(n_heads)), key="heads", format_func=lambda i: f"head {i}",
                            placeholder="all heads", width=WIDTHS["heads"],
