@@ -1019,7 +1019,7 @@ def translate_view(spec: FigureSpec, models: Models) -> ViewResult:
         "cross-heads", f"Cross-attention: every head of decoder layer {layer}",  # one chart: full screen stays
         viz.heads_grid(every, row_labels=steps, col_labels=src, head_names=[f"head {h}" for h in range(len(every))],
                        theme=spec.theme, title=f"Cross-attention: every head of decoder layer {layer}",
-                       axis_names=("decoding step (reads → writes)", "source token")),  # as the chart above
+                       axis_names=viz.STEP_HOVER["source"]),  # as the chart above
         lambda: pd.concat({f"head {h}": viz.matrix_frame(w, steps, src) for h, w in enumerate(every)}, names=["head"]),
     ))
     return out

@@ -282,6 +282,35 @@ def test_the_trained_models_token_spans_point_into_the_text_as_typed():
     assert any("“😀” is not in the trained models' vocabulary" in n for n in result.notices)
 
 
+@needs_trained
+def test_the_translate_views_charts_name_a_cells_row_and_column_alike_on_hover(models):
+    """A words walk: in view 7, hovering the cell of step 1:you→like over 0:你 said "query 1:you→like, key 0:你" in
+    the cross-attention chart (and the decoder's, and the two step charts under the slider), and "decoding step
+    (reads → writes) 1:you→like, source token 0:你" in the grid of every head below it: one cell, two names. Every
+    chart of decoding steps names them as its axes do, decoding steps and source or target tokens."""
+    import viz
+
+    spec = FigureSpec(model="zh-en", sentence_a="你喜欢她", views=("translate",))
+    p, _ = panels("translate", spec, models)
+    steps = "decoding step (reads → writes) %{y}<br>"
+    weights = np.full((3, 4), 0.25)
+    step_charts = {  # ui/translate.py's, under the slider
+        "step-cross": viz.cross_attention_heatmap(weights, target_labels=list("abc"), source_labels=list("wxyz"),
+                                                  step_labels=["a→b", "b→c", "c→d"]),
+        "step-self": viz.decoder_self_attention_heatmap(np.tril(np.ones((3, 3))) / [[1], [2], [3]],
+                                                        target_labels=list("abc"), step_labels=["a→b", "b→c", "c→d"],
+                                                        mask=np.tril(np.ones((3, 3), bool))),
+    }
+    figures = {key: p[key].figure for key in ("cross", "decoder-self", "cross-heads")} | step_charts
+    for key, fig in figures.items():
+        hovers = {t.hovertemplate for t in fig.data if t.type == "heatmap" and t.hovertemplate}
+        keys = "target token" if "self" in key else "source token"
+        assert hovers and all(h.startswith(f"{steps}{keys} %{{x}}<br>") for h in hovers), (key, hovers)
+    # without decoding steps (a target sentence of its own), rows and columns stay queries and keys
+    plain = viz.cross_attention_heatmap(weights, target_labels=list("abc"), source_labels=list("wxyz"))
+    assert plain.data[0].hovertemplate.startswith("query %{y}<br>key %{x}<br>")
+
+
 def test_the_order_views_figures_say_in_their_own_titles_with_or_without_pe(models):
     """An exported figure carries only its own title: the PE and no-PE twins must not read the same."""
     import viz

@@ -56,6 +56,7 @@ from viz.theme import (
     figure_config,
 )
 from viz.translation import (
+    STEP_HOVER,
     cross_attention_heatmap,
     decoder_self_attention_heatmap,
     loss_curves,
@@ -68,6 +69,7 @@ __all__ = [
     "MAGNITUDE_COLORSCALE",
     "MAX_CELLS",
     "SCORES_COLORSCALE",
+    "STEP_HOVER",
     "THEMES",
     "THEME_NAMES",
     "WEIGHTS_COLORSCALE",

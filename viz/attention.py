@@ -132,6 +132,7 @@ def weights_heatmap(
     title: str | None = Markup(f"Attention weights softmax(QKᵀ / {ROOT}{D_K})"),
     x_title: str = "key (attended to)",
     y_title: str = "query (attending)",
+    axis_names: tuple[str, str] = ("query", "key"),
     row_sums: bool = True,
     show_values: bool | None = None,
     theme: str = "default",
@@ -140,6 +141,7 @@ def weights_heatmap(
 
     Masked cells (mask False) are grey, hatched and say "0"; NaN rows (every key masked with
     -inf) are ✕-hatched and explained. If a masked cell holds weight > 1e-6 the title says so.
+    axis_names: (rows, columns) as a cell's hover names them, as heads_grid's axis_names.
     """
     w = np.asarray(matrix, dtype=np.float64)
     return heatmap_figure(
@@ -151,6 +153,8 @@ def weights_heatmap(
         x_title=x_title,
         y_title=y_title,
         value_name="weight",
+        x_name=axis_names[1],
+        y_name=axis_names[0],
         mask=_drawn_mask(w, mask),
         masked_text="0",
         masked_name="masked: weight exactly 0",

@@ -15,6 +15,9 @@ from viz.labels import escape_text
 from viz.theme import QUALITATIVE, apply_theme
 
 STEP_AXIS = "decoding step (reads → writes)"  # a row labelled "[BOS]→she": the step that read [BOS] wrote "she"
+# a cell's hover names its row and column as the axes do: with decoding steps for rows, "query 1:you→like" and "key 0:你"
+# beside view 7's grid of every head, whose hover said "decoding step (reads → writes) 1:you→like", "source token 0:你"
+STEP_HOVER = {"source": (STEP_AXIS, "source token"), "target": (STEP_AXIS, "target token")}
 
 
 def decoder_self_attention_heatmap(
@@ -41,6 +44,7 @@ def decoder_self_attention_heatmap(
         title=title,
         x_title="target token (attended to)",
         y_title="target token (attending)" if step_labels is None else STEP_AXIS,
+        axis_names=("query", "key") if step_labels is None else STEP_HOVER["target"],
         row_sums=row_sums,
         theme=theme,
     )
@@ -68,6 +72,7 @@ def cross_attention_heatmap(
         title=title,
         x_title="source token (encoder)",
         y_title="target token (decoder)" if step_labels is None else STEP_AXIS,
+        axis_names=("query", "key") if step_labels is None else STEP_HOVER["source"],
         row_sums=row_sums,
         theme=theme,
     )
