@@ -74,8 +74,8 @@ VIEW_INTROS = {
                   "PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d)).",
     "attention": "One head, every step of the weights in Attention(Q, K, V) = softmax(QKᵀ / √d_k) V: project to "
                  "Q, K, V; score every query against every key; scale by 1/√d_k; mask; softmax each row.",
-    "heads": "Every head of every layer sees the same tokens through different projections. Open any head "
-             "step by step with the buttons under the grid.",
+    "heads": "The heads of a layer all read the same input, each through its own projections W_Q, W_K, W_V, so "
+             "each can attend differently. Open any head step by step with the buttons under the grid.",
     "query": "One query token: its score against every key, the weights softmax makes of them, and the context "
              "vector they mix from the values.",
     "order": "When B reorders A's tokens, without positional encoding the encoder gives B's tokens A's outputs "

@@ -21,8 +21,8 @@ from ui.state import keep_choice, step_choice
 from viz import visible_whitespace
 
 BLOCK_HELP = ("encoder self: the source attends to itself. decoder self: the decoder input ([BOS] + tokens) "
-              "attends to itself, with the look-ahead mask in 'paper' mode. cross: each decoder token "
-              "attends to the encoder's output.")
+              "attends to itself, with the look-ahead mask under the Mask 'paper' or 'look-ahead'. cross: each "
+              "decoder token attends to the encoder's output.")
 
 # which controls each view uses
 USES = {
@@ -148,7 +148,7 @@ def look_controls(view: str, base: FigureSpec, notes: list[str]) -> None:
                            help="Pick heads for a figure with fewer panels; empty = all.")
         if "sentence" in used:
             st.radio("Sentence", ["a", "b"], key="sentence", horizontal=True, format_func=str.upper,
-                     help="Which sentence the attention figures show.", **focus.let_go("sentence"))
+                     help="Which sentence the figures show.", **focus.let_go("sentence"))
         if "query" in used:
             run = cache.run_for(base)
             labels = query_labels(run, base)

@@ -20,7 +20,8 @@ def sentences_row() -> None:
     """Sentence A and B share the row's width; the two buttons take only what their labels need."""
     with st.container(horizontal=True, vertical_alignment="bottom", gap="small", key="sentences"):
         st.text_input("Sentence A", key="sentence_a",
-                      help="Any text: Chinese, English, emoji, right-to-left. The source sentence in encoder views.")
+                      help="Any text: Chinese, English, emoji, right-to-left. The model reads A and B together (one "
+                           "batch); in views 2-5 and 7, Sentence above the figures picks the one they show.")
         st.text_input("Sentence B", key="sentence_b",
                       help="Compared with A. Make it a reordering of A (她喜欢你) to see why order needs positions.")
         st.button("Swap A ↔ B", key="swap", on_click=swap_sentences)

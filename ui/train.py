@@ -99,9 +99,9 @@ def train_panel(spec: FigureSpec) -> None:
                "paper's learning-rate schedule (eq. 3; its warm-up a quarter of the run, at least 10 steps, not the "
                "paper's 4,000) on the bundled Chinese→English corpus, 64 sentence pairs a step. The loss is the "
                "paper's label-smoothed cross-entropy (ε = 0.1): it levels off well above 0 even where every token is "
-               "right (the smoothing leaves 0.1 of each target's probability to the other tokens). About 150 steps "
-               "already translate short sentences; telling 你喜欢她 from 她喜欢你 takes longer, and without "
-               "positional encoding it never comes.")
+               "right (the smoothing spreads 0.1 of each target's probability evenly over the whole vocabulary). "
+               "About 150 steps already translate short sentences; telling 你喜欢她 from 她喜欢你 takes longer, and "
+               "without positional encoding it never comes.")
     st.session_state.setdefault("train_steps", 150)
     st.session_state.setdefault("train_positional", "sinusoidal")
     left, middle, right = st.columns([2, 2, 1])
