@@ -424,9 +424,16 @@ def attention_view(spec: FigureSpec, models: Models) -> ViewResult:
         caption = _nothing_masked(spec) if key == "mask" and nothing_masked else ""
         out.panels.append(Panel(f"attention-{key}", title, figs[key],
                                 lambda matrix=matrix: viz.matrix_frame(matrix, rows, cols), caption=caption))
-    if spec.mask == "none" and any("[PAD]" in p for p in rows + cols):
-        out.notices.append("Mask 'none': the [PAD] tokens added to line up A and B are attended to like words.")
+    out.notices += _pad_attended(spec, rows, cols)
     return out
+
+
+def _pad_attended(spec: FigureSpec, rows: list[str], cols: list[str]) -> list[str]:
+    """The notice of views 3, 4 and 5 where Mask 'none' lets a query attend the [PAD] tokens of the batch (a words
+    walk: views 4 and 5 drew their weights without it)."""
+    if spec.mask == "none" and any("[PAD]" in p for p in rows + cols):
+        return ["Mask 'none': the [PAD] tokens added to line up A and B are attended to like words."]
+    return []
 
 
 def _decoder_reads(spec: FigureSpec) -> str:
@@ -487,7 +494,7 @@ def heads_view(spec: FigureSpec, models: Models) -> ViewResult:
     # the heads picked ("Heads in the grid"), or all of them
     which = "All heads" if len(heads) == weights.shape[1] else ("Head " if len(heads) == 1 else "Heads ") + ", ".join(
         map(str, heads))
-    out = ViewResult(notices=list(run_.notices), hint=_decoder_reads(spec))
+    out = ViewResult(notices=list(run_.notices) + _pad_attended(spec, rows, cols), hint=_decoder_reads(spec))
     out.panels.append(Panel(
         "heads-grid", f"{which} of layer {layer} ({spec.block})",
         viz.heads_grid(weights[layer, heads], row_labels=rows, col_labels=cols, mask=mask,
@@ -598,7 +605,7 @@ def query_view(spec: FigureSpec, models: Models) -> ViewResult:
     q = _clamp(spec.query, len(rows))
     qlabel = viz.unique_labels(rows, show_whitespace=True)[q]  # "2:我", "1:␣": the position tells repeats apart
     where = f"{spec.block}, layer {layer}, head {head}"  # in each figure's own title: full screen, exports
-    out = ViewResult(notices=list(run_.notices), hint=_decoder_reads(spec))
+    out = ViewResult(notices=list(run_.notices) + _pad_attended(spec, rows, cols), hint=_decoder_reads(spec))
     allowed = a["allowed"][q]
     unscaled = unscaled_weights(rec, row, head)[q]  # (Tk,) softmax(q·k) without ÷√d_k: what the scaling prevents
 

@@ -1062,3 +1062,19 @@ def test_a_no_pe_encoder_is_not_said_to_see_order_where_float32_rounding_passes_
     caption = p["verdict-nope"].caption
     assert "sees word order" not in caption and "permutation-EQUIVARIANT" in caption and "in float64" in caption
     assert bool(p["order-numbers"].table.loc[1, "equivariant"])
+
+
+@pytest.mark.parametrize("view", ["attention", "heads", "query"])
+def test_every_view_of_weights_says_when_mask_none_lets_a_query_attend_the_pad_tokens(models, view):
+    """Views 3, 4 and 5 draw weights over the batch's [PAD] keys; under Mask 'none' those keys take weight like words,
+    and each view says so where the sentence shown has them (a words walk: only view 3 did), and only then."""
+    said = "Mask 'none': the [PAD] tokens added to line up A and B are attended to like words."
+    padded = dataclasses.replace(SPEC, sentence_a="我爱我家", sentence_b="I like her", mask="none")  # A: 4 + 6 [PAD]
+    p, result = panels(view, padded, models)
+    weights = next(p[k].table for k in ("attention-weights", "heads-grid", "query-bars") if k in p)
+    pad = [c for c in weights.columns if "[PAD]" in str(c)] if view != "query" else \
+        [k for k in weights["key"] if "[PAD]" in k]
+    assert pad, "the sentence shown has no [PAD] keys: the case is not tested"
+    assert said in result.notices
+    for quiet in (dataclasses.replace(padded, mask="paper"), dataclasses.replace(padded, sentence_b="你喜欢她")):
+        assert said not in build_view(view, quiet, models).notices, quiet
