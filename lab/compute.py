@@ -13,6 +13,7 @@ from model.analysis import traced_forward, with_positional
 from model.data import corpus_characters
 from model.tokenizer import BOS_ID, PAD, PAD_ID, UNK_ID, Encoding, TextTokenizer
 from model.transformer import Trace
+from viz.labels import invisible
 
 RANDOM_MAX_LEN = 512  # tokens per sentence the random model takes; longer input is cut, with a notice
 MAX_INPUT_CHARS = 20_000  # characters tokenised at all; beyond this a paste is cut first
@@ -160,7 +161,7 @@ def _shown(piece: str) -> str:
     text sits in a first-strong isolate (U+2068 ... U+2069), so that a list of Arabic or Hebrew letters keeps
     its order and its quotes (a bad-input walk read “ب“ ,”ح“ for “ح”, “ب”); a combining mark with nothing before
     it sits on a dotted circle, as Unicode's charts show one (it had sat on the quote mark)."""
-    if not piece.isprintable():
+    if not piece.isprintable() or any(invisible(c) for c in piece):  # a variation selector is "printable"
         return " ".join(f"U+{ord(c):04X}" for c in piece)
     if piece and unicodedata.category(piece[0]).startswith("M"):
         piece = "◌" + piece

@@ -250,6 +250,16 @@ def test_unknown_right_to_left_letters_and_lone_combining_marks_are_named_so_tha
     assert one["tokens-a"].title == "Sentence A: 1 token (char)"  # not "1 tokens"
 
 
+def test_unknown_characters_that_draw_as_nothing_are_named_by_code_point(models):
+    """A tokens walk: "I ❤️ 你" typed on a phone has U+FE0F after the heart; the notice named it “◌️”, a dotted
+    circle with nothing to say what it stood for, and a Hangul filler (U+3164) as “ㅤ”, empty quotes. Both are
+    named by code point, as a control is."""
+    spec = dataclasses.replace(SPEC, sentence_a="I ❤\ufe0f 你\u3164")
+    _, result = panels("tokens", spec, models)
+    (unknown,) = [n for n in result.notices if "[UNK]" in n]
+    assert unknown.startswith("Sentence A: “❤”, U+FE0F, U+3164 are not in the char tokenizer's vocabulary"), unknown
+
+
 @pytest.mark.parametrize(("a", "b", "named"), [
     ("你喜欢她", "   ", "(sentence B holds only spaces, which the views read as nothing)."),
     ("", "\t", "(sentence A is empty; sentence B holds only spaces, which the views read as nothing)."),

@@ -572,6 +572,17 @@ def test_invisible_characters_in_a_token_are_shown_as_marks_or_code_points():
     assert viz.visible_whitespace("é😀") == "é😀"  # letters and symbols as they are
 
 
+def test_characters_drawn_as_nothing_that_are_not_controls_are_named_by_code_point_too():
+    """A tokens walk: "I ❤️ you" typed on a phone holds U+FE0F (a variation selector, category Mn) after the heart,
+    and Korean text a Hangul filler (U+3164, a letter): both draw as nothing, so view 1's text column showed an empty
+    cell for their [UNK] rows. Every default-ignorable character (Unicode's Default_Ignorable_Code_Point) is named,
+    as the controls are; a combining mark that shows, an accent, stays as it is."""
+    for ch in "\u034f\u115f\u1160\u17b4\u180b\u180f\u3164\ufe00\ufe0f\uffa0\U000e0100\U000e01ef":
+        assert viz.visible_whitespace(f"a{ch}") == f"a⟨U+{ord(ch):04X}⟩", ch
+    assert viz.visible_whitespace("❤\ufe0f") == "❤⟨U+FE0F⟩"
+    assert viz.visible_whitespace("e\u0301") == "e\u0301" and viz.visible_whitespace("\ufe10") == "\ufe10"
+
+
 def test_dollar_signs_cannot_start_latex():
     fig = viz.weights_heatmap(np.eye(2), row_labels=["$x$", "y"], title="$E=mc^2$")
     assert "$" not in fig.layout.title.text and "$" not in "".join(fig.layout.xaxis.ticktext)

@@ -17,6 +17,11 @@ from functools import lru_cache
 import numpy as np
 
 _VISIBLE = {" ": "␣", "\n": "⏎", "\t": "⇥", "\r": "␍", "\u3000": "□"}
+# Unicode's Default_Ignorable_Code_Point characters outside categories C and Z, which draw as nothing too: the
+# combining grapheme joiner, Hangul fillers (U+3164: a letter), Khmer inherent vowels, Mongolian and other variation
+# selectors (U+FE0F follows most emoji typed on a phone: ❤️ is U+2764 U+FE0F).
+_IGNORABLE = re.compile("[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180d\u180f\u3164\ufe00-\ufe0f\uffa0"
+                        "\U000e0100-\U000e01ef]")
 
 
 class Markup(str):
@@ -86,11 +91,18 @@ def visible_whitespace(text: str) -> str:
     for ch in str(text):
         if ch in _VISIBLE:
             out.append(_VISIBLE[ch])
-        elif unicodedata.category(ch)[0] in "CZ":  # controls, zero-width, other separators
+        elif invisible(ch):
             out.append(code_point(ch))
         else:
             out.append(ch)
     return "".join(out)
+
+
+def invisible(ch: str) -> bool:
+    """A character that draws as nothing, or as a box, and so is named by its code point where a token is shown:
+    controls, format characters (zero-width, bidi), separators other than the marked ones, and the default-ignorable
+    letters and marks (a variation selector U+FE0F, a Hangul filler U+3164)."""
+    return unicodedata.category(ch)[0] in "CZ" or _IGNORABLE.match(ch) is not None
 
 
 def code_point(ch: str) -> str:
