@@ -193,20 +193,24 @@ def read_source(loaded: Loaded, key: str, text: str, notices: list[str]) -> tupl
     owner = "the trained models'" if loaded.trained else f"the {loaded.src_tokenizer.name} tokenizer's"  # zh-en's = -nope's
     said = [unknown_notice(key, source, enc, owner)]
     if loaded.trained:  # one notice each for zh-en and zh-en-nope (view 6 runs both)
-        said += [spaces_notice(key, text[:MAX_INPUT_CHARS]),
+        said += [spaces_notice(key, text[:MAX_INPUT_CHARS], cut=len(text) > MAX_INPUT_CHARS),
                  untrained_notice(key, source, enc, trained_characters(loaded.demo))]
     notices += [note for note in said if note is not None and note not in notices]
     return source, enc, cut_from
 
 
-def spaces_notice(key: str, text: str) -> str | None:
+def spaces_notice(key: str, text: str, cut: bool = False) -> str | None:
     """A trained translator reads its sentence without whitespace (model.demo.DemoModel.normalize): say so
-    where the sentence has some, or its token count differs from the random model's with no word why."""
+    where the sentence has some, or its token count differs from the random model's with no word why. cut: `text` is
+    the first MAX_INPUT_CHARS characters of a longer paste, and the count is said of them."""
     removed = sum(c.isspace() for c in text)
     if not removed or not text.strip():
         return None
-    return (f"Sentence {key.upper()}: the trained models read Chinese, which is written without spaces, so its "
-            f"{removed:,} whitespace character{'s are' if removed > 1 else ' is'} removed before tokenising.")
+    whose = f"the {removed:,} whitespace characters of its first {MAX_INPUT_CHARS:,}" if cut else (
+        f"its {removed:,} whitespace character{'s' if removed > 1 else ''}")
+    return (f"Sentence {key.upper()}: the trained models read Chinese, which is written without spaces, so {whose} "
+            f"{'is' if removed == 1 and not cut else 'are'} removed before tokenising.")
+
 
 
 def untrained_notice(key: str, source: str, enc: Encoding, seen: frozenset[str]) -> str | None:
@@ -226,24 +230,29 @@ def untrained_notice(key: str, source: str, enc: Encoding, seen: frozenset[str])
 
 
 def _read_source(loaded: Loaded, key: str, text: str, notices: list[str]) -> tuple[str, Encoding, int | None]:
+    # After a paste is cut to MAX_INPUT_CHARS, the counts said are of the part read, and said so: "has 16,000 tokens"
+    # of a paste of 24,000 read as the whole sentence's (a tokens walk).
+    sentence = f"Sentence {key.upper()}"
     if len(text) > MAX_INPUT_CHARS:
-        notices.append(f"Sentence {key.upper()} has {len(text):,} characters; only the first "
-                       f"{MAX_INPUT_CHARS:,} are read.")
+        notices.append(f"{sentence} has {len(text):,} characters; only the first {MAX_INPUT_CHARS:,} are read.")
         text = text[:MAX_INPUT_CHARS]
+        sentence, without_spaces = f"{sentence}'s first {MAX_INPUT_CHARS:,} characters are", "{:,} without spaces"
+    else:
+        sentence, without_spaces = f"{sentence} has", "{:,} characters (spaces removed)"
     if loaded.trained:
         source = loaded.demo.normalize(text)
         limit = loaded.model.config.max_len
         if len(source) <= limit:
             return source, loaded.src_tokenizer.encode(source), None
         # the pair's (zh-en, zh-en-nope: one max_len), so that view 6, which runs both, says it once
-        notices.append(f"Sentence {key.upper()} has {len(source):,} characters (spaces removed); the trained "
-                       f"models read at most {limit}, so only the first {limit} are translated and shown.")
+        notices.append(f"{sentence} {without_spaces.format(len(source))}; the trained models read at most {limit}, "
+                       f"so only the first {limit} are translated and shown.")
         return source[:limit], loaded.src_tokenizer.encode(source[:limit]), len(source)
     enc = loaded.src_tokenizer.encode(text)
     limit = loaded.model.config.max_len - 1  # room for [BOS]/[EOS]
     if len(enc) <= limit:
         return text, enc, None
-    notices.append(f"Sentence {key.upper()} has {len(enc):,} tokens; the model takes {limit}, "
+    notices.append(f"{sentence} {len(enc):,} tokens; the model takes {limit}, "
                    f"so only the first {limit} are shown.")
     cut = Encoding(text=enc.text, pieces=enc.pieces[:limit], ids=enc.ids[:limit],
                    offsets=enc.offsets[:limit], is_special=enc.is_special[:limit])

@@ -525,12 +525,42 @@ def test_a_paste_longer_than_the_input_limit_is_cut_to_it_first_and_said_so(mode
     _, r = panels("attention", spec, models)
     limit = models.model(spec).model.config.max_len - 1  # room for [BOS]
     assert r.notices[:2] == ["Sentence A has 25,000 characters; only the first 20,000 are read.",
-                             f"Sentence A has 20,000 tokens; the model takes {limit}, so only the first {limit} are shown."]
+                             f"Sentence A's first 20,000 characters are 20,000 tokens; the model takes {limit}, so only "
+                             f"the first {limit} are shown."]
     if trained_available():
         _, r = panels("attention", FigureSpec(model="zh-en", sentence_a="你" + text), models)
         assert r.notices[:2] == ["Sentence A has 25,001 characters; only the first 20,000 are read.",
-                                 "Sentence A has 20,000 characters (spaces removed); the trained models read at "
-                                 "most 64, so only the first 64 are translated and shown."]
+                                 "Sentence A's first 20,000 characters are 20,000 without spaces; the trained models "
+                                 "read at most 64, so only the first 64 are translated and shown."]
+
+
+def test_the_counts_said_after_a_paste_is_cut_to_the_input_limit_are_of_what_is_read(models):
+    """A tokens walk: a 30,000-character paste of "你喜欢她 " said "Sentence A has 30,000 characters; only the first
+    20,000 are read." and then "Sentence A has 16,000 tokens" (bpe; the whole paste is 24,000 tokens) and, under
+    zh-en, "Sentence A has 16,000 characters (spaces removed)" (it has 24,000) and "its 4,000 whitespace characters
+    are removed" (it has 6,000): counts of the part read, said of the sentence. They are said of that part."""
+    from lab.compute import MAX_INPUT_CHARS
+
+    text = "你喜欢她 " * 6_000
+    spec = dataclasses.replace(SPEC, sentence_a=text, tokenizer="bpe")
+    read = models.model(spec).src_tokenizer.encode(text[:MAX_INPUT_CHARS])
+    whole = models.model(spec).src_tokenizer.encode(text)
+    assert len(read) != len(whole)
+    _, r = panels("tokens", spec, models)
+    limit = models.model(spec).model.config.max_len - 1
+    assert r.notices[:2] == ["Sentence A has 30,000 characters; only the first 20,000 are read.",
+                             f"Sentence A's first 20,000 characters are {len(read):,} tokens; the model takes {limit}, "
+                             f"so only the first {limit} are shown."]
+    if trained_available():
+        _, r = panels("tokens", FigureSpec(model="zh-en", sentence_a=text), models)
+        kept = text[:MAX_INPUT_CHARS]
+        n_spaces = sum(c.isspace() for c in kept)
+        assert r.notices[:3] == [
+            "Sentence A has 30,000 characters; only the first 20,000 are read.",
+            f"Sentence A's first 20,000 characters are {len(kept) - n_spaces:,} without spaces; the trained models "
+            "read at most 64, so only the first 64 are translated and shown.",
+            "Sentence A: the trained models read Chinese, which is written without spaces, so the "
+            f"{n_spaces:,} whitespace characters of its first 20,000 are removed before tokenising."], r.notices
 
 
 def values_zmax(fig) -> float:
