@@ -11,7 +11,7 @@ from lab.spec import FigureSpec
 from model import Transformer, TransformerConfig, load_tokenizer, pick_device
 from model.analysis import traced_forward, with_positional
 from model.data import corpus_characters
-from model.tokenizer import BOS_ID, PAD, PAD_ID, UNK_ID, Encoding, TextTokenizer
+from model.tokenizer import BOS_ID, PAD, PAD_ID, SPECIAL_TOKENS, UNK_ID, Encoding, TextTokenizer
 from model.transformer import Trace
 from viz.labels import invisible
 
@@ -187,16 +187,31 @@ def read_source(loaded: Loaded, key: str, text: str, notices: list[str]) -> tupl
 
     Random models read at most max_len - 1 tokens (room for [BOS]); trained translators read the text
     without whitespace, at most max_len characters. Longer input is cut, and a notice says so. Pieces
-    the tokenizer does not know get a notice too (unknown_notice).
+    the tokenizer does not know get a notice too (unknown_notice), and so does a special token's name typed in the
+    text, read as its characters (spelled_specials_notice).
     """
     source, enc, cut_from = _read_source(loaded, key, text, notices)
     owner = "the trained models'" if loaded.trained else f"the {loaded.src_tokenizer.name} tokenizer's"  # zh-en's = -nope's
-    said = [unknown_notice(key, source, enc, owner)]
+    said = [unknown_notice(key, source, enc, owner), spelled_specials_notice(key, source)]
     if loaded.trained:  # one notice each for zh-en and zh-en-nope (view 6 runs both)
         said += [spaces_notice(key, text[:MAX_INPUT_CHARS], cut=len(text) > MAX_INPUT_CHARS),
                  untrained_notice(key, source, enc, trained_characters(loaded.demo))]
     notices += [note for note in said if note is not None and note not in notices]
     return source, enc, cut_from
+
+
+def spelled_specials_notice(key: str, source: str) -> str | None:
+    """A notice where the text read spells a special token's name ("[BOS]"): it is read as those characters, not as
+    the token (TextTokenizer sets encode_special_tokens; tokenizers' own encode would give [BOS], id 1, and a student
+    comparing the two saw them differ with no word why)."""
+    spelled = sorted((t for t in SPECIAL_TOKENS if t in source), key=source.index)
+    if not spelled:
+        return None
+    one = len(spelled) == 1
+    return (f"Sentence {key.upper()}: {', '.join(_shown(t) for t in spelled)} {'is' if one else 'are'} read as the "
+            f"characters typed, not as the special token{'' if one else 's'} of {'that name' if one else 'those names'}"
+            ", which only the model puts in ([BOS] first in the decoder's input, [EOS] where a translation ends, "
+            "[PAD] to line up A and B, [UNK] for a character the vocabulary lacks).")
 
 
 def spaces_notice(key: str, text: str, cut: bool = False) -> str | None:

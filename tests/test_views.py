@@ -250,6 +250,28 @@ def test_unknown_right_to_left_letters_and_lone_combining_marks_are_named_so_tha
     assert one["tokens-a"].title == "Sentence A: 1 token (char)"  # not "1 tokens"
 
 
+@pytest.mark.parametrize("view", ["tokens", "attention"])
+def test_a_special_tokens_name_typed_in_a_sentence_is_said_to_be_read_as_its_characters(models, view):
+    """A tokens walk: tokenizers' own Tokenizer.from_file("assets/tokenizers/char.json").encode("[BOS] hi") gives the
+    special token [BOS] (id 1); the app reads the typed text as its characters "[", "B", "O", "S", "]" (as it should:
+    TextTokenizer sets encode_special_tokens), and said nothing, so a student comparing the two saw a mismatch with no
+    word why. A notice names each special token spelled in the text, read as characters."""
+    spec = dataclasses.replace(SPEC, sentence_a="[BOS] hi [EOS][BOS]", sentence_b="[unk] a[PAD]")
+    p, result = panels(view, spec, models)
+    said = [n for n in result.notices if "read as the characters typed" in n]
+    assert said == [
+        "Sentence A: “[BOS]”, “[EOS]” are read as the characters typed, not as the special tokens of those names, "
+        "which only the model puts in ([BOS] first in the decoder's input, [EOS] where a translation ends, [PAD] "
+        "to line up A and B, [UNK] for a character the vocabulary lacks).",
+        "Sentence B: “[PAD]” is read as the characters typed, not as the special token of that name, which only "
+        "the model puts in ([BOS] first in the decoder's input, [EOS] where a translation ends, [PAD] to line up A "
+        "and B, [UNK] for a character the vocabulary lacks)."], result.notices
+    if view == "tokens":
+        assert list(p["tokens-b"].table["piece"])[-5:] == list("[PAD]")
+    plain = build_view(view, SPEC, models).notices
+    assert not [n for n in plain if "read as the characters typed" in n]
+
+
 def test_unknown_characters_that_draw_as_nothing_are_named_by_code_point(models):
     """A tokens walk: "I ❤️ 你" typed on a phone has U+FE0F after the heart; the notice named it “◌️”, a dotted
     circle with nothing to say what it stood for, and a Hangul filler (U+3164) as “ㅤ”, empty quotes. Both are
