@@ -246,6 +246,24 @@ def test_a_long_paste_is_cut_with_a_visible_notice(make_app):
     assert z.shape == (256, 256)  # drawn as block means (the last of 1 token), not 511 x 511 cells
 
 
+def test_the_tokenizer_help_says_what_the_shipped_tokenizers_do(make_app):
+    """A tokens walk: the Tokenizer "?" said "char: one token per character" (👍🏽, one character to a reader, is two
+    tokens, 👍 and the skin tone) and "bpe: byte-pair merges", which reads as byte-level BPE (GPT-2's, with no
+    unknown bytes), where ours merges characters and reads an unseen one as [UNK]. Its examples hold of the files."""
+    from model.tokenizer import UNK, load_tokenizer
+
+    at = make_app(view="tokens", **SMALL)
+    said = at.radio(key="tokenizer").help
+    char, bpe = load_tokenizer("char"), load_tokenizer("bpe")
+    whole, *parts = re.search(r"per Unicode code point \((\S+) is (\S+) \+ (\S+), two tokens\)", said).groups()
+    enc = char.encode(whole)
+    assert len(enc) == 2 and [whole[s:e] for s, e in enc.offsets] == parts
+    assert "over characters, not bytes: a character missing from its vocabulary is [UNK]" in said
+    assert bpe.encode(whole).pieces == (UNK, UNK)  # no byte fallback
+    for word in re.search(r"\(e\.g\. (\S+) or '([^']+)' become one token\)", said).groups():
+        assert bpe.encode(word).pieces == (word,)
+
+
 def test_token_tables_show_spaces_and_control_characters_as_marks(make_app):
     at = make_app(view="tokens", sentence_a="I like\x07", tokenizer="bpe", **SMALL)
     clean(at)

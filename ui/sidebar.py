@@ -63,8 +63,10 @@ def model_section(trained_problem: str | None, notes: list[str]) -> None:
                       + (f" Not available here: {trained_problem}." if trained_problem else ""))
     trained = st.session_state["model"] != "random"
     st.radio("Tokenizer", ["char", "bpe"], key="tokenizer", horizontal=True, disabled=trained, **focus.let_go("tokenizer"),
-             help="char: one token per character. bpe: byte-pair merges learned on the bundled corpus "
-                  "(e.g. 喜欢 or ' like' become one token). The trained model has its own per-character tokenizer.")
+             help="char: one token per character, per Unicode code point (👍🏽 is 👍 + 🏽, two tokens). bpe: byte-pair "
+                  "encoding over characters, not bytes: a character missing from its vocabulary is [UNK]; its merges "
+                  "are learned on the bundled corpus (e.g. 喜欢 or ' like' become one token). The trained model has "
+                  "its own per-character tokenizer.")
     if trained:  # the radio, greyed, keeps the random model's choice (bpe, say): the charts show characters
         st.caption("zh-en reads one token per character, with its own tokenizer; char / bpe is the random "
                    "model's.")
