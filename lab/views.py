@@ -1021,7 +1021,7 @@ def translate_view(spec: FigureSpec, models: Models) -> ViewResult:
                                                  f"far), layer {layer} head {head}"),
         viz.matrix_frame(self_w, steps, tgt),
     ))
-    every = cross_rec.select(row).weights[0, :, :n_dec, :n_src].double().cpu().numpy()  # (H, Tt, Ts)
+    every = cross_rec.row_weights(row)[0, :, :n_dec, :n_src].double().cpu().numpy()  # (H, Tt, Ts)
     out.panels.append(Panel(
         "cross-heads", f"Cross-attention: every head of decoder layer {layer}",  # one chart: full screen stays
         viz.heads_grid(every, row_labels=steps, col_labels=src, head_names=[f"head {h}" for h in range(len(every))],

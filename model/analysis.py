@@ -105,12 +105,12 @@ def unscaled_weights(rec: AttentionRecord, batch: int = 0, head: int = 0) -> np.
 def all_head_weights(trace: Trace, block: str, batch: int = 0, dtype: torch.dtype = torch.float64) -> np.ndarray:
     """(layers, heads, Tq, Tk) softmax weights of one block kind, for grids and overviews.
 
-    Each layer's weights for that batch row only (AttentionRecord.select)."""
+    Each layer's weights for that batch row only, from its q and k (AttentionRecord.row_weights)."""
     stack = trace.encoder if block == "encoder self" else trace.decoder
     out = []
     for i in range(len(stack.layers)):
-        one = record(trace, block, i).select(batch)
-        out.append(one.weights[0].detach().to("cpu", dtype).numpy())  # (H, Tq, Tk)
+        one = record(trace, block, i).row_weights(batch)  # (1, H, Tq, Tk)
+        out.append(one[0].detach().to("cpu", dtype).numpy())  # (H, Tq, Tk)
     return np.stack(out)  # layers x (H, Tq, Tk) -> (layers, H, Tq, Tk)
 
 

@@ -198,6 +198,21 @@ class AttentionRecord:
         """The record of one batch row (and one head, or all): views of q, k, v and the mask.
 
         Every derived step then costs only that row's (head's) work, not all B x H heads'."""
+        b, h, mask = self._picked(batch, head)
+        return AttentionRecord(self.q[b, h], self.k[b, h], self.v[b, h], mask)  # (1, H or 1, T, d_k) each
+
+    def row_weights(self, batch: int) -> torch.Tensor:
+        """select(batch).weights, (1, H, Tq, Tk): the same numbers, from q and k alone (a grid of every head's
+        weights needs no values, and a ProjectedRecord then projects two of the three)."""
+        b, h, mask = self._picked(batch, None)
+        q, k = self._q_and_k()
+        return attention_weights(q[b, h], k[b, h], mask)  # (1, H, Tq, d_k), (1, H, Tk, d_k) -> (1, H, Tq, Tk)
+
+    def _q_and_k(self) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.q, self.k
+
+    def _picked(self, batch: int, head: int | None) -> tuple[slice, slice, torch.Tensor | None]:
+        """select's slices of the batch and head axes, and the mask of that row (and head)."""
         b = slice(batch, batch + 1)
         h = slice(None) if head is None else slice(head, head + 1)
         mask = self.mask
@@ -205,7 +220,7 @@ class AttentionRecord:
             mask = mask.reshape((1,) * (4 - mask.dim()) + tuple(mask.shape))  # (B or 1, H or 1, Tq or 1, Tk)
             # this row (and head) where the mask has one per row (head): (1, H or 1, Tq or 1, Tk)
             mask = mask[b if mask.size(0) > 1 else slice(0, 1), h if mask.size(1) > 1 else slice(0, 1)]
-        return AttentionRecord(self.q[b, h], self.k[b, h], self.v[b, h], mask)  # (1, H or 1, T, d_k) each
+        return b, h, mask
 
     def materialise(self) -> AttentionRecord:
         """A record holding q, k and v themselves: this one (a ProjectedRecord projects them once)."""
@@ -386,6 +401,10 @@ class ProjectedRecord(AttentionRecord):
 
     def select(self, batch: int, head: int | None = None) -> AttentionRecord:
         return self.materialise().select(batch, head)
+
+    def _q_and_k(self) -> tuple[torch.Tensor, torch.Tensor]:
+        q, k = self._project(0, 1)  # one check, one replay shared by both
+        return q, k
 
     def kept(self) -> tuple[torch.Tensor | None, ...]:
         """The kept inputs (a replayed one: what it is replayed from) and the mask (no projection is kept)."""

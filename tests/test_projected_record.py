@@ -3,9 +3,11 @@ ProjectedRecord), and derives the logits on demand: the numbers are still the fo
 bit for bit, the memory is what the formula says, and a change of weights or inputs after the
 trace is refused rather than shown."""
 
+import numpy as np
 import pytest
 import torch
 
+from model.analysis import all_head_weights, record
 from model.attention import AttentionRecord, ProjectedRecord
 from model.config import TransformerConfig
 from model.transformer import Transformer
@@ -89,6 +91,34 @@ def test_every_derived_step_matches_a_trace_that_kept_q_k_v(norm):
                 assert type(one) is AttentionRecord
                 assert torch.equal(one.weights, want.weights.detach()) and torch.equal(one.v, want.v.detach())
     assert torch.equal(lean.logits, kept.logits.detach())
+
+
+@pytest.mark.parametrize("norm", ["post", "pre"])
+def test_one_rows_weights_of_every_head_project_no_values(norm):
+    """A grid of every head's weights (model.analysis.all_head_weights: the heads view) needs q and k of each
+    block, not v: row_weights gives select(row).weights, bit for bit, without running the block's W^V (it
+    projected all three, and the heads view then took longer than the traced forward that feeds it: issue #6).
+    A replayed cross-attention query input runs its layer's self-attention block, W^V included: that one's own."""
+    model, src, tgt = make(norm)
+    with torch.no_grad():
+        _, trace = traced(model, src, tgt)
+    owner = {"encoder self": [layer.self_attn for layer in model.encoder.layers],
+             "decoder self": [layer.self_attn for layer in model.decoder.layers],
+             "cross": [layer.cross_attn for layer in model.decoder.layers]}
+    for block, mhas in owner.items():
+        ran = []  # which of this block's W^Q, W^K, W^V ran
+        hooks = [getattr(mha, name).register_forward_hook(lambda *_, name=name, ran=ran: ran.append(name))
+                 for mha in mhas for name in ("w_q", "w_k", "w_v")]
+        got = [all_head_weights(trace, block, b, torch.float32) for b in range(B)]  # B x (layers, H, Tq, Tk)
+        for h in hooks:
+            h.remove()
+        assert sorted(set(ran)) == ["w_k", "w_q"], (block, ran)
+        for b, weights in enumerate(got):
+            for layer, w in enumerate(weights):
+                assert np.array_equal(w, record(trace, block, layer).select(b).weights[0].numpy()), (block, b, layer)
+    for name, rec in blocks(trace):
+        for b in range(B):
+            assert torch.equal(rec.row_weights(b), rec.select(b).weights), (name, b)
 
 
 @pytest.mark.parametrize("norm", ["post", "pre"])
