@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from viz.fig import Fig
-from viz.heatmap import MAX_CELLS, add_heatmap, prepare_grid
+from viz.heatmap import MAX_CELLS, add_heatmap, prepare_grid, prepare_grids
 
 RNG = np.random.default_rng(7)
 
@@ -139,6 +139,40 @@ def test_grid_does_not_share_memory_with_the_input():
     grid = prepare_grid(z, row_text=labels(8), col_text=labels(8))
     z[0, 0] = 99.0
     assert grid.z[0, 0] != 99.0
+
+
+@pytest.mark.parametrize("shape, masks, boolean", [
+    ((4, 6, 7), "none", False),  # small: every cell, -inf cells masked
+    ((3, 6, 7), "per matrix", False),
+    ((2, 300, 200), "shared", False),  # large: block means, a note each
+    ((2, 300, 200), "none", False),
+    ((3, 150, 40), "shared", True),
+])
+def test_a_stack_is_prepared_as_each_of_its_matrices_alone(shape, masks, boolean):
+    """prepare_grids (a grid of heads: one figure's panels of the same tokens) makes the labels and cell edges once
+    and checks the mask and the NaN cells over the whole stack at once: each grid is prepare_grid's of its matrix
+    with the figure's cell budget, holes, notes and all."""
+    n, R, C = shape
+    stack = RNG.normal(size=shape)
+    stack[0, 1, 2], stack[-1, 0, 0], stack[-1, 2, 3], stack[0, 3, 1] = np.nan, np.inf, -np.inf, -np.inf
+    allowed = {"none": None, "shared": RNG.random((R, C)) > 0.3, "per matrix": RNG.random(shape) > 0.3}[masks]
+    if boolean:
+        stack = (RNG.random(shape) > 0.5).astype(float)
+    grids = prepare_grids(stack, row_text=labels(R), col_text=labels(C), mask=allowed, boolean=boolean)
+    assert len(grids) == n
+    for i, got in enumerate(grids):
+        mask = None if allowed is None else allowed if allowed.ndim == 2 else allowed[i]
+        want = prepare_grid(stack[i], row_text=labels(R), col_text=labels(C), mask=mask, panels=n, boolean=boolean)
+        for name in ("z", "masked", "bad", "y", "x", "y_edges", "x_edges"):
+            a, b = getattr(got, name), getattr(want, name)
+            assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True), (i, name)
+        assert (got.row_text, got.col_text, got.shape, got.notes) == (want.row_text, want.col_text, want.shape,
+                                                                      want.notes), i
+        assert (got.bad_value is None) == (want.bad_value is None), i
+        if want.bad_value is not None:
+            assert np.array_equal(got.bad_value, want.bad_value, equal_nan=True), i
+    if not boolean and R < 100:  # every cell drawn: the NaN and ±inf cells above are there to see
+        assert any(g.bad.any() for g in grids) and any(g.masked.any() for g in grids)
 
 
 def plotly_edges(coords: np.ndarray, cells: int) -> np.ndarray:

@@ -33,6 +33,7 @@ from viz.heatmap import (
     panel_px,
     plot_px,
     prepare_grid,
+    prepare_grids,
     set_column_gaps,
     shorter_for_rows,
     style_matrix_axes,
@@ -431,10 +432,9 @@ def _grid_of_heads(
     x_title_each = text_width(x_name, t["font_size"]) + 4 <= column_w
     if not x_room:  # a bad-input walk: 64 heads' key labels ran into one grey band under the grid
         notes.append(f"{x_name} labels left out (the panels are too narrow): hover a cell for its tokens")
-    for h in range(n):
+    grids = prepare_grids(stack, row_text=rt, col_text=ct, mask=_drawn_mask(stack, mask))  # the panels' at once
+    for h, (w, grid) in enumerate(zip(stack, grids, strict=True)):
         r, c = divmod(h, cols)
-        w = stack[h]
-        grid = prepare_grid(w, row_text=rt, col_text=ct, mask=_drawn_mask(w, mask), panels=n)
         notes += grid.notes
         notes += add_panel(
             fig,

@@ -154,20 +154,37 @@ def prepare_grid(
     cell may attend, not of means and float32 digits.
     """
     z = np.asarray(matrix)
-    if z.dtype != np.float32:  # float32 stays float32 (what is sent); everything else as float64
-        z = z.astype(np.float64)
     if z.ndim != 2 or 0 in z.shape:
         raise ValueError(f"expected a non-empty 2-D matrix, got shape {z.shape}")
-    R, C = z.shape
+    return prepare_grids(z[None], row_text=row_text, col_text=col_text, mask=mask, panels=panels, boolean=boolean)[0]
+
+
+def prepare_grids(
+    stack: np.ndarray,
+    *,
+    row_text: list[str],
+    col_text: list[str],
+    mask: np.ndarray | None = None,
+    panels: int | None = None,
+    boolean: bool = False,
+) -> list[Grid]:
+    """prepare_grid of each matrix of `stack` (n, R, C): matrices of the same rows and columns (a grid of heads),
+    whose labels, cell edges and cell budget are made once, and whose mask and NaN checks run over the whole
+    stack at once. mask: broadcast to the stack; panels: how many matrices share the figure (n by default)."""
+    z = np.asarray(stack)
+    if z.dtype != np.float32:  # float32 stays float32 (what is sent); everything else as float64
+        z = z.astype(np.float64)
+    if z.ndim != 3 or 0 in z.shape:
+        raise ValueError(f"expected a non-empty stack of 2-D matrices (n, R, C), got shape {z.shape}")
+    n, R, C = z.shape
     if len(row_text) != R or len(col_text) != C:
         raise ValueError(f"{len(row_text)}x{len(col_text)} labels for a {R}x{C} matrix")
     if mask is None:
         masked = np.isneginf(z)
     else:
-        masked = ~np.broadcast_to(np.asarray(mask, dtype=bool), (R, C))
+        masked = ~np.broadcast_to(np.asarray(mask, dtype=bool), z.shape)
     hole = masked | ~np.isfinite(z)  # cells without a value to draw: masked, or NaN/inf
-    notes = []
-    side = max(16, int(MAX_CELLS / math.sqrt(max(panels, 1))))  # cells per side for this panel
+    side = max(16, int(MAX_CELLS / math.sqrt(max(n if panels is None else panels, 1))))  # cells per side, per panel
     if R * C <= side * side and max(R, C) <= MAX_SIDE:
         # a long, thin matrix within a square's cells (tokens × d_model: embeddings, PE, Q/K/V, outputs) is
         # drawn whole: a block mean over dimensions averaged each sin with its cos at d_model 256, a flat wash
@@ -176,49 +193,52 @@ def prepare_grid(
         fr, fc = max(1, math.ceil(R / side)), max(1, math.ceil(C / side))
     y, y_edges, row_text = _blocks(R, fr, list(row_text))
     x, x_edges, col_text = _blocks(C, fc, list(col_text))
-    any_masked = bool(masked.any())  # (before the block means) the note says masked cells are left out only if any are
-    bad_value = None
-    blocked = fr > 1 or fc > 1
-    if blocked:
-        values, block_masked = _block_means(z, masked, hole, fr, fc)
-        bad = np.isnan(values) & ~block_masked
-        if bad.any():  # a block without a finite cell: the sum (so the mean's sign) of its cells not masked
-            with np.errstate(invalid="ignore"):  # +inf + -inf: NaN, as their mean is
-                bad_value = _block_sums(np.where(masked, z.dtype.type(0), z), fr, fc)
-        masked = block_masked
+    if fr > 1 or fc > 1:  # (values, masked, bad, bad_value) of each matrix's blocks
+        cells = [_block_cells_of(z[i], masked[i], hole[i], fr, fc) for i in range(n)]
     else:
         bad = hole & ~masked
-        values = np.where(hole, np.nan, z) if hole.any() else z
-        bad_value = z if bad.any() else None
-    if max(R, C) > LARGE_ABOVE:
-        note = f"Large input ({R}×{C})"
-        if blocked and boolean:
-            note += (f": shown as {values.shape[0]}×{values.shape[1]} cells, each a {fr}×{fc} block, True where any "
-                     "of its cells may attend")
-        elif blocked:
-            note += (
-                f": shown as {values.shape[0]}×{values.shape[1]} cells, each the mean of a "
-                f"{fr}×{fc} block" + (" (masked cells left out)" if any_masked else "")
-            )
-        if not boolean:
-            note += "; values drawn in float32 (about 7 significant digits)"
-        if max(len(row_text), len(col_text)) > MAX_TICKS:
-            note += "; not every label shown"
-        notes.append(note)
-    return Grid(
-        z=values.astype(np.float32),
-        masked=masked,
-        bad=bad,
-        y=y,
-        x=x,
-        y_edges=y_edges,
-        x_edges=x_edges,
-        row_text=row_text,
-        col_text=col_text,
-        shape=(R, C),
-        notes=notes,
-        bad_value=bad_value,
-    )
+        holed = hole.any()
+        values = (np.where(hole, np.nan, z) if holed else z).astype(np.float32)
+        has_bad = bad.any(axis=(1, 2)) if holed else np.zeros(n, dtype=bool)  # a bad cell is a hole
+        cells = [(values[i], masked[i], bad[i], z[i] if has_bad[i] else None) for i in range(n)]
+    return [
+        Grid(z=v, masked=m, bad=b, y=y, x=x, y_edges=y_edges, x_edges=x_edges, row_text=row_text, col_text=col_text,
+             shape=(R, C), notes=_large_note(R, C, v.shape, fr, fc, masked[i], boolean), bad_value=bad_value)
+        for i, (v, m, b, bad_value) in enumerate(cells)
+    ]
+
+
+def _block_cells_of(z: np.ndarray, masked: np.ndarray, hole: np.ndarray, fr: int, fc: int):
+    """prepare_grids' (values as float32, masked, bad, bad_value) of one matrix's fr x fc blocks."""
+    values, block_masked = _block_means(z, masked, hole, fr, fc)
+    bad = np.isnan(values) & ~block_masked
+    bad_value = None
+    if bad.any():  # a block without a finite cell: the sum (so the mean's sign) of its cells not masked
+        with np.errstate(invalid="ignore"):  # +inf + -inf: NaN, as their mean is
+            bad_value = _block_sums(np.where(masked, z.dtype.type(0), z), fr, fc)
+    return values.astype(np.float32), block_masked, bad, bad_value
+
+
+def _large_note(R: int, C: int, shown: tuple[int, int], fr: int, fc: int, masked: np.ndarray,
+                boolean: bool) -> list[str]:
+    """The title note of a large matrix (R x C, drawn as `shown` cells of fr x fc positions; `masked`: its masked
+    cells, before any block means), or none."""
+    if max(R, C) <= LARGE_ABOVE:
+        return []
+    blocked = fr > 1 or fc > 1
+    note = f"Large input ({R}×{C})"
+    if blocked and boolean:
+        note += f": shown as {shown[0]}×{shown[1]} cells, each a {fr}×{fc} block, True where any of its cells may attend"
+    elif blocked:
+        note += (
+            f": shown as {shown[0]}×{shown[1]} cells, each the mean of a "
+            f"{fr}×{fc} block" + (" (masked cells left out)" if masked.any() else "")
+        )
+    if not boolean:
+        note += "; values drawn in float32 (about 7 significant digits)"
+    if max(shown) > MAX_TICKS:  # more labels than that: a label per cell
+        note += "; not every label shown"
+    return [note]
 
 
 def _nice_step(raw: float) -> int:
