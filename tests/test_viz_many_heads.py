@@ -67,3 +67,28 @@ def test_where_the_key_labels_are_left_out_the_figure_says_so():
                    for k, ax in lay.items() if re.fullmatch(r"xaxis\d*", k))
     said = " ".join(a.get("text", "") for a in lay.get("annotations", [])) + lay["title"]["text"]
     assert "key labels left out" in said and "hover a cell" in said
+
+
+@pytest.mark.parametrize("n_heads", [4, 16])
+def test_the_panels_of_a_grid_share_their_ticks_made_once_each_axis_its_own_lists(monkeypatch, n_heads):
+    """Every panel of a grid of heads shows the same tokens: their ticks are made once a figure (each panel made them
+    again, twice a panel: the heads view's figures took longer than the forward that feeds them, issue #6), and
+    each axis still holds lists of its own, as if made for it alone (an edit of one axis's leaves the others')."""
+    import viz.heatmap
+    from viz.fig import _pending
+
+    made = []
+    real = viz.heatmap.axis_ticks
+    monkeypatch.setattr(viz.heatmap, "axis_ticks", lambda *a, **k: made.append(a) or real(*a, **k))
+    fig = viz.layers_heads_grid(np.random.default_rng(1).dirichlet(np.ones(6), size=(2, n_heads, 6)),
+                                row_labels=list("你喜欢她我有"))
+    assert len(made) == 2  # the x axis's and the y axis's, for all 2 x n_heads panels
+    lay = _pending(fig)["layout"]  # the figure's own dict, as built (to_plotly_json hands out copies)
+    for letter in "xy":
+        axes = [v for k, v in lay.items() if re.fullmatch(rf"{letter}axis\d*", k)]
+        assert len(axes) == 2 * n_heads
+        for key in ("tickvals", "ticktext", "range"):
+            lists = [ax[key] for ax in axes]
+            assert len({id(v) for v in lists}) == len(lists), (letter, key)  # no list shared by two axes
+            full = max(lists, key=len)
+            assert all(v == full[:len(v)] and len(v) >= len(full) - 1 for v in lists), (letter, key)

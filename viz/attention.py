@@ -30,6 +30,7 @@ from viz.heatmap import (
     grid_heatmaps,
     heatmap_figure,
     label_gap,
+    matrix_axes,
     panel_px,
     plot_px,
     prepare_grid,
@@ -433,6 +434,7 @@ def _grid_of_heads(
     if not x_room:  # a bad-input walk: 64 heads' key labels ran into one grey band under the grid
         notes.append(f"{x_name} labels left out (the panels are too narrow): hover a cell for its tokens")
     grids = prepare_grids(stack, row_text=rt, col_text=ct, mask=_drawn_mask(stack, mask))  # the panels' at once
+    axes = matrix_axes(grids[0], max_x_ticks=x_budget, max_y_ticks=y_budget)  # the same rows and columns in each
     for h, (w, grid) in enumerate(zip(stack, grids, strict=True)):
         r, c = divmod(h, cols)
         notes += grid.notes
@@ -459,6 +461,7 @@ def _grid_of_heads(
             max_x_ticks=x_budget,
             max_y_ticks=y_budget,
             panel=(pw, ph),
+            axes=axes,
         )
     fig.update_xaxes(tickfont_size=tick_size, ticklen=3)
     fig.update_yaxes(tickfont_size=tick_size, ticklen=3)

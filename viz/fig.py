@@ -247,6 +247,8 @@ class Fig:
         if row is not None or col is not None:
             if self._grid is None:
                 raise ValueError("row/col need a figure made by subplots()")
+            if row is not None and col is not None:  # one subplot's (a panel's own axes: most calls)
+                return [self.layout.child(f"{letter}axis{_axis_suffix(self._index(row, col))}")]
             rows, cols = self._grid
             wanted = [
                 self._index(r, c)

@@ -197,9 +197,11 @@ def prepare_grids(
         cells = [_block_cells_of(z[i], masked[i], hole[i], fr, fc) for i in range(n)]
     else:
         bad = hole & ~masked
-        holed = hole.any()
-        values = (np.where(hole, np.nan, z) if holed else z).astype(np.float32)
-        has_bad = bad.any(axis=(1, 2)) if holed else np.zeros(n, dtype=bool)  # a bad cell is a hole
+        if hole.any():
+            values, has_bad = np.where(hole, np.nan, z), bad.any(axis=(1, 2)).tolist()
+        else:
+            values, has_bad = z, [False] * n  # a bad cell is a hole
+        values = values.astype(np.float32)
         cells = [(values[i], masked[i], bad[i], z[i] if has_bad[i] else None) for i in range(n)]
     return [
         Grid(z=v, masked=m, bad=b, y=y, x=x, y_edges=y_edges, x_edges=x_edges, row_text=row_text, col_text=col_text,
@@ -260,12 +262,11 @@ def axis_ticks(
     block's first position, and the tick sits there (inside its block's cell), not at the block's centre.
     """
     max_ticks = max(2, min(max_ticks, MAX_TICKS))
-    if len(text) <= max_ticks:
-        idx = range(len(text))
-    else:
-        idx = range(0, len(text), _nice_step(len(text) / max_ticks))
-    if not numbers:
-        return dict(tickmode="array", tickvals=[float(centres[i]) for i in idx], ticktext=[text[i] for i in idx])
+    step = 1 if len(text) <= max_ticks else _nice_step(len(text) / max_ticks)
+    idx = range(0, len(text), step)
+    if not numbers:  # every step-th cell (tolist: the same floats as float() of each, in one call)
+        return dict(tickmode="array", tickvals=np.asarray(centres, dtype=np.float64)[::step].tolist(),
+                    ticktext=list(text[::step]))
     # a block's label is "0–2" (positions 0..2, _blocks); a one-position block keeps its token's label
     blocks = [_BLOCK.fullmatch(text[i]) for i in idx]
     return dict(
@@ -745,20 +746,9 @@ def title_layout(title: str | None, notes: Sequence[str | None] = ()) -> dict:
     return dict(text=compose_title(title, unique_notes(notes)))
 
 
-def style_matrix_axes(
-    fig: Fig,
-    grid: Grid,
-    *,
-    x_title: str,
-    y_title: str,
-    row: int | None = None,
-    col: int | None = None,
-    show_x_labels: bool = True,
-    show_y_labels: bool = True,
-    max_x_ticks: int = MAX_TICKS,
-    max_y_ticks: int = MAX_TICKS,
-) -> None:
-    """Numeric axes labelled through tickvals/ticktext; row 0 on top; no gridlines.
+def matrix_axes(grid: Grid, *, max_x_ticks: int = MAX_TICKS, max_y_ticks: int = MAX_TICKS) -> tuple[dict, dict]:
+    """The x and y axis properties style_matrix_axes gives a panel of `grid`: ticks, range (row 0 on top), no
+    gridlines; the same for every panel of the same rows and columns (a grid of heads makes them once).
 
     An axis labelled by bare positions ("0", "1", ... e.g. dimensions) with more than 10 cells
     gets Plotly's own ticks (0, 20, 40, ...), spaced for whatever width it is drawn at.
@@ -771,16 +761,37 @@ def style_matrix_axes(
         y_ticks = dict(tickmode="auto", nticks=min(10, max(3, max_y_ticks)))
     else:
         y_ticks = axis_ticks(grid.y, grid.row_text, numbers=grid.downsampled, max_ticks=max_y_ticks)
+    return (dict(x_ticks, range=[float(grid.x_edges[0]), float(grid.x_edges[-1])], showgrid=False, zeroline=False),
+            dict(y_ticks, range=[float(grid.y_edges[-1]), float(grid.y_edges[0])], showgrid=False, zeroline=False))
+
+
+def style_matrix_axes(
+    fig: Fig,
+    grid: Grid,
+    *,
+    x_title: str,
+    y_title: str,
+    row: int | None = None,
+    col: int | None = None,
+    show_x_labels: bool = True,
+    show_y_labels: bool = True,
+    max_x_ticks: int = MAX_TICKS,
+    max_y_ticks: int = MAX_TICKS,
+    axes: tuple[dict, dict] | None = None,
+) -> None:
+    """Numeric axes labelled through tickvals/ticktext; row 0 on top; no gridlines (matrix_axes, or `axes`: what
+    it gave for a panel of the same rows and columns; each axis gets copies of its lists)."""
+    x_props, y_props = axes or matrix_axes(grid, max_x_ticks=max_x_ticks, max_y_ticks=max_y_ticks)
     # Plain property names only (no magic underscores): set directly, as update_xaxes would.
     # crowded x labels turn a full 90°, never plotly.js's first choice of 30°: the margins below the plot and
     # tick_budget are laid out for 90°, and at 30° a label runs under the next panel's (a grid of heads)
-    x_props = dict(x_ticks, range=[float(grid.x_edges[0]), float(grid.x_edges[-1])], showgrid=False,
-                   zeroline=False, showticklabels=show_x_labels, autotickangles=[0, 90])
-    y_props = dict(y_ticks, range=[float(grid.y_edges[-1]), float(grid.y_edges[0])], showgrid=False,
-                   zeroline=False, showticklabels=show_y_labels)
+    x_props = dict(x_props, showticklabels=show_x_labels, autotickangles=[0, 90])
+    y_props = dict(y_props, showticklabels=show_y_labels)
     for letter, props, title in (("x", x_props, x_title), ("y", y_props, y_title)):
         for ax in fig._axes(letter, row, col):
             dict.update(ax, props)
+            if axes is not None:  # shared with other panels: lists of its own, as if made for it alone
+                dict.update(ax, {key: list(props[key]) for key in ("tickvals", "ticktext", "range") if key in props})
             if title:
                 ax.child("title")["text"] = escape_text(title)
             elif isinstance(ax.get("title"), dict):
@@ -950,10 +961,12 @@ def add_panel(
     max_x_ticks: int = MAX_TICKS,
     max_y_ticks: int = MAX_TICKS,
     panel: tuple[float, float] | None = None,
+    axes: tuple[dict, dict] | None = None,
 ) -> list[str]:
     """One heatmap panel of a make_subplots figure (colours from a shared coloraxis).
 
     panel: its estimated (width, height) px (panel_px), to write text in cells only if it fits.
+    axes: matrix_axes of a panel of the same rows and columns, made once for all of them (else made here).
     Returns the notes the panel needs in the figure title (keys to the overlays).
     """
     add_heatmap(
@@ -982,6 +995,7 @@ def add_panel(
         show_y_labels=show_y_labels,
         max_x_ticks=max_x_ticks,
         max_y_ticks=max_y_ticks,
+        axes=axes,
     )
     return [n for n in notes if n]
 
