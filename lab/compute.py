@@ -221,10 +221,11 @@ def spaces_notice(key: str, text: str, cut: bool = False) -> str | None:
     removed = sum(c.isspace() for c in text)
     if not removed or not text.strip():
         return None
-    whose = f"the {removed:,} whitespace characters of its first {MAX_INPUT_CHARS:,}" if cut else (
-        f"its {removed:,} whitespace character{'s' if removed > 1 else ''}")
+    one = removed == 1  # "1 whitespace character ... is", cut or not
+    whose = f"{'the' if cut else 'its'} {removed:,} whitespace character{'' if one else 's'}" + (
+        f" of its first {MAX_INPUT_CHARS:,}" if cut else "")
     return (f"Sentence {key.upper()}: the trained models read Chinese, which is written without spaces, so {whose} "
-            f"{'is' if removed == 1 and not cut else 'are'} removed before tokenising.")
+            f"{'is' if one else 'are'} removed before tokenising.")
 
 
 

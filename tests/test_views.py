@@ -585,6 +585,23 @@ def test_the_counts_said_after_a_paste_is_cut_to_the_input_limit_are_of_what_is_
             f"{n_spaces:,} whitespace characters of its first 20,000 are removed before tokenising."], r.notices
 
 
+
+def test_the_spaces_notice_of_a_cut_paste_with_one_whitespace_character_says_one():
+    """A review: after a paste is cut, the notice counted its whitespace in the plural whatever the count: a Chinese
+    paste of 20,001 characters with one space in its first 20,000 said "the 1 whitespace characters of its first
+    20,000 are removed". One is said as one, as it is for a paste that is not cut."""
+    from lab.compute import MAX_INPUT_CHARS, spaces_notice
+
+    kept = "你" * (MAX_INPUT_CHARS // 2) + " " + "她" * (MAX_INPUT_CHARS // 2 - 1)
+    assert len(kept) == MAX_INPUT_CHARS
+    said = "Sentence A: the trained models read Chinese, which is written without spaces, so "
+    assert spaces_notice("a", kept, cut=True) == (
+        said + "the 1 whitespace character of its first 20,000 is removed before tokenising.")
+    assert spaces_notice("a", kept.replace("她", " ", 1), cut=True) == (
+        said + "the 2 whitespace characters of its first 20,000 are removed before tokenising.")
+    assert spaces_notice("a", "你 她") == said + "its 1 whitespace character is removed before tokenising."
+    assert spaces_notice("a", "你 她 ") == said + "its 2 whitespace characters are removed before tokenising."
+
 def values_zmax(fig) -> float:
     """The colour range's top of a figure's heatmap (its trace's, or the shared colour axis')."""
     heat = next(t for t in fig.data if t.type == "heatmap")
