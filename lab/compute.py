@@ -161,7 +161,7 @@ def _shown(piece: str) -> str:
     text sits in a first-strong isolate (U+2068 ... U+2069), so that a list of Arabic or Hebrew letters keeps
     its order and its quotes (a bad-input walk read “ب“ ,”ح“ for “ح”, “ب”); a combining mark with nothing before
     it sits on a dotted circle, as Unicode's charts show one (it had sat on the quote mark)."""
-    if not piece.isprintable() or any(invisible(c) for c in piece):  # a variation selector is "printable"
+    if any(invisible(c) for c in piece):  # every character not isprintable() is, and a variation selector too
         return " ".join(f"U+{ord(c):04X}" for c in piece)
     if piece and unicodedata.category(piece[0]).startswith("M"):
         piece = "◌" + piece
@@ -226,7 +226,6 @@ def spaces_notice(key: str, text: str, cut: bool = False) -> str | None:
         f" of its first {MAX_INPUT_CHARS:,}" if cut else "")
     return (f"Sentence {key.upper()}: the trained models read Chinese, which is written without spaces, so {whose} "
             f"{'is' if one else 'are'} removed before tokenising.")
-
 
 
 def untrained_notice(key: str, source: str, enc: Encoding, seen: frozenset[str]) -> str | None:
