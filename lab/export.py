@@ -51,6 +51,7 @@ def validate_for_export(spec, models) -> None:
     The app clamps such values; an export must be exact, so it refuses them instead.
     """
     from lab.spec import SpecError
+    from lab.views import order_draws_attention
 
     fmt, scale = spec.format, spec.scale if spec.format == "png" else 1.0
     try:
@@ -62,7 +63,9 @@ def validate_for_export(spec, models) -> None:
         raise SpecError("views", "'translate' needs model 'zh-en' (the random model does not translate)")
     if not spec.sentence_a.strip() and not spec.sentence_b.strip():
         raise SpecError("sentence_a", "both sentences are empty: nothing to draw")
-    if "order" in spec.views:  # its attention panels: the encoder's layer and head (a bad-input walk: clamped)
+    # view 6's attention panels, where it draws them (B reorders A): the encoder's layer and head (a bad-input walk:
+    # clamped); where it draws none, its layer and head choose nothing, as the app draws no controls for them
+    if "order" in spec.views and order_draws_attention(spec, models):
         config = models.model(spec).model.config
         for name, value, count in (("layer", spec.layer, config.n_layers), ("head", spec.head, config.n_heads)):
             if value >= count:

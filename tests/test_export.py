@@ -506,6 +506,18 @@ def test_a_spec_is_refused_only_for_a_head_its_views_draw(models):
         lx.build_spec(FigureSpec(views=("heads",), heads=(0, 5), **SMALL), models)
 
 
+def test_view_6_is_refused_a_layer_or_head_only_where_it_draws_attention(models):
+    """View 6 draws its attention panels (the only ones its layer and head choose) only where B reorders A; where B
+    is A token for token it draws none, and the app no layer or head controls, so a link's layer 9 there was refused
+    by python -m lab.export for figures no layer chooses (a words walk's note)."""
+    same = FigureSpec(views=("order",), sentence_a="你喜欢她", sentence_b="你喜欢她", layer=9, head=7, **SMALL)
+    assert [view for view, _ in lx.build_spec(same, models)] == ["order"]
+    for field in ("layer", "head"):
+        reordered = dataclasses.replace(same, sentence_b="她喜欢你", **{("head" if field == "layer" else "layer"): 0})
+        with pytest.raises(SpecError, match=rf"^{field}: {field} \d does not exist: view 'order'"):
+            lx.build_spec(reordered, models)
+
+
 def test_a_refusal_counts_layers_and_heads_in_words_that_agree(models):
     """A words walk: the share box said "`python -m lab.export` refuses this spec as it is (layer: layer 1 does not
     exist: view 'order' compares the encoder's self-attention, which has 1 layers (0..0))" of a one-layer model. One
