@@ -185,11 +185,12 @@ def plan_spec(spec, models, *, trace_format: str | None = None, warn=None,
 
 
 def cli_models():
-    """Models for the CLI: each model built once, each spec's run traced once."""
+    """Models for the CLI: each model built once, each spec's run traced once, and view 6's passes made once (its
+    check, order_draws_attention, and its figures both read them)."""
     import functools
 
     from lab.compute import load_model, run
-    from lab.views import Models
+    from lab.views import Models, order_data
 
     load = functools.lru_cache(maxsize=8)(load_model)
 
@@ -197,7 +198,8 @@ def cli_models():
     def trace(spec):
         return run(load(_model_key(spec)), spec.sentence_a, spec.sentence_b, spec.mask)
 
-    return Models(load, trace)
+    plain = Models(load, trace)
+    return Models(load, trace, functools.lru_cache(maxsize=8)(lambda spec: order_data(spec, plain)))
 
 
 def _model_key(spec):

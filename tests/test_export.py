@@ -1218,3 +1218,16 @@ def test_every_number_a_figure_draws_in_bars_or_cells_is_in_its_csv(models, sent
                 assert np.isclose(near, x, rtol=1e-6, atol=1e-7).any(), (view, panel.key, x)
             checked += panel.key.endswith("context")
     assert checked == (2 if sentence.startswith("Your") else 1)
+
+
+def test_the_cli_makes_view_6s_passes_once_for_its_check_and_its_figures(monkeypatch):
+    """validate_for_export asks whether view 6 draws attention (order_draws_attention: its passes of A and B with and
+    without PE), and view 6's figures read the same passes: the CLI's models make them once per spec, not twice."""
+    import lab.views
+
+    calls = []
+    real = lab.views.order_data
+    monkeypatch.setattr(lab.views, "order_data", lambda spec, models: calls.append(spec) or real(spec, models))
+    spec = FigureSpec(views=("order",), **SMALL)
+    assert [view for view, _ in lx.build_spec(spec, lx.cli_models())] == ["order"]
+    assert len(calls) == 1, calls
