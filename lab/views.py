@@ -1005,20 +1005,20 @@ def translate_view(spec: FigureSpec, models: Models) -> ViewResult:
     self_w, self_ok = sa["weights"][:n_dec, :n_dec], sa["allowed"][:n_dec, :n_dec]  # (Tt, Tt)
     steps = s.step_labels()  # (Tt,) "[BOS]→she": the row of the step that read [BOS] and wrote "she"
     out.panels.append(Panel(
-        "cross", f"Cross-attention, layer {layer} head {head}: each decoding step (row: the token it reads → "
+        "cross", f"Cross-attention, layer {layer}, head {head}: each decoding step (row: the token it reads → "
                  "the token it writes) over the source",
         viz.cross_attention_heatmap(cross_w, target_labels=tgt, source_labels=src, step_labels=steps,
                                     mask=None if cross_ok.all() else cross_ok, theme=spec.theme,
-                                    title=f"Cross-attention: each decoding step over the source, layer {layer} "
+                                    title=f"Cross-attention: each decoding step over the source, layer {layer}, "
                                           f"head {head}"),
         viz.matrix_frame(cross_w, steps, src),
     ))
     out.panels.append(Panel(
-        "decoder-self", f"Decoder masked self-attention, layer {layer} head {head}",
+        "decoder-self", f"Decoder masked self-attention, layer {layer}, head {head}",
         viz.decoder_self_attention_heatmap(self_w, target_labels=tgt, step_labels=steps, mask=self_ok,
                                            theme=spec.theme,
                                            title=f"Decoder self-attention (causal: each step sees the tokens read so "
-                                                 f"far), layer {layer} head {head}"),
+                                                 f"far), layer {layer}, head {head}"),
         viz.matrix_frame(self_w, steps, tgt),
     ))
     every = cross_rec.row_weights(row)[0, :, :n_dec, :n_src].double().cpu().numpy()  # (H, Tt, Ts)

@@ -980,7 +980,7 @@ def test_translate_view_reveals_decoding_one_step_at_a_time(make_app):
     assert values_z(figure_titled(at, "Cross-attention, layer")).shape == (2, 4)
     # each step chart's title names its step: its download is read away from the slider (a researcher's walk)
     for step_title in ("Decoder self-attention, layer", "Cross-attention, layer"):
-        assert title(figure_titled(at, step_title)).startswith(f"{step_title} 0 head 0, step 2"), step_title
+        assert title(figure_titled(at, step_title)).startswith(f"{step_title} 0, head 0, step 2"), step_title
     # the step charts, half a page wide, name each row "read→written" and leave the rows' Σ to the charts above:
     # its ~85 px came out of the plot's (a regression walk: 15 source tokens in 93 px at step 9)
     for step_title in ("Decoder self-attention, layer", "Cross-attention, layer"):

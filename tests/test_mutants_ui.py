@@ -9,6 +9,7 @@ the sidebar's own ranges, or a mirrored session.
 from __future__ import annotations
 
 import json
+import re
 from urllib.parse import parse_qsl, urlsplit
 
 import numpy as np
@@ -250,15 +251,15 @@ def test_the_decoding_steps_show_the_chosen_sentence_layer_and_head(make_app):
     whole_cross_fig = figure_titled(at, "Cross-attention: each decoding step over the source")
     whole_cross = values_z(whole_cross_fig)
     rows = list(whole_cross_fig["layout"]["yaxis"]["ticktext"])
-    assert "layer 1 head 1" in title(whole_cross_fig)
+    assert "layer 1, head 1" in " ".join(re.sub(r"<br[^>]*>", " ", title(whole_cross_fig)).split())  # as read, unwrapped
     n = int(at.slider(key="translate_step").max)
     assert n == whole_self.shape[0] == len(rows)
     for step in sorted({1, 2, n}):
         at.slider(key="translate_step").set_value(step).run()
         clean(at)
-        own = values_z(figure_titled(at, "Decoder self-attention, layer 1 head 1"))
+        own = values_z(figure_titled(at, "Decoder self-attention, layer 1, head 1"))
         np.testing.assert_array_equal(own, whole_self[:step, :step])
-        cross = values_z(figure_titled(at, "Cross-attention, layer 1 head 1"))
+        cross = values_z(figure_titled(at, "Cross-attention, layer 1, head 1"))
         np.testing.assert_array_equal(cross, whole_cross[:step, :cross.shape[1]])
         assert any(f"Step {step} of {n}" in t and f"(the charts' last row, {rows[step - 1]})" in t
                    for t in alerts(at.info)), (step, alerts(at.info))

@@ -736,7 +736,7 @@ def test_the_translate_views_rows_name_the_token_each_step_reads_and_the_one_it_
 
 @pytest.mark.parametrize("view, says", [
     ("heads", "layer 1"), ("query", "decoder self, layer 1, head 2"),
-    pytest.param("translate", "layer 1 head 2", marks=needs_trained)])
+    pytest.param("translate", "layer 1, head 2", marks=needs_trained)])
 def test_the_figures_of_every_head_view_name_their_layer_and_head_in_their_own_titles(models, view, says):
     import viz
 
@@ -747,6 +747,24 @@ def test_the_figures_of_every_head_view_name_their_layer_and_head_in_their_own_t
                if panel.figure is not None and key not in ("journey-bars", "journey-context", "layers-heads", "cross-heads",
                                                                "entropy")}  # the last two show every layer
     assert figures and all(says in title for title in figures.values()), figures
+
+
+@pytest.mark.parametrize("view", ["attention", "query", "order",
+                                  pytest.param("translate", marks=needs_trained)])
+def test_every_view_names_a_layer_and_its_head_alike_in_headings_and_titles(models, view):
+    """A look walk: views 3, 5 and 6 wrote "layer 1, head 2", view 7's headings and figure titles "layer 1 head 2"
+    (its cross-attention, decoder self-attention and decoding-step charts): one way for every view."""
+    import viz
+
+    trained = {"model": "zh-en"} if view == "translate" else {}
+    spec = dataclasses.replace(SPEC, layer=1, head=2, **trained)
+    p, _ = panels(view, spec, models)
+    texts = [panel.title for panel in p.values()] + [
+        " ".join(viz.theme.unwrap(panel.figure.layout.title.text).split()) for panel in p.values()
+        if panel.figure is not None and panel.figure.layout.title.text]
+    named = [text for text in texts if re.search(r"layer \d+,? head \d+", text)]
+    assert named, texts  # not vacuous: the view names a layer and a head somewhere
+    assert all(re.search(r"layer \d+, head \d+", text) for text in named), named
 
 
 def test_layer_and_head_out_of_range_are_clamped_not_crashing(models):

@@ -101,7 +101,7 @@ def decoding_steps(run: Run, spec: FigureSpec) -> None:
             f"step{step}-self", f"Step {step}: decoder self-attention",
             viz.decoder_self_attention_heatmap(self_w, target_labels=tgt[:step], step_labels=steps[:step],
                                                mask=sa["allowed"][:step, :step], row_sums=sums,
-                                               title=f"Decoder self-attention, layer {layer} head {head}, step {step}",
+                                               title=f"Decoder self-attention, layer {layer}, head {head}, step {step}",
                                                theme=spec.theme),
             viz.matrix_frame(self_w, steps[:step], tgt[:step])), "translate", spec, row="translate-step")
     with right:
@@ -109,6 +109,6 @@ def decoding_steps(run: Run, spec: FigureSpec) -> None:
             f"step{step}-cross", f"Step {step}: cross-attention",
             viz.cross_attention_heatmap(cross_w, target_labels=tgt[:step], source_labels=src, step_labels=steps[:step],
                                         row_sums=sums,
-                                        title=f"Cross-attention, layer {layer} head {head}, step {step}",
+                                        title=f"Cross-attention, layer {layer}, head {head}, step {step}",
                                         theme=spec.theme),
             viz.matrix_frame(cross_w, steps[:step], src)), "translate", spec, row="translate-step")
