@@ -1341,6 +1341,26 @@ def test_heads_grid_labels_outer_panels_only_and_thins_them_to_fit(theme, heads,
     assert len(ya.ticktext) >= min(tokens, 4)  # ... and some are always there
 
 
+@pytest.mark.parametrize("theme", viz.THEME_NAMES)
+@pytest.mark.parametrize("grid", ["heads", "layers"])
+def test_a_grid_of_heads_is_as_tall_for_its_type_as_in_the_default_theme(theme, grid):
+    """The grids are laid out for the default theme's 14 px type: a theme of larger type (slide 22 px, paper 18 px)
+    gets as much more height, so its panels hold as many of its labels. A look walk: a one-row grid in the slide
+    theme kept the default's 330 px, its panels ~70 px tall under 22 px type, its row labels drawn over each other
+    and view 7's axis title "decoding step (reads → writes)" cut off at the top."""
+    w = softmax_rows(RNG.normal(size=(2, 4, 31, 31)))
+    labels = [f"{i}:[UNK]" for i in range(31)]
+
+    def drawn(theme):
+        if grid == "heads":
+            return viz.heads_grid(w[0], row_labels=labels, theme=theme)
+        return viz.layers_heads_grid(w, row_labels=labels, theme=theme)
+
+    size = viz.THEMES[theme]["font_size"]
+    default = drawn("default").layout.height
+    assert drawn(theme).layout.height >= default * size / viz.THEMES["default"]["font_size"] - 1
+
+
 def test_layers_grid_names_layers_on_the_left_not_beside_the_colour_bar():
     w = softmax_rows(RNG.normal(size=(2, 8, 20, 20)))
     fig = viz.layers_heads_grid(w, row_labels=ZH[:20], theme="paper")

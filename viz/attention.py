@@ -51,12 +51,12 @@ from viz.theme import (
     MASK_ALLOWED_COLOR,
     NARROW_COLORBAR,
     QUALITATIVE,
-    THEMES,
     WEIGHTS_COLORSCALE,
     apply_theme,
     fit_cell_values,
     text_width,
     theme_spec,
+    type_scale,
     widest,
 )
 
@@ -401,7 +401,9 @@ def _grid_of_heads(
     y_name, x_name = axis_names
     n, Tq, Tk = stack.shape
     t = theme_spec(theme)
-    app_height = max(320, 110 + 220 * rows)  # laid out for the app; exports use their own size
+    # laid out for the default theme's type, larger type gets that much more height (a look walk: a one-row grid in
+    # the slide theme, 330 px tall at 22 px, left its panels ~70 px, row labels on each other, the axis title cut off)
+    app_height = round(max(320, 110 + 220 * rows) * type_scale(t))
     height = min(app_height, t["height"] or app_height)
     tick_size = max(9, t["font_size"] - 3)
     pw, ph = panel_px(theme, rows=rows, cols=cols, height=height)
@@ -778,7 +780,7 @@ def _query_bars_height(t: dict) -> int:
     the slide theme's figure fits one 16:9 slide (720 px, not 974), on a projector and in a deck."""
     if t["height"] and t["height"] >= QUERY_BARS_LINES * t["font_size"]:
         return t["height"]
-    return round(620 * max(1.0, t["font_size"] / THEMES["default"]["font_size"]))
+    return round(620 * type_scale(t))
 
 
 # view 5's context vector: a pattern per key (one for each colour of QUALITATIVE), none on the grey "other keys" bar;
@@ -1027,7 +1029,7 @@ def attention_lines(
             marker=dict(size=0.7 * t["font_size"], color=colour), meta={"role": "query"},
         ))
     # Token labels: the queries on the left axis, the keys on a second axis on the right.
-    k = max(1.0, t["font_size"] / 14)  # larger type (slides, 22 px) gets as many lines' room
+    k = type_scale(t)  # larger type (slides, 22 px) gets as many lines' room
     height = int(min(900, k * max(360, 120 + 24 * max(n_q, n_k))))
     budget = tick_budget(height - 120 * k, t["font_size"])
     q_step = 1 if n_q <= budget else _nice_step(n_q / budget)

@@ -212,6 +212,12 @@ def theme_spec(name: str) -> dict:
     return THEMES[name]
 
 
+def type_scale(t: dict) -> float:
+    """How many times the default theme's type a theme's is (1 where it is not larger): a layout worked out for
+    the default theme's 14 px grows by it in a theme of larger type (slide 22 px, paper 18 px)."""
+    return max(1.0, t["font_size"] / THEMES["default"]["font_size"])
+
+
 def edge_px(font_size: float) -> int:
     """The white space around a figure's plots, legend and titles, in px: half the theme's type, at least 8."""
     return max(8, round(0.5 * font_size))
