@@ -499,7 +499,7 @@ def heads_view(spec: FigureSpec, models: Models) -> ViewResult:
         "heads-grid", f"{which} of layer {layer} ({spec.block})",
         viz.heads_grid(weights[layer, heads], row_labels=rows, col_labels=cols, mask=mask,
                        head_names=[f"head {h}" for h in heads], theme=spec.theme,
-                       title=f"{which} of layer {layer} ({spec.block})"),  # full screen and exports show this
+                       title=f"{which} of layer {layer}, {spec.block}"),  # full screen and exports show this
         lambda: pd.concat({f"head {h}": viz.matrix_frame(weights[layer, h], rows, cols) for h in heads},
                           names=["head"]),
     ))

@@ -767,6 +767,17 @@ def test_every_view_names_a_layer_and_its_head_alike_in_headings_and_titles(mode
     assert all(re.search(r"layer \d+, head \d+", text) for text in named), named
 
 
+def test_the_heads_views_figure_titles_name_their_block_alike(models):
+    """A look walk: view 4's grid of heads was titled "All heads of layer 0 (encoder self)", its next two figures
+    "..., encoder self": the figure titles end in ", <block>" each (the headings above them keep their brackets)."""
+    import viz
+
+    for block in ("encoder self", "decoder self"):
+        p, _ = panels("heads", dataclasses.replace(SPEC, block=block), models)
+        titles = [viz.theme.unwrap(panel.figure.layout.title.text).split("<br>")[0] for panel in p.values()]
+        assert len(titles) == 3 and all(" ".join(t.split()).endswith(f", {block}") for t in titles), titles
+
+
 def test_layer_and_head_out_of_range_are_clamped_not_crashing(models):
     p, _ = panels("attention", dataclasses.replace(SPEC, layer=9, head=9), models)
     assert "layer 1, head 3" in p["attention-qkv"].title
