@@ -189,23 +189,17 @@ def cli_models():
     check, order_draws_attention, and its figures both read them)."""
     import functools
 
-    from lab.compute import load_model, run
+    from lab.compute import load_model, model_fields, run
     from lab.views import Models, order_data
 
     load = functools.lru_cache(maxsize=8)(load_model)
 
     @functools.lru_cache(maxsize=8)
     def trace(spec):
-        return run(load(_model_key(spec)), spec.sentence_a, spec.sentence_b, spec.mask)
+        return run(load(model_fields(spec)), spec.sentence_a, spec.sentence_b, spec.mask)
 
     plain = Models(load, trace)
     return Models(load, trace, functools.lru_cache(maxsize=8)(lambda spec: order_data(spec, plain)))
-
-
-def _model_key(spec):
-    from lab.compute import model_fields
-
-    return model_fields(spec)
 
 
 def export_spec(spec, out_dir: str | os.PathLike, *, trace_format: str | None = None,
