@@ -45,6 +45,15 @@ def _numbered(count: int, what: str) -> str:
     return f"{count} {what}s (0..{count - 1})" if count != 1 else f"1 {what} ({what} 0)"
 
 
+def _spec_error(exc: ValueError, where: str = ""):
+    """viz.export's "field: message" (check_size, check_room) as a SpecError naming that field; `where`, the figure
+    it is about, goes before the message."""
+    from lab.spec import SpecError
+
+    field, _, message = str(exc).partition(": ")
+    return SpecError(field, where + message)
+
+
 def validate_for_export(spec, models) -> None:
     """Settings the spec accepts but this spec's model cannot draw: raise SpecError naming the field.
 
@@ -53,12 +62,10 @@ def validate_for_export(spec, models) -> None:
     from lab.spec import SpecError
     from lab.views import order_draws_attention
 
-    fmt, scale = spec.format, spec.scale if spec.format == "png" else 1.0
     try:
-        vx.check_size(fmt, *spec.size, scale)
+        vx.check_size(spec.format, *spec.size, spec.scale)
     except ValueError as exc:
-        field, _, message = str(exc).partition(": ")
-        raise SpecError(field, message) from None
+        raise _spec_error(exc) from None
     if "translate" in spec.views and spec.model != "zh-en":
         raise SpecError("views", "'translate' needs model 'zh-en' (the random model does not translate)")
     if not spec.sentence_a.strip() and not spec.sentence_b.strip():
@@ -108,7 +115,6 @@ def build_spec(spec, models) -> list[tuple[str, ViewResult]]:
 
     validate_for_export(spec, models)
     built = []
-    scale = spec.scale if spec.format == "png" else 1.0
     for view in spec.views:
         result = build_view(view, spec, models)
         if result.hint and not result.panels:
@@ -117,11 +123,10 @@ def build_spec(spec, models) -> list[tuple[str, ViewResult]]:
             if panel.figure is not None:
                 try:
                     size = spec.export_size(layout_value(panel.figure, "height"))
-                    vx.check_size(spec.format, *size, scale)
+                    vx.check_size(spec.format, *size, spec.scale)
                     vx.check_room(panel.figure, *size)
                 except ValueError as exc:
-                    field, _, message = str(exc).partition(": ")
-                    raise SpecError(field, f"{view}-{panel.key}: {message}") from None
+                    raise _spec_error(exc, f"{view}-{panel.key}: ") from None
         built.append((view, result))
     return built
 
@@ -133,7 +138,6 @@ def plan_spec(spec, models, *, trace_format: str | None = None, warn=None,
     `built` is build_spec(spec, models) where the caller has it already."""
     built = build_spec(spec, models) if built is None else built
     ext = spec.format
-    scale = spec.scale if ext == "png" else 1.0
     files: list[Planned] = [Planned("spec.json", (spec.to_json() + "\n").encode("utf-8"))]
     laid_out_for = too_narrow(spec.theme, spec.width)
     if warn and laid_out_for:
@@ -160,7 +164,7 @@ def plan_spec(spec, models, *, trace_format: str | None = None, warn=None,
                          f"{wanted} px (raise `height` if it looks crowded)")
                 try:
                     files.append(Planned(f"{stem}.{ext}", vx.render(panel.figure, ext, width=width, height=height,
-                                                                  scale=scale)))
+                                                                  scale=spec.scale)))
                 except vx.ExportError as exc:  # say which figure: the message alone names only a size
                     raise vx.ExportError(f"{stem}: {exc}") from None
                 entry["files"].append(f"{stem}.{ext}")
