@@ -170,6 +170,12 @@ def _shown(piece: str) -> str:
     return f"“{piece}”"
 
 
+def _listed(pieces: list[str]) -> str:
+    """The first 8 pieces as a notice names them (_shown), and how many more there are."""
+    more = f" and {len(pieces) - 8} more" if len(pieces) > 8 else ""
+    return ", ".join(_shown(p) for p in pieces[:8]) + more
+
+
 def unknown_notice(key: str, source: str, enc: Encoding, owner: str) -> str | None:
     """A notice naming the pieces of a sentence its tokenizer read as [UNK] (None when there are none):
     the model gets one and the same token for all of them, so it cannot tell them apart. owner: whose
@@ -177,8 +183,7 @@ def unknown_notice(key: str, source: str, enc: Encoding, owner: str) -> str | No
     unknown = list(dict.fromkeys(source[s:e] for (s, e), i in zip(enc.offsets, enc.ids, strict=True) if i == UNK_ID))
     if not unknown:
         return None
-    named = ", ".join(_shown(u) for u in unknown[:8]) + (f" and {len(unknown) - 8} more" if len(unknown) > 8 else "")
-    return (f"Sentence {key.upper()}: {named} {'is' if len(unknown) == 1 else 'are'} not in {owner} "
+    return (f"Sentence {key.upper()}: {_listed(unknown)} {'is' if len(unknown) == 1 else 'are'} not in {owner} "
             "vocabulary, so the model reads [UNK] there: one and the same token for every unknown piece.")
 
 
@@ -236,9 +241,8 @@ def untrained_notice(key: str, source: str, enc: Encoding, seen: frozenset[str])
     new = [c for c in dict.fromkeys(known) if c not in seen]
     if not new:
         return None
-    named = ", ".join(_shown(c) for c in new[:8]) + (f" and {len(new) - 8} more" if len(new) > 8 else "")
     it = "it" if len(new) == 1 else "them"
-    return (f"Sentence {key.upper()}: {named} never occur{'s' if len(new) == 1 else ''} in the sentences the "
+    return (f"Sentence {key.upper()}: {_listed(new)} never occur{'s' if len(new) == 1 else ''} in the sentences the "
             f"trained models learned from (short Chinese sentences such as 你喜欢她): they have a token for {it} but "
             f"learned nothing about {it}, so what they make of this sentence, the translation included, cannot be "
             "trusted.")
