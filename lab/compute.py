@@ -151,9 +151,53 @@ class Run:
         return pieces + [PAD] * (self.tgt.size(1) - len(pieces))
 
 
-def _pad(rows: list[list[int]]) -> torch.Tensor:
-    width = max(len(r) for r in rows)
-    return torch.tensor([r + [PAD_ID] * (width - len(r)) for r in rows], dtype=torch.long)
+def read_source(loaded: Loaded, key: str, text: str, notices: list[str]) -> tuple[str, Encoding, int | None]:
+    """(text the model reads, its source tokens, token count before cutting or None).
+
+    Random models read at most max_len - 1 tokens (room for [BOS]); trained translators read the text
+    without whitespace, at most max_len characters. Longer input is cut, and a notice says so. Pieces
+    the tokenizer does not know get a notice too (unknown_notice), and so does a special token's name typed in the
+    text, read as its characters (spelled_specials_notice).
+    """
+    source, enc, cut_from = _within_limits(loaded, key, text, notices)
+    owner = "the trained models'" if loaded.trained else f"the {loaded.src_tokenizer.name} tokenizer's"  # zh-en's = -nope's
+    said = [unknown_notice(key, source, enc, owner), spelled_specials_notice(key, source)]
+    if loaded.trained:  # one notice each for zh-en and zh-en-nope (view 6 runs both)
+        said += [spaces_notice(key, text[:MAX_INPUT_CHARS], cut=len(text) > MAX_INPUT_CHARS),
+                 untrained_notice(key, source, enc, trained_characters(loaded.demo))]
+    notices += [note for note in said if note is not None and note not in notices]
+    return source, enc, cut_from
+
+
+def _within_limits(loaded: Loaded, key: str, text: str, notices: list[str]) -> tuple[str, Encoding, int | None]:
+    """read_source's cuts, each with a notice: a paste to MAX_INPUT_CHARS, then the tokens past what the model takes.
+    After the first cut the counts said are of the part read, and said so ("has 16,000 tokens" of a paste of 24,000
+    read as the whole sentence's, a tokens walk)."""
+    sentence = f"Sentence {key.upper()}"
+    if len(text) > MAX_INPUT_CHARS:
+        notices.append(f"{sentence} has {len(text):,} characters; only the first {MAX_INPUT_CHARS:,} are read.")
+        text = text[:MAX_INPUT_CHARS]
+        sentence, without_spaces = f"{sentence}'s first {MAX_INPUT_CHARS:,} characters are", "{:,} without spaces"
+    else:
+        sentence, without_spaces = f"{sentence} has", "{:,} characters (spaces removed)"
+    if loaded.trained:
+        source = loaded.demo.normalize(text)
+        limit = loaded.model.config.max_len
+        if len(source) <= limit:
+            return source, loaded.src_tokenizer.encode(source), None
+        # the pair's (zh-en, zh-en-nope: one max_len), so that view 6, which runs both, says it once
+        notices.append(f"{sentence} {without_spaces.format(len(source))}; the trained models read at most {limit}, "
+                       f"so only the first {limit} are translated and shown.")
+        return source[:limit], loaded.src_tokenizer.encode(source[:limit]), len(source)
+    enc = loaded.src_tokenizer.encode(text)
+    limit = loaded.model.config.max_len - 1  # room for the [BOS] that prepare puts before them
+    if len(enc) <= limit:
+        return text, enc, None
+    notices.append(f"{sentence} {len(enc):,} tokens; the model takes {limit}, "
+                   f"so only the first {limit} are shown.")
+    cut = Encoding(text=enc.text, pieces=enc.pieces[:limit], ids=enc.ids[:limit],
+                   offsets=enc.offsets[:limit], is_special=enc.is_special[:limit])
+    return text, cut, len(enc)
 
 
 def _shown(piece: str) -> str:
@@ -185,24 +229,6 @@ def unknown_notice(key: str, source: str, enc: Encoding, owner: str) -> str | No
         return None
     return (f"Sentence {key.upper()}: {_listed(unknown)} {'is' if len(unknown) == 1 else 'are'} not in {owner} "
             "vocabulary, so the model reads [UNK] there: one and the same token for every unknown piece.")
-
-
-def read_source(loaded: Loaded, key: str, text: str, notices: list[str]) -> tuple[str, Encoding, int | None]:
-    """(text the model reads, its source tokens, token count before cutting or None).
-
-    Random models read at most max_len - 1 tokens (room for [BOS]); trained translators read the text
-    without whitespace, at most max_len characters. Longer input is cut, and a notice says so. Pieces
-    the tokenizer does not know get a notice too (unknown_notice), and so does a special token's name typed in the
-    text, read as its characters (spelled_specials_notice).
-    """
-    source, enc, cut_from = _read_source(loaded, key, text, notices)
-    owner = "the trained models'" if loaded.trained else f"the {loaded.src_tokenizer.name} tokenizer's"  # zh-en's = -nope's
-    said = [unknown_notice(key, source, enc, owner), spelled_specials_notice(key, source)]
-    if loaded.trained:  # one notice each for zh-en and zh-en-nope (view 6 runs both)
-        said += [spaces_notice(key, text[:MAX_INPUT_CHARS], cut=len(text) > MAX_INPUT_CHARS),
-                 untrained_notice(key, source, enc, trained_characters(loaded.demo))]
-    notices += [note for note in said if note is not None and note not in notices]
-    return source, enc, cut_from
 
 
 def spelled_specials_notice(key: str, source: str) -> str | None:
@@ -248,36 +274,6 @@ def untrained_notice(key: str, source: str, enc: Encoding, seen: frozenset[str])
             "trusted.")
 
 
-def _read_source(loaded: Loaded, key: str, text: str, notices: list[str]) -> tuple[str, Encoding, int | None]:
-    # After a paste is cut to MAX_INPUT_CHARS, the counts said are of the part read, and said so: "has 16,000 tokens"
-    # of a paste of 24,000 read as the whole sentence's (a tokens walk).
-    sentence = f"Sentence {key.upper()}"
-    if len(text) > MAX_INPUT_CHARS:
-        notices.append(f"{sentence} has {len(text):,} characters; only the first {MAX_INPUT_CHARS:,} are read.")
-        text = text[:MAX_INPUT_CHARS]
-        sentence, without_spaces = f"{sentence}'s first {MAX_INPUT_CHARS:,} characters are", "{:,} without spaces"
-    else:
-        sentence, without_spaces = f"{sentence} has", "{:,} characters (spaces removed)"
-    if loaded.trained:
-        source = loaded.demo.normalize(text)
-        limit = loaded.model.config.max_len
-        if len(source) <= limit:
-            return source, loaded.src_tokenizer.encode(source), None
-        # the pair's (zh-en, zh-en-nope: one max_len), so that view 6, which runs both, says it once
-        notices.append(f"{sentence} {without_spaces.format(len(source))}; the trained models read at most {limit}, "
-                       f"so only the first {limit} are translated and shown.")
-        return source[:limit], loaded.src_tokenizer.encode(source[:limit]), len(source)
-    enc = loaded.src_tokenizer.encode(text)
-    limit = loaded.model.config.max_len - 1  # room for [BOS]/[EOS]
-    if len(enc) <= limit:
-        return text, enc, None
-    notices.append(f"{sentence} {len(enc):,} tokens; the model takes {limit}, "
-                   f"so only the first {limit} are shown.")
-    cut = Encoding(text=enc.text, pieces=enc.pieces[:limit], ids=enc.ids[:limit],
-                   offsets=enc.offsets[:limit], is_special=enc.is_special[:limit])
-    return text, cut, len(enc)
-
-
 def prepare(loaded: Loaded, key: str, text: str, notices: list[str]) -> Sentence | None:
     """Tokenise one sentence, cut it to what the model takes (with a notice), make its decoder input."""
     if not text.strip():
@@ -296,6 +292,11 @@ def prepare(loaded: Loaded, key: str, text: str, notices: list[str]) -> Sentence
     tgt_pieces = ["[BOS]"] + list(enc.pieces)
     limit = loaded.model.config.max_len
     return Sentence(key, text, enc, list(enc.ids), tgt_ids[:limit], tgt_pieces[:limit], cut_from=cut_from)
+
+
+def _pad(rows: list[list[int]]) -> torch.Tensor:
+    width = max(len(r) for r in rows)
+    return torch.tensor([r + [PAD_ID] * (width - len(r)) for r in rows], dtype=torch.long)
 
 
 def run(loaded: Loaded, sentence_a: str, sentence_b: str, mask: str) -> Run | None:
