@@ -95,12 +95,15 @@ class Sentence:
     key: str  # "a" or "b"
     text: str  # the text as typed
     encoding: Encoding  # the source tokens (after any cut)
-    src_ids: list[int]
     tgt_ids: list[int]  # decoder input: [BOS] + ... (a translation for trained models)
     tgt_pieces: list[str]
     translation: str | None = None  # trained models: the greedy translation
     cut_from: int | None = None  # number of tokens before cutting, when the input was too long
     predicted: list[str] | None = None  # trained models: what step t wrote, having read tgt_pieces[t]
+
+    @property
+    def src_ids(self) -> list[int]:
+        return list(self.encoding.ids)
 
     def step_labels(self) -> list[str]:
         """Each decoding step as "read→written" ("[BOS]→she"; no spaces, which a figure shows as ␣) where the model
@@ -284,14 +287,12 @@ def prepare(loaded: Loaded, key: str, text: str, notices: list[str]) -> Sentence
     if loaded.trained:
         info = loaded.demo.translate_ids(source)  # greedy: [BOS] y1 .. yn [EOS]
         dec_ids = list(info.decoder_input)  # what the decoder read: [BOS] y1 .. yn, one step behind
-        return Sentence(key, text, enc, list(enc.ids), dec_ids, list(info.out_pieces[: len(dec_ids)]),
+        return Sentence(key, text, enc, dec_ids, list(info.out_pieces[: len(dec_ids)]),
                         translation=info.text, cut_from=cut_from,
                         predicted=list(info.out_pieces[1: len(dec_ids) + 1]))  # step t read out[t], wrote out[t + 1]
-    # random model: the decoder reads [BOS] + the same tokens (there is no translation to show)
-    tgt_ids = [BOS_ID] + list(enc.ids)
-    tgt_pieces = ["[BOS]"] + list(enc.pieces)
-    limit = loaded.model.config.max_len
-    return Sentence(key, text, enc, list(enc.ids), tgt_ids[:limit], tgt_pieces[:limit], cut_from=cut_from)
+    # random model: the decoder reads [BOS] + the same tokens (there is no translation to show), max_len in all, as
+    # read_source left room for the [BOS]
+    return Sentence(key, text, enc, [BOS_ID, *enc.ids], ["[BOS]", *enc.pieces], cut_from=cut_from)
 
 
 def _pad(rows: list[list[int]]) -> torch.Tensor:
