@@ -26,6 +26,12 @@ FORMATS = ("svg", "pdf", "png")
 NORMS = ("post", "pre")
 DEVICES = ("auto", "cpu", "cuda", "mps")
 MAX_CHARS = 2000  # longer pastes are cut, with a notice (the model's max_len bounds tokens too)
+# the whole numbers' ranges, inclusive (width and height may also be 0: the theme's own)
+_RANGES = {
+    "d_model": (2, 1024), "n_heads": (1, 64), "n_layers": (1, 12), "d_ff": (1, 8192),
+    "layer": (0, 63), "head": (0, 63), "query": (0, 100_000), "seed": (0, 2**31 - 1),
+    "width": (MIN_EXPORT_SIDE, 8000), "height": (MIN_EXPORT_SIDE, 8000),
+}
 
 
 class SpecError(ValueError):
@@ -81,11 +87,7 @@ class FigureSpec:
                 raise SpecError("views", f"{view!r} is not one of {list(VIEWS)}")
         if not self.views:
             raise SpecError("views", "name at least one view")
-        for name, lo, hi in (
-            ("d_model", 2, 1024), ("n_heads", 1, 64), ("n_layers", 1, 12), ("d_ff", 1, 8192),
-            ("layer", 0, 63), ("head", 0, 63), ("query", 0, 100_000), ("seed", 0, 2**31 - 1),
-            ("width", MIN_EXPORT_SIDE, 8000), ("height", MIN_EXPORT_SIDE, 8000),
-        ):
+        for name, (lo, hi) in _RANGES.items():
             value = getattr(self, name)
             if name in ("width", "height") and value == 0:
                 continue  # the theme's own size
@@ -94,7 +96,7 @@ class FigureSpec:
         if not 0.1 <= self.scale <= 10:
             raise SpecError("scale", f"{self.scale} is outside [0.1, 10]")
         if self.d_model % self.n_heads:
-            divisors = [h for h in range(1, min(self.d_model, 64) + 1) if self.d_model % h == 0]
+            divisors = [h for h in range(1, min(self.d_model, _RANGES["n_heads"][1]) + 1) if self.d_model % h == 0]
             some = ", ".join(map(str, divisors[:-1])) + (" or " if len(divisors) > 1 else "") + str(divisors[-1])
             raise SpecError(  # in words, not Python's list (a narrow-screen walk: "among [1, 2, 3, 5, 6, 10, 15, 30]")
                 "n_heads",
@@ -102,8 +104,11 @@ class FigureSpec:
                 f"{some} heads do (or choose another d_model)", about=("d_model",),
             )
         if self.positional == "sinusoidal" and self.d_model % 2:
-            # the even d_model nearest that still splits into n_heads (odd, as d_model is): d_model ± n_heads
-            near = " or ".join(str(m) for m in (self.d_model - self.n_heads, self.d_model + self.n_heads) if m >= 2)
+            # the even d_models nearest that still split into n_heads (odd, as d_model is): d_model ± n_heads, where in
+            # range (1023 in 3 heads was offered 1026)
+            lo, hi = _RANGES["d_model"]
+            near = " or ".join(str(m) for m in (self.d_model - self.n_heads, self.d_model + self.n_heads)
+                               if lo <= m <= hi)
             raise SpecError("d_model", f"sinusoidal encoding needs an even d_model (sin and cos in pairs), got "
                                        f"{self.d_model}: choose {near}, or the 'learned' or 'none' positional encoding",
                              about=("positional",))

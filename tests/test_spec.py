@@ -134,6 +134,18 @@ def test_a_link_number_as_the_app_writes_it_reads_back():
     assert FigureSpec.from_query({"scale": "2E0"}) == FigureSpec(scale=2.0)
 
 
+@pytest.mark.parametrize("d_model, n_heads", [(1023, 3), (1023, 31), (1001, 13), (1023, 1)])
+def test_an_odd_d_model_near_the_top_is_offered_only_even_ones_a_spec_takes(d_model, n_heads):
+    """A re-read of lab/spec.py: d_model 1023 in 3 heads was told "choose 1020 or 1026", and 1026 is past d_model's
+    1024, so the second choice it offered was refused in turn. What it offers is in range, and there is one."""
+    with pytest.raises(SpecError) as err:
+        FigureSpec(d_model=d_model, n_heads=n_heads)
+    offered = [int(m) for m in re.findall(r"choose ([0-9]+)(?: or ([0-9]+))?", str(err.value))[0] if m]
+    assert offered and all(2 <= m <= 1024 for m in offered), str(err.value)
+    for m in offered:
+        FigureSpec(d_model=m, n_heads=n_heads)  # draws: even, in range, and splits into the heads
+
+
 @pytest.mark.parametrize("d_model, n_heads", [(3, 1), (15, 3), (7, 7), (9, 1), (21, 7)])
 def test_an_odd_d_model_under_sinusoidal_pe_names_even_ones_that_work_and_the_other_encodings(d_model, n_heads):
     """A bad-input walk: "needs an even d_model" said what was wrong, not what to do. Every d_model it offers draws
