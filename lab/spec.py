@@ -238,8 +238,8 @@ def _number(text: str) -> float:
 
 
 def _coerce(name: str, kind, value):
-    """Check one JSON value against the field's type; ints are accepted for floats."""
-    if kind is bool or kind is int:
+    """Check one JSON value against the field's type; ints are accepted for floats, never true or false."""
+    if kind is int:
         if isinstance(value, bool) or not isinstance(value, int):
             raise SpecError(name, f"expected an integer, got {json.dumps(value, ensure_ascii=False)}")
         return value
