@@ -40,9 +40,9 @@ def _np(t: torch.Tensor) -> np.ndarray:
 def _record_arrays(prefix: str, rec, derived: bool) -> dict[str, np.ndarray]:
     rec = rec.materialise()  # q, k, v once (a lean trace's record projects them on each access)
     out = {f"{prefix}.{name}": _np(getattr(rec, name)) for name in ("q", "k", "v")}
-    steps = rec.steps() if derived else {}  # what the forward pass computed from q, k, v, mask (eq. 1)
-    for name in _DERIVED if derived else ():
-        out[f"{prefix}.{name}"] = _np(steps[name])
+    if derived:  # what the forward pass computed from q, k, v, mask (eq. 1)
+        steps = rec.steps()
+        out.update((f"{prefix}.{name}", _np(steps[name])) for name in _DERIVED)
     out[f"{prefix}.allowed"] = _np(rec.allowed)
     return out
 
@@ -158,7 +158,7 @@ def save_trace(run, spec, path: str | os.PathLike, format: str = "npz", *, confi
     from viz.export import write_atomic
 
     path = Path(path)
-    stem = path.name[: -len(path.suffix)] if path.suffix in (".npz", ".safetensors", ".json") else path.name
+    stem = path.stem if path.suffix in (".npz", ".safetensors", ".json") else path.name
     files = trace_files(run, spec, fmt=format, config=config, stem=stem, derived=derived)
     data_name, json_name = list(files)
     data_path = write_atomic(path.parent / data_name, files[data_name])
