@@ -209,11 +209,18 @@ def load_trace(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], dict]:
     """(arrays, sidecar) from a data file, its sidecar, or their common stem. Never unpickles.
 
     A file that is not a trace (cut short, another file so named) raises TraceFileError, naming it."""
-    path = Path(path)
-    candidates = [path] if path.suffix in (".npz", ".safetensors") else []
-    if not candidates:
+    data_path = _data_file(Path(path))
+    return _read_arrays(data_path), _sidecar_of(data_path)
+
+
+def _data_file(path: Path) -> Path:
+    """The data file `path` names: itself (.npz, .safetensors), else the one the sidecar beside it names, else the
+    stem's .npz or .safetensors."""
+    if path.suffix in (".npz", ".safetensors"):
+        candidates = [path]
+    else:
         base = path.with_suffix("") if path.suffix == ".json" else path
-        meta_path = base.parent / (base.name + ".json")
+        meta_path, candidates = base.parent / (base.name + ".json"), []
         if meta_path.is_file():
             data_file = _read_sidecar(meta_path).get("data_file")
             if isinstance(data_file, str) and data_file and Path(data_file).name == data_file:  # beside it, only
@@ -222,24 +229,31 @@ def load_trace(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], dict]:
     data_path = next((p for p in candidates if p.is_file()), None)
     if data_path is None:
         raise FileNotFoundError(f"no trace data file for {path} (looked for .npz and .safetensors)")
+    return data_path
+
+
+def _read_arrays(data_path: Path) -> dict[str, np.ndarray]:
     try:
         if data_path.suffix == ".npz":
             with np.load(data_path, allow_pickle=False) as npz:  # a lone .npy array has no `with`: TypeError
-                arrays = {name: npz[name] for name in npz.files}
-        else:
-            from safetensors.numpy import load_file
+                return {name: npz[name] for name in npz.files}
+        from safetensors.numpy import load_file
 
-            arrays = load_file(str(data_path))
+        return load_file(str(data_path))
     except OSError:  # a file that cannot be opened at all (permissions): as the system says it
         raise
     except Exception as exc:  # noqa: BLE001 - a zip cut short, a bad header, a CRC: one line naming the file
         raise _unreadable(data_path, exc) from None
+
+
+def _sidecar_of(data_path: Path) -> dict:
+    """The sidecar beside the data file; a .safetensors without one (or with an empty one) carries its own."""
     meta_path = data_path.with_suffix(".json")
     meta = _read_sidecar(meta_path) if meta_path.is_file() else {}
-    if not meta and data_path.suffix == ".safetensors":
-        from safetensors import safe_open
+    if meta or data_path.suffix != ".safetensors":
+        return meta
+    from safetensors import safe_open
 
-        with safe_open(str(data_path), framework="numpy") as f:
-            embedded = (f.metadata() or {}).get(FORMAT_ID)
-        meta = _sidecar(embedded, f"{data_path.name}'s sidecar") if embedded else {}
-    return arrays, meta
+    with safe_open(str(data_path), framework="numpy") as f:
+        embedded = (f.metadata() or {}).get(FORMAT_ID)
+    return _sidecar(embedded, f"{data_path.name}'s sidecar") if embedded else {}
