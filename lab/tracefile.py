@@ -22,6 +22,7 @@ import dataclasses
 import io
 import json
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +32,7 @@ TRACE_FORMATS = ("npz", "safetensors")
 FORMAT_ID = "attention-lab-trace"
 VERSION = 1
 _DERIVED = ("scores", "scaled", "masked", "weights", "context")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # a spec file's "\\ud800" without its pair: in a sentence, a token
 
 
 def _np(t: torch.Tensor) -> np.ndarray:
@@ -139,7 +141,8 @@ def trace_files(run, spec=None, *, fmt: str = "npz", config=None, stem: str = "t
     meta = trace_metadata(run, spec, config, arrays)
     data_name = f"{stem}.{fmt}"
     meta["data_file"] = data_name
-    sidecar = json.dumps(meta, ensure_ascii=False, indent=2, allow_nan=False) + "\n"
+    sidecar = _LONE_SURROGATE.sub(lambda m: json.dumps(m.group()).strip('"'),  # "\\ud800": no UTF-8 holds one as itself
+                                  json.dumps(meta, ensure_ascii=False, indent=2, allow_nan=False)) + "\n"
     if fmt == "npz":
         buf = io.BytesIO()
         np.savez_compressed(buf, **arrays)

@@ -673,6 +673,30 @@ def test_trace_round_trip(tmp_path, models, fmt):
     assert load_trace(json_path)[1] == meta and load_trace(tmp_path / "trace")[1] == meta
 
 
+@pytest.mark.parametrize("fmt", ["npz", "safetensors"])
+def test_a_trace_of_a_sentence_with_a_lone_surrogate_is_written_and_reads_it_back(tmp_path, models, monkeypatch,
+                                                                                   capsys, fmt):
+    """A re-read of lab/tracefile.py: a spec file's "\\ud800" (no character and no UTF-8; the tokenizer reads it as
+    [UNK]) drew its figures, but `python -m lab.export --trace` stopped with "UnicodeEncodeError: 'utf-8' codec can't
+    encode character '\\ud800'", the sidecar's JSON holding it as itself. It is written as JSON's \\ud800 escape,
+    which reads back as the same text, from the sidecar and from inside a .safetensors."""
+    spec = FigureSpec(sentence_a="你\ud800她", **SMALL)
+    data_path, json_path = save_trace(models.run(spec), spec, tmp_path / "t", format=fmt)
+    meta = json.loads(json_path.read_bytes().decode("utf-8"))
+    assert meta["rows"][0]["text"] == "你\ud800她" and FigureSpec.from_dict(meta["spec"]) == spec
+    assert load_trace(json_path)[1] == meta
+    if fmt == "safetensors":
+        json_path.unlink()
+        assert load_trace(data_path)[1] == meta
+    monkeypatch.setattr(vx, "render", lambda fig, fmt, **kw: b"<svg/>")
+    monkeypatch.setattr(vx, "browser_available", lambda: True)
+    written = tmp_path / "spec.json"  # as a spec file holds it: the \\ud800 escape (ensure_ascii)
+    written.write_text(json.dumps({"sentence_a": "你\ud800她", "views": ["tokens", "attention"], **SMALL}))
+    assert lx.main([str(written), "--out", str(tmp_path / "out"), "--trace", "--trace-format", fmt, "--quiet"]) == 0
+    assert capsys.readouterr().err == ""
+    assert load_trace(tmp_path / "out" / "trace")[1]["rows"][0]["text"] == "你\ud800她"
+
+
 def test_trace_files_never_need_pickle(tmp_path, models):
     spec = FigureSpec(**SMALL)
     data_path, _ = save_trace(models.run(spec), spec, tmp_path / "t.npz", format="npz")
