@@ -55,6 +55,7 @@ from ui.style import page_style  # noqa: E402
 from ui.text import md  # noqa: E402
 from ui.train import train_panel  # noqa: E402
 from ui.translate import decoding_steps, linked_step_waits, shared_step  # noqa: E402
+from viz.labels import count_of  # noqa: E402
 
 log = logging.getLogger("attention_lab")
 
@@ -123,13 +124,9 @@ def model_line(spec: FigureSpec) -> None:
             who += f" (translates {share} exactly; none was seen in training)"
     else:
         who = f"random, seed {spec.seed}, {spec.tokenizer} tokenizer"
-
-    def count(n: int, what: str) -> str:
-        return f"{n} {what}{'s' if n != 1 else ''}"
-
     st.container(key="model-line").caption(md(  # small in a slide page too (ui/style.py)
-        f"Model: {who} · d_model {c.d_model} · {count(c.n_heads, 'head')} (d_k {c.d_k}) · "
-        f"{count(c.n_layers, 'encoder layer')} + {count(c.decoder_layers, 'decoder layer')} · "
+        f"Model: {who} · d_model {c.d_model} · {count_of(c.n_heads, 'head')} (d_k {c.d_k}) · "
+        f"{count_of(c.n_layers, 'encoder layer')} + {count_of(c.decoder_layers, 'decoder layer')} · "
         f"positional encoding: {c.positional} · {norm} · masked scores are "
         "−∞ before the softmax, so masked weights are exactly 0; a row whose every key is masked gets all-zero "
         "weights (never NaN). Dropout is off (eval mode)."

@@ -13,7 +13,7 @@ from model.analysis import traced_forward, with_positional
 from model.data import corpus_characters
 from model.tokenizer import BOS_ID, PAD, PAD_ID, SPECIAL_TOKENS, UNK_ID, Encoding, TextTokenizer
 from model.transformer import Trace
-from viz.labels import invisible
+from viz.labels import count_of, invisible
 
 RANDOM_MAX_LEN = 512  # tokens per sentence the random model takes; longer input is cut, with a notice
 MAX_INPUT_CHARS = 20_000  # characters tokenised at all; beyond this a paste is cut first
@@ -255,11 +255,10 @@ def spaces_notice(key: str, text: str, cut: bool = False) -> str | None:
     removed = sum(c.isspace() for c in text)
     if not removed or not text.strip():
         return None
-    one = removed == 1  # "1 whitespace character ... is", cut or not
-    whose = f"{'the' if cut else 'its'} {removed:,} whitespace character{'' if one else 's'}" + (
-        f" of its first {MAX_INPUT_CHARS:,}" if cut else "")
+    whose = f"{'the' if cut else 'its'} {count_of(removed, 'whitespace character')}" + (
+        f" of its first {MAX_INPUT_CHARS:,}" if cut else "")  # "1 whitespace character ... is", cut or not
     return (f"Sentence {key.upper()}: the trained models read Chinese, which is written without spaces, so {whose} "
-            f"{'is' if one else 'are'} removed before tokenising.")
+            f"{'is' if removed == 1 else 'are'} removed before tokenising.")
 
 
 def untrained_notice(key: str, source: str, enc: Encoding, seen: frozenset[str]) -> str | None:

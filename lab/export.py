@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from lab.provenance import provenance
 from viz import export as vx
 from viz.fig import layout_value
+from viz.labels import count_of
 from viz.theme import too_narrow
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ class Planned:
 def _numbered(count: int, what: str) -> str:
     """How many of `what` there are and their numbers, from 0: "2 layers (0..1)", "1 layer (layer 0)" (the share box
     said "which has 1 layers (0..0)" of a one-layer model)."""
-    return f"{count} {what}s (0..{count - 1})" if count != 1 else f"1 {what} ({what} 0)"
+    return f"{count_of(count, what)} " + (f"({what} 0)" if count == 1 else f"(0..{count - 1})")
 
 
 def _spec_error(exc: ValueError, where: str = ""):

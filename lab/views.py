@@ -39,7 +39,7 @@ from model.positional import (
     sinusoidal_encoding,
 )
 from viz.fig import kept_bytes
-from viz.labels import named_surrogates, num, visible_controls
+from viz.labels import count_of, named_surrogates, num, visible_controls
 from viz.theme import DOT
 
 
@@ -204,7 +204,7 @@ def tokens_view(spec: FigureSpec, models: Models) -> ViewResult:
             offsets, shown = [(at[s], at[e - 1] + 1) for s, e in offsets], typed
             named = f"{loaded.name}: one per character, spaces skipped"
         table = viz.token_table(list(enc.pieces), list(enc.ids), offsets, text=shown)
-        out.panels.append(Panel(f"tokens-{key}", f"Sentence {key.upper()}: {len(enc)} token{'' if len(enc) == 1 else 's'} ({named})",
+        out.panels.append(Panel(f"tokens-{key}", f"Sentence {key.upper()}: {count_of(len(enc), 'token')} ({named})",
                                 table=table))
     if len(encs) == 2:
         a, b = encs["a"], encs["b"]
@@ -521,7 +521,7 @@ def heads_view(spec: FigureSpec, models: Models) -> ViewResult:
         lambda: pd.DataFrame(entropy, index=pd.Index([f"layer {ly}" for ly in range(entropy.shape[0])], name="layer"),
                              columns=[f"head {h}" for h in range(entropy.shape[1])]),  # unique already: no "i:"
         caption="" if own == len(rows) else
-        f"The mean is over this sentence's own {own} {'query' if own == 1 else 'queries'}: the {len(rows) - own} "
+        f"The mean is over this sentence's own {count_of(own, 'query')}: the {len(rows) - own} "
         + ("[PAD] row that lines it up with the other sentence in the batch is left out." if len(rows) - own == 1 else
            "[PAD] rows that line it up with the other sentence in the batch are left out."),
     ))
@@ -940,7 +940,7 @@ def _attention_panel(spec: FigureSpec, rep: OrderReport, name: str, slug: str, p
                    "attention alone cannot see where a token is, only which tokens are there.")
     else:
         caption = (f"{name[0].upper() + name[1:]}: B's attention weights are not A's reordered: max |W(B) − P W(A) Pᵀ| "
-                   f"= {num(worst)} over every layer and head ({layers} layer{'s' if layers != 1 else ''}).")
+                   f"= {num(worst)} over every layer and head ({count_of(layers, 'layer')}).")
     return Panel(
         f"attn-{slug}", f"Attention weights {name}: A, B in A's order, |A − B|",
         viz.aligned_attention_figure(wa, aligned, labels_a=pieces_a, labels_b=pieces_b, positions_b=inv.tolist(),

@@ -1622,3 +1622,16 @@ def test_a_short_matrix_is_still_as_tall_as_its_turned_y_title(theme):
     title = viz.theme.text_width(STEP_AXIS, viz.THEMES[theme]["font_size"])
     assert (title - plot) / 2 <= layout.margin.t, (title, plot, layout.margin.t)  # its top end inside the figure
     assert (title - plot) / 2 <= layout.margin.b
+
+
+def test_a_count_agrees_with_its_number_in_one_wording_every_layer_uses():
+    """One wording for "N thing(s)" (app.py's model line, lab.export's refusals, ui/look.py's note, the views' titles and
+    captions and lab.compute's notices each had their own): 1 is singular, 0 and 2 plural, a consonant and y takes
+    -ies, thousands are grouped as the notices group them."""
+    from viz.labels import count_of
+
+    for noun, plural in (("head", "heads"), ("layer", "layers"), ("token", "tokens"), ("query", "queries"),
+                         ("entry", "entries"), ("key", "keys"), ("query token", "query tokens"),
+                         ("whitespace character", "whitespace characters")):
+        assert [count_of(n, noun) for n in (0, 1, 2)] == [f"0 {plural}", f"1 {noun}", f"2 {plural}"]
+    assert count_of(20_000, "token") == "20,000 tokens" and count_of(np.int64(1), "head") == "1 head"

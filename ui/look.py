@@ -19,6 +19,7 @@ from lab.views import order_draws_attention
 from ui import cache, focus
 from ui.state import keep_choice, step_choice
 from viz import visible_whitespace
+from viz.labels import count_of
 
 BLOCK_HELP = ("encoder self: the source attends to itself. decoder self: the decoder input ([BOS] + tokens) "
               "attends to itself, with the look-ahead mask under the Mask 'paper' or 'look-ahead'. cross: each "
@@ -140,7 +141,7 @@ def look_controls(view: str, base: FigureSpec, notes: list[str]) -> None:
             kept = [h for h in ss["heads"] if 0 <= h < n_heads]
             if len(kept) < len(ss["heads"]):  # a link's, or the last model's: say so, as stepped_select does
                 gone = [h for h in ss["heads"] if h not in kept]
-                there = f"{n_heads} heads: 0 to {n_heads - 1}" if n_heads > 1 else "1 head: head 0"  # not "1 heads"
+                there = f"{count_of(n_heads, 'head')}: " + (f"0 to {n_heads - 1}" if n_heads > 1 else "head 0")
                 notes.append(f"heads = {gone} are not available here ({there}); using {kept if kept else 'all heads'}.")
             ss["heads"] = kept
             st.multiselect("Heads in the grid", list(range(n_heads)), key="heads", format_func=lambda i: f"head {i}",

@@ -1,4 +1,4 @@
-"""Tick labels that stay unique, and user text that stays text.
+"""Tick labels that stay unique, user text that stays text, and numbers and counts as titles and notes say them.
 
 Plotly merges repeated category labels (a heatmap over "I like her" would silently lose rows),
 so every token label carries its position: "0:I", "1: ", "2:l". Plotly also renders some HTML
@@ -75,6 +75,15 @@ def num_weight(value: float) -> str:
             break
         text = num(value, f".{digits}g")
     return text
+
+
+def count_of(n: int, noun: str) -> str:
+    """How many, in words that agree, for every layer (app, ui, lab, viz): "1 head", "0 heads", "2 heads", "20,000
+    tokens" (grouped, as the notices write counts); a noun ending in a consonant and y takes -ies ("2 queries")."""
+    if n == 1:
+        return f"1 {noun}"
+    plural = noun[:-1] + "ies" if noun.endswith("y") and noun[-2:-1] not in "aeiou" else noun + "s"
+    return f"{n:,} {plural}"
 
 
 def cell_texts(z, value_format: str) -> list[list[str]]:
