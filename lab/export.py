@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lab.provenance import provenance
+from lab.spec import FigureSpec, SpecError
 from viz import export as vx
 from viz.fig import layout_value
 from viz.labels import count_of
@@ -46,11 +47,9 @@ def _numbered(count: int, what: str) -> str:
     return f"{count_of(count, what)} " + (f"({what} 0)" if count == 1 else f"(0..{count - 1})")
 
 
-def _spec_error(exc: ValueError, where: str = ""):
+def _spec_error(exc: ValueError, where: str = "") -> SpecError:
     """viz.export's "field: message" (check_size, check_room) as a SpecError naming that field; `where`, the figure
     it is about, goes before the message."""
-    from lab.spec import SpecError
-
     field, _, message = str(exc).partition(": ")
     return SpecError(field, where + message)
 
@@ -60,7 +59,6 @@ def validate_for_export(spec, models) -> None:
 
     The app clamps such values; an export must be exact, so it refuses them instead.
     """
-    from lab.spec import SpecError
     from lab.views import order_draws_attention
 
     try:
@@ -111,7 +109,6 @@ def build_spec(spec, models) -> list[tuple[str, ViewResult]]:
     """Every view of `spec` built (figures and tables in memory), each checked drawable: raise
     SpecError naming the field otherwise. Needs no browser, so a bad spec is reported as such on a
     machine without one. Returns [(view, its ViewResult)] in spec.views order."""
-    from lab.spec import SpecError
     from lab.views import build_view
 
     validate_for_export(spec, models)
@@ -256,8 +253,6 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         return fail(f"--out {args.out} exists and is not a folder", 2)
-
-    from lab.spec import FigureSpec, SpecError
 
     models = cli_models()
     try:  # the whole spec is checked (and its views built) before a browser is asked for
