@@ -1562,6 +1562,32 @@ def test_a_query_key_matrix_of_one_or_two_rows_is_not_drawn_330_px_tall():
     assert plot_height(viz.pe_heatmap(RNG.normal(size=(2, 16)), labels=["a", "b"])) > three * 0.9  # values: as before
 
 
+@pytest.mark.parametrize("theme", viz.THEME_NAMES)
+@pytest.mark.parametrize("rows", [1, 2])
+def test_the_step_figures_of_a_short_matrix_are_as_tall_whatever_their_titles_and_notes(theme, rows):
+    """A look walk (view 3, a one-token sentence): the five step matrices are read one under another, each laid out
+    short, but "2. Scaled scores ..." wraps to two lines and the mask has notes, and a laid-out height less an
+    estimate of the margins left the scaled scores' plot 102 px where the others had 124 (the mask's 138): its one
+    row shorter than the row above it, its colour bar ~70 px with five ticks crowded on it. Each step's plot is the
+    height its rows want (the margins as laid out), and at least the 7 lines its colour bar needs."""
+    n, d_k = rows, 16
+    q, k, v = RNG.normal(size=(3, n, d_k))
+    scores = q @ k.T
+    figs = viz.attention_step_figures(q=q, k=k, v=v, scores=scores, scaled_scores=scores / 4,
+                                      weights=softmax_rows(scores / 4), mask=np.ones((n, n), bool),
+                                      row_labels=list("你我")[:n], where="encoder self, layer 0, head 0", theme=theme)
+    font = viz.THEMES[theme]["font_size"]
+    plots = {}
+    for key, fig in figs.items():
+        if key == "qkv":
+            continue
+        layout = fig.layout
+        assert layout.height, key  # laid out short
+        plots[key] = layout.height - layout.margin.t - layout.margin.b
+    assert max(plots.values()) - min(plots.values()) <= 1, plots
+    assert min(plots.values()) >= 7 * 1.3 * font - 1, plots
+
+
 def test_a_block_mean_note_says_masked_cells_are_left_out_only_where_some_are():
     """A numbers walk: the raw and scaled scores at 301 tokens, which have no masked cell, said "(masked cells
     left out)"."""

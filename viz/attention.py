@@ -29,6 +29,7 @@ from viz.heatmap import (
     coloraxis_layout,
     grid_heatmaps,
     heatmap_figure,
+    keep_plot_height,
     label_gap,
     matrix_axes,
     panel_px,
@@ -183,6 +184,9 @@ def _leak_notes(w: np.ndarray, mask: np.ndarray | None) -> list[str]:
     return [f"warning: masked cells carry weight up to {num(top)}"] if top > 1e-6 else []
 
 
+MASK_Y_TITLE = "query (attending)"  # as the scores' and the weights' beside it
+
+
 def mask_heatmap(
     mask: np.ndarray,
     *,
@@ -210,7 +214,8 @@ def mask_heatmap(
                      note_lines=len(grid.notes) + 2)
     fig = Fig()
     ph = taller_for_rows(fig, theme, len(grid.row_text), ph)  # as tall as the scores beside it
-    ph = shorter_for_rows(fig, theme, len(grid.row_text), len(grid.col_text), pw, ph)  # and as short
+    short = shorter_for_rows(fig, theme, len(grid.row_text), len(grid.col_text), pw, ph, MASK_Y_TITLE)  # and as short
+    short, ph = (short if short < ph else None), short
     labelled = side <= VALUES_MAX and text_fits(word[0], grid, theme, (pw, ph))
     for heat in grid_heatmaps(
         grid,
@@ -240,14 +245,14 @@ def mask_heatmap(
         panel=(pw, ph),
     )
     style_matrix_axes(
-        fig, grid, x_title="key (attended to)", y_title="query (attending)",
+        fig, grid, x_title="key (attended to)", y_title=MASK_Y_TITLE,
         max_x_ticks=tick_budget(pw, t["font_size"]), max_y_ticks=tick_budget(ph, t["font_size"]),
     )
     # the key to the cells: plain True beside hatched False; or, where no cell is hatched, that nothing is masked
     notes = grid.notes + (["plain: True, may attend", key] if key else ["nothing is masked: every query may attend to "
                                                                        "every key"])
     fig.update_layout(title=title_layout(title, notes), showlegend=False)
-    return apply_theme(fig, theme)
+    return apply_theme(fig, theme) if short is None else keep_plot_height(apply_theme(fig, theme), short, theme)
 
 
 def qkv_figure(

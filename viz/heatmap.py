@@ -30,6 +30,7 @@ from viz.theme import (
     cell_type_px,
     design_size,
     edge_px,
+    fit_cell_values,
     note_size,
     text_width,
     theme_spec,
@@ -360,6 +361,19 @@ def shorter_for_rows(fig: Fig, theme: str, n_rows: int, n_cols: int, pw: float, 
         return ph
     fig.update_layout(height=round(design_size(theme, fig)[1] - (ph - want)))
     return want
+
+
+def keep_plot_height(fig: go.Figure, plot_h: float, theme: str) -> go.Figure:
+    """`fig` (apply_theme's, laid out short by shorter_for_rows to a plot `plot_h` px tall) made that tall from its
+    margins as laid out, not as plot_px estimated them: a title that wraps to two lines or a note took its line from
+    the plot (a look walk, view 3 at one token: the scaled scores' one row 102 px where the scores' above it had 124,
+    their colour bar ~70 px, five ticks crowded on it). Its cell values fitted again to the cells' new size."""
+    lean = vf.editable(fig)
+    layout = lean["layout"]
+    margin = layout.get("margin") or {}
+    layout["height"] = round(plot_h + margin.get("t", 0) + margin.get("b", 0))
+    fit_cell_values(lean["data"], layout, theme)
+    return fig
 
 
 def tick_budget(axis_px: float, font_px: float) -> int:
@@ -877,8 +891,10 @@ def heatmap_figure(
     )
     fig = Fig()
     ph = taller_for_rows(fig, theme, len(grid.row_text), ph)
+    short = None
     if kind in ("weights", "scores"):  # query x key: a row or two is not drawn 330 px tall
-        ph = shorter_for_rows(fig, theme, len(grid.row_text), len(grid.col_text), pw, ph, y_title)
+        short = shorter_for_rows(fig, theme, len(grid.row_text), len(grid.col_text), pw, ph, y_title)
+        short, ph = (short if short < ph else None), short
     # the keys' labels are budgeted as if the row sums took no width: the attention view's five step matrices
     # share the weights' margins (viz.attention.attention_step_figures), so all five label their keys alike
     x_budget, y_budget = tick_budget(pw + sums_px, t["font_size"]), tick_budget(ph, t["font_size"])
@@ -906,7 +922,7 @@ def heatmap_figure(
         if note:
             notes.append(note)
     fig.update_layout(title=title_layout(title, notes), showlegend=False)
-    return apply_theme(fig, theme)
+    return apply_theme(fig, theme) if short is None else keep_plot_height(apply_theme(fig, theme), short, theme)
 
 
 def matrix_heatmap(
