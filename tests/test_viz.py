@@ -1111,6 +1111,23 @@ def test_the_query_bars_fit_a_slide_and_leave_every_panel_room_for_its_ticks(the
     assert min(heights) >= 5 * t["font_size"], (theme, heights)
 
 
+@pytest.mark.parametrize("theme", list(viz.THEMES))
+def test_the_query_bars_score_panels_keep_their_tick_labels_apart(theme):
+    """A look walk: in the slide theme the two score panels (140 px each at 22 px type) carried five tick labels,
+    10, 5, 0, −5, −10, nearly touching: plotly.js's own choice puts 5 at least on a linear axis (nticks 0: from
+    4 to 9 steps by its length, the step rounded up, so at most that + 2 labels; with nticks n, at most n + 1).
+    Every score panel labels no more ticks than fit one per 1.3 lines of the theme's type (tick_budget)."""
+    s = np.array([9.5, -3.0, 7.2, -10.1])
+    fig = viz.query_bars(s, s / 4, softmax_rows(s[None] / 4)[0], key_labels=list("你喜欢她"),
+                         unscaled_weights=softmax_rows(s[None])[0], theme=theme)
+    t = viz.theme.theme_spec(theme)
+    plot = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
+    for axis in (fig.layout.yaxis, fig.layout.yaxis2):
+        px = plot * (axis.domain[1] - axis.domain[0])
+        most = axis.nticks + 1 if axis.nticks else math.floor(min(max(px / 40, 4), 9) + 2)
+        assert most * 1.3 * t["font_size"] <= px + 1, (theme, px, axis.nticks)
+
+
 # ---------------------------------------------------------------- layering
 
 
