@@ -1378,6 +1378,36 @@ def test_a_grid_of_heads_is_as_tall_for_its_type_as_in_the_default_theme(theme, 
     assert drawn(theme).layout.height >= default * size / viz.THEMES["default"]["font_size"] - 1
 
 
+@pytest.mark.parametrize("theme", viz.THEME_NAMES)
+@pytest.mark.parametrize("grid", ["heads", "layers"])
+def test_a_grid_of_one_or_two_token_matrices_keeps_a_short_matrix_row_height(theme, grid):
+    """A look walk (view 4, a one-token sentence): each head's 1 x 1 matrix was a panel ~140 px wide and ~195 px
+    tall, one cell, where a single matrix of one row keeps a 3-row matrix's row height (viz.heatmap.shorter_for_rows,
+    127 px in all in the default theme, the 7 lines its colour bar needs). A grid of matrices of fewer than 3 rows
+    does too: each panel no taller than the single matrix of its tokens, the plot still as tall as its colour bar
+    needs and each row two lines of its labels at least."""
+    t = viz.theme.theme_spec(theme)
+
+    def panels(tokens):
+        w = softmax_rows(RNG.normal(size=(2, 4, tokens, tokens)))
+        labels = list("你喜欢她")[:tokens]
+        fig = (viz.heads_grid(w[0], row_labels=labels, theme=theme) if grid == "heads"
+               else viz.layers_heads_grid(w, row_labels=labels, theme=theme))
+        layout = fig.layout
+        plot = (layout.height or viz.theme.design_size(theme, fig)[1]) - layout.margin.t - layout.margin.b
+        spans = [ax["domain"][1] - ax["domain"][0] for name, ax in layout.to_plotly_json().items()
+                 if name.startswith("yaxis")]
+        return plot, plot * min(spans)
+
+    for tokens in (1, 2):
+        plot, panel = panels(tokens)
+        single = viz.weights_heatmap(softmax_rows(RNG.normal(size=(tokens, tokens))), row_labels=list("你喜")[:tokens],
+                                     theme=theme).layout
+        assert panel <= single.height - single.margin.t - single.margin.b + 1, (tokens, panel)
+        assert plot >= 7 * 1.3 * t["font_size"] - 1, (tokens, plot)
+        assert panel / tokens >= 2 * 1.3 * max(9, t["font_size"] - 3) - 1, (tokens, panel)
+
+
 def test_layers_grid_names_layers_on_the_left_not_beside_the_colour_bar():
     w = softmax_rows(RNG.normal(size=(2, 8, 20, 20)))
     fig = viz.layers_heads_grid(w, row_labels=ZH[:20], theme="paper")

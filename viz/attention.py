@@ -17,6 +17,7 @@ import plotly.graph_objects as go
 from viz import fig as vf
 from viz.fig import Fig, subplots
 from viz.heatmap import (
+    SHORT_ROWS,
     VALUES_MAX,
     ValuePanel,
     _nice_step,
@@ -423,13 +424,24 @@ def _grid_of_heads(
     column_w, pitch = row_w * (1 - spacing * (cols - 1)) / cols, row_w / cols
     if column_titles:
         column_titles = fit_column_titles(column_titles, column_w, pitch, t["font_size"])
+    # a one- or two-token sentence: each panel as tall as a single matrix of its rows would be (shorter_for_rows: a
+    # 3-row matrix's row height, no taller than its cells are wide), the plot as tall as its colour bar needs (a look
+    # walk: view 4's 1 x 1 panels were one cell ~140 px wide and ~195 px tall)
+    want = ph
+    if Tq < SHORT_ROWS:
+        row_px = max(min(column_w / max(Tk, 1), panel_px(theme)[1] / SHORT_ROWS), 2 * 1.3 * tick_size)
+        want = max(Tq * row_px, 7 * 1.3 * t["font_size"] / rows)
+    short = want < ph
+    if short:
+        ph, plot_h = want, want * rows
+    v_spacing = min(0.3 / max(rows - 1, 1), head_room / plot_h) if rows > 1 else 0.0
     fig = subplots(
         rows=rows,
         cols=cols,
         subplot_titles=subplot_titles,
         column_titles=column_titles,
         horizontal_spacing=spacing,
-        vertical_spacing=min(0.3 / max(rows - 1, 1), head_room / plot_h) if rows > 1 else 0.0,
+        vertical_spacing=v_spacing,
     )
     notes = _leak_notes(stack, mask)
     x_budget = tick_budget(pw, tick_size)
@@ -487,6 +499,8 @@ def _grid_of_heads(
         height=app_height,
         showlegend=False,
     )
+    if short:  # the plot: its panels and the gaps between them, the margins as laid out
+        return keep_plot_height(apply_theme(fig, theme), plot_h / (1 - (rows - 1) * v_spacing), theme)
     return apply_theme(fig, theme)
 
 
