@@ -1708,3 +1708,15 @@ def test_a_count_agrees_with_its_number_in_one_wording_every_layer_uses():
                          ("whitespace character", "whitespace characters")):
         assert [count_of(n, noun) for n in (0, 1, 2)] == [f"0 {plural}", f"1 {noun}", f"2 {plural}"]
     assert count_of(20_000, "token") == "20,000 tokens" and count_of(np.int64(1), "head") == "1 head"
+
+
+def test_the_key_to_masked_weights_says_what_they_are_in_one_phrase():
+    """A look walk: the key over a masked weights matrix read "▨ grey hatched: masked: weight exactly 0", two colons
+    in a row; it says "masked (weight exactly 0)", as the scores' key says "masked (−∞)", over one matrix and a grid."""
+    mask = np.tril(np.ones((3, 3), dtype=bool))
+    w = softmax_rows(np.where(mask, 0.0, -np.inf))
+    for fig in (viz.weights_heatmap(w, row_labels=list("abc"), mask=mask),
+                viz.heads_grid(np.stack([w, w]), row_labels=list("abc"), mask=mask)):
+        notes = [a.text for a in fig.layout.annotations if a.name == "notes"]
+        keys = [line for text in notes for line in text.split("<br>") if "grey hatched" in line]
+        assert keys == ["▨ grey hatched: masked (weight exactly 0)"], notes

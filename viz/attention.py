@@ -161,7 +161,7 @@ def weights_heatmap(
         y_name=axis_names[0],
         mask=_drawn_mask(w, mask),
         masked_text="0",
-        masked_name="masked: weight exactly 0",
+        masked_name="masked (weight exactly 0)",
         nan_reason=_nan_reason(w),
         show_values=show_values,
         row_sums=row_sums,
@@ -468,7 +468,7 @@ def _grid_of_heads(
             x_name=x_name,
             y_name=y_name,
             masked_text="0",
-            masked_name="masked: weight exactly 0",
+            masked_name="masked (weight exactly 0)",
             nan_reason=_nan_reason(w),
             theme=theme,
             # rows are queries and columns keys, as in every matrix of the app: the bottom panels say
