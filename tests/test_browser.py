@@ -1010,7 +1010,7 @@ def test_a_step_chart_beside_its_twin_labels_every_source_token_where_a_smaller_
     """A wide-screen walk (1500 px, the sidebar open): view 7's step cross-attention, beside its twin in ~510 px of
     the 700 laid out, labelled every other one of 16 source tokens, since at 14 px one label per 1.3 lines fitted
     14. Where every label fits by that rule at a smaller type, no smaller than the cell values' (11 px), each is
-    drawn so (ui/chart.py thinTicks); the hover names the cells either way."""
+    drawn so (ui/chart.js thinTicks); the hover names the cells either way."""
     from urllib.parse import quote
 
     from viz.theme import cell_type_px
@@ -1346,7 +1346,7 @@ def test_on_a_phone_every_text_of_a_chart_is_shown_at_a_phones_smallest_comforta
     """A teacher's walk on a 390 px phone: the default theme's charts, drawn 480 px wide and shown at ~0.75, showed the
     notes under their titles at ~8 px (step 4's "largest weight 0.463; without ÷√d_k it would be 0.928", step 2's
     "max |difference| 4.4e−15") and every tick label, axis title and colour bar at ~10.4 or less. Shown shrunk, a chart
-    draws its type at SMALLEST_SHOWN_PX (11) on the screen or more (ui/chart.py readableType)."""
+    draws its type at SMALLEST_SHOWN_PX (11) on the screen or more (ui/chart.js readableType)."""
     from viz.theme import SMALLEST_SHOWN_PX
 
     texts, scales = [], []
@@ -1386,7 +1386,7 @@ def test_on_a_phone_heatmaps_take_the_width_with_their_colour_bar_under_the_plot
     """A teacher's walk on a 390 px phone: view 3's weights heatmap took ~150 px of the width (0.41 of the chart's),
     its colour bar and the row sums ("Σ = 1.000") the rest, and its short key labels ("0:[BOS]", "1:你") were turned on
     their side. Drawn at a phone's width (viz.theme.NARROW_WIDTH), a heatmap's colour bar goes under the plot, as long
-    as the plot (ui/chart.py colorbarBelow), the right margin holds only what is beside the plot (the row sums, in line
+    as the plot (ui/chart.js colorbarBelow), the right margin holds only what is beside the plot (the row sums, in line
     for view 3's five matrices), and the key labels lie flat."""
     charts = []
     for n, query in enumerate(LESSON_STEPS[:2], start=2):
@@ -1721,7 +1721,7 @@ def rgb(color: str) -> tuple[float, ...]:
 
 def test_a_chart_drawn_wide_then_narrow_turns_its_colour_bar_under_the_plot_without_a_script_error(page):
     """A window narrowed from 1500 to 900 px draws view 3's charts 480 px wide: their colour bars, upright beside the
-    plot, go under it (ui/chart.py colorbarBelow). plotly.js's react, handed the turned bar with the new size, threw
+    plot, go under it (ui/chart.js colorbarBelow). plotly.js's react, handed the turned bar with the new size, threw
     "Something went wrong with axis scaling" for each of them; they are drawn afresh now, each bar flat."""
     open_view(page, "3 · Attention step by step")
     page.set_viewport_size({"width": 900, "height": 1000})
@@ -1760,7 +1760,7 @@ def test_a_view_printed_is_its_heading_sentences_and_every_chart_whole_on_the_pa
         browser, streamlit_url, tmp_path):
     """A teacher prints view 3 as a handout (Ctrl+P, Save as PDF): the sidebar took a sixth of every page, the view
     bar, the controls and eleven closed expanders a third of a page, no page said which view it was, and every chart
-    kept the screen's width, cut at the paper's right edge (ui/style.py PRINT_CSS, ui/chart.py's print redraw)."""
+    kept the screen's width, cut at the paper's right edge (ui/style.py PRINT_CSS, ui/chart.js's print redraw)."""
     with opened_tab(browser, f"{streamlit_url}/?views=attention&sentence_a=你喜欢她&sentence_b=她喜欢你",
                     width=1500, height=900) as tab:  # a laptop: its charts wider than the paper
         titles = tab.eval_on_selector_all('[data-testid="stMain"] .js-plotly-plot .gtitle',

@@ -68,8 +68,8 @@ def test_every_path_a_doc_names_is_in_the_repository(doc):
 
 @pytest.mark.parametrize("doc", DOCS, ids=doc_id)
 def test_every_name_a_doc_gives_beside_its_file_is_in_that_file(doc):
-    """`ui/chart.py` `readableCells`: the name is defined or used in that file (Python or its JavaScript)."""
-    pairs = re.findall(r"`((?:\w+/)*\w+\.py)` `([A-Za-z_]\w*)`", text(doc))
+    """`ui/chart.js` `readableCells`: the name is defined or used in that file (Python or JavaScript)."""
+    pairs = re.findall(r"`((?:\w+/)*\w+\.(?:py|js))` `([A-Za-z_]\w*)`", text(doc))
     missing = [(f, n) for f, n in pairs if not re.search(rf"\b{n}\b", (ROOT / f).read_text(encoding="utf-8"))]
     assert not missing, missing
 

@@ -1676,7 +1676,7 @@ def test_a_tokens_label_is_never_broken_after_its_position_and_few_fitting_label
     many = viz.pe_curves(pos, table, dims=[0, 1], marked_positions=list(range(40)),
                          marked_labels=[chr(0x4E00 + 7 * i) for i in range(40)], theme="paper")
     assert "xaxis2" in many.to_dict()["layout"]  # 40 tokens: every k-th on the top axis, as before
-    script = (Path(__file__).resolve().parents[1] / "ui" / "chart.py").read_text(encoding="utf-8")
+    script = (Path(__file__).resolve().parents[1] / "ui" / "chart.js").read_text(encoding="utf-8")
     js = re.search(r"const BREAKABLE = /(.*)/gu;", script).group(1)
     assert f'r"{js}"' in Path(viz.theme.__file__).read_text(encoding="utf-8")  # the very same pattern in both
 

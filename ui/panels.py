@@ -164,7 +164,7 @@ def render_panel(panel: Panel, view: str, spec: FigureSpec, row: str = "") -> No
     its downloads are drawn only when asked for (a lazy expander): a rerun sends two elements per
     figure (the chart with its title and caption, and one closed expander), not a table and four
     download buttons. Each element costs the browser time on every rerun (bench: browser redraw).
-    Panels side by side share a `row` name (ui/chart.py starts their charts level)."""
+    Panels side by side share a `row` name (ui/chart.js starts their charts level)."""
     key = f"{view}-{panel.key}"
     if panel.figure is not None:  # one element: the title, the chart and the caption (ui/chart.py says why)
         chart(panel.figure, key=f"chart-{key}", config=viz.figure_config(key), title=panel.title,

@@ -12,7 +12,7 @@ reruns keep it.
 - A control reached with the keyboard (Tab) shows a 2 px ring in the text's colour: Streamlit's own, a
   half-transparent shadow in the primary colour, was ~2.2:1 against the page.
 - The chart toolbars' buttons (plotly.js) reached with Tab show the same 2 px ring, in the figure's text colour
-  (ui/chart.py sets it on the chart), and their name as on hover: plotly.js's ring was 1 px black, ~1.1:1 on
+  (ui/chart.js sets it on the chart), and their name as on hover: plotly.js's ring was 1 px black, ~1.1:1 on
   the dark page, so the focus was lost among the icons (an accessibility walk, dark mode). So does a radio's
   option (Sentence A / B, the sidebar's), where Streamlit's mark was a faint grey box.
 - Text in Streamlit's primary colour or faded, raised to 4.5:1 (WCAG AA) in light and dark (the same walk):

@@ -252,7 +252,7 @@ def alone(data: dict) -> dict:
 def round_height(data: dict, width: int, height: int) -> int:
     """The height to draw a figure of round panels at (layout.meta[ROUND]: viz.positional.pe_rotation's
     circles, kept round, their y axes giving up domain toward the top): its plot only as tall as its widest
-    panel needs at `width`, not a blank band under the circles (ui/chart.py roundPanels, the app's twin).
+    panel needs at `width`, not a blank band under the circles (ui/chart.js roundPanels, the app's twin).
     `height` for any other figure, or where the panels need all of it."""
     layout = data.get("layout") or {}
     if not (layout.get("meta") or {}).get(ROUND):

@@ -181,7 +181,7 @@ def note_size(t: dict) -> int:
 
 # Themes without a fixed size are drawn by the app at its column's width (~1,050 px in a 1500 px
 # window, ~520 for charts side by side, ~560 in a 1024 px window) and the figure's own height (Plotly's
-# default 450 px): lay them out for 700 px, which reads well down to ~480 (ui/chart.py shrinks below).
+# default 450 px): lay them out for 700 px, which reads well down to ~480 (ui/chart.js shrinks below).
 APP_WIDTH = 700
 APP_HEIGHT = 450
 # Drawn narrower than LEGEND_BELOW_UNDER px (a phone: the app draws at 480 px and shrinks), a legend beside
@@ -191,14 +191,14 @@ NARROW_WIDTH = 480
 LEGEND_BELOW_UNDER = 600  # a 1024 px window with the sidebar open draws charts 564 px wide: below there too
 NARROW_LEGEND = "narrow_legend"
 # Drawn NARROW_WIDTH wide (a phone), a colour bar beside the plot took as much of the width as the plot itself (view 3's
-# weights: ~150 px of a 390 px phone's, key labels turned on their side): the chart script (ui/chart.py colorbarBelow)
+# weights: ~150 px of a 390 px phone's, key labels turned on their side): the chart script (ui/chart.js colorbarBelow)
 # puts it under the plot, as long as the plot, with the right margin layout.meta[NARROW_COLORBAR] gives ({"r": px}).
 NARROW_COLORBAR = "narrow_colorbar"
 # layout.meta[ALONE] = {"margin": {side: px}, "theme": name}: the margins a figure laid out beside others (one
 # margin for a column of figures, viz.attention.attention_step_figures) takes when drawn alone (viz.export.alone)
 ALONE = "alone"
 # layout.meta[ROUND] = True: a figure of round panels (viz.positional.pe_rotation's circles), drawn only as tall as
-# they need at the width drawn (ui/chart.py roundPanels, viz.export.round_height)
+# they need at the width drawn (ui/chart.js roundPanels, viz.export.round_height)
 ROUND = "round"
 # A line break that apply_theme inserted to wrap a long title or note (it re-wraps from scratch
 # each time). User text is escaped, so it can never contain this tag itself.
@@ -412,7 +412,7 @@ def _contrast_cell_texts(trace, layout, plain: list[list[str]]) -> None:
 
 
 CELL_PAD_EM = 0.3  # room a value keeps in its cell (of its text size): less, and neighbours read as one number
-# The smallest type a chart shows on the screen, in CSS px, whatever it is shrunk by (ui/chart.py readableType): a
+# The smallest type a chart shows on the screen, in CSS px, whatever it is shrunk by (ui/chart.js readableType): a
 # phone's smallest comfortable type, Apple's smallest text style (Caption 2, 11 pt = 11 CSS px on iOS) and Material 3's
 # (Label Small, 11 sp), and the default theme's cell type (cell_type_px). On a 390 px phone the default theme's charts
 # (laid out 480 px wide, shown at ~0.75) showed their notes at ~8 px and their tick labels at ~10.4 (a teacher's walk).

@@ -1,0 +1,1043 @@
+// The charts' script (ui/chart.py registers it as a Streamlit component, st.components.v2, drawn in the page).
+// Streamlit calls the default export on every rerun that draws the element, with the same parentElement while the
+// key stays; the figure arrives as UTF-8 JSON bytes.
+
+// What ui/chart.py puts in (its _script writes them here as JSON), Python's values of these names:
+const {
+  PLOTLY_URL,  // plotly.js under its versioned name in ./static/ (server.enableStaticServing)
+  APP_HEIGHT,  // viz.theme.APP_HEIGHT: px, the height of a figure that sets none
+  CRISP_TARGET, CRISP_MAX,  // viz.crisp.TARGET_PX, MAX_PX: the camera button's heatmaps enlarged as the export's
+  STACK_REM, STACK_FRACTION,  // twin charts stack below this column width (rem), or this fraction of their design width
+  LEGEND_BELOW_UNDER,  // viz.theme.LEGEND_BELOW_UNDER
+  NARROW_WIDTH,  // viz.theme.NARROW_WIDTH: the page's themes are drawn no narrower
+  CELL_PAD_EM,  // viz.theme.CELL_PAD_EM
+  SMALLEST_PX,  // viz.theme.SMALLEST_SHOWN_PX
+  PRINT_COLOURS,  // print_colours(): the dark theme's colours -> the default theme's (viz.theme)
+  PRINT_TEMPLATE,  // print_template(): the default theme's plotly template
+} = __FROM_PYTHON__;
+
+const FULLSCREEN_ICON = {width: 24, height: 24,
+  path: "M3 3h7v2H5v5H3V3zm11 0h7v7h-2V5h-5V3zM3 14h2v5h5v2H3v-7zm16 5v-5h2v7h-7v-2h5z"};
+
+function loadPlotly() {
+  if (window.Plotly) return Promise.resolve(window.Plotly);
+  if (!window.__attentionLabPlotly) {
+    window.__attentionLabPlotly = new Promise((resolve, reject) => {
+      const script = document.createElement("script");
+      script.src = new URL(PLOTLY_URL, document.baseURI).href;
+      script.onload = () => resolve(window.Plotly);
+      script.onerror = () => { window.__attentionLabPlotly = null; reject(new Error(PLOTLY_URL)); };
+      document.head.appendChild(script);
+    });
+  }
+  return window.__attentionLabPlotly;
+}
+
+function decode(data) {
+  if (data instanceof Uint8Array || data instanceof ArrayBuffer) return new TextDecoder().decode(data);
+  return typeof data === "string" ? data : JSON.stringify(data);
+}
+
+function toggleFullscreen(gd) {
+  const box = gd.parentElement;
+  if (document.fullscreenElement) document.exitFullscreen();
+  else if (box.requestFullscreen) box.requestFullscreen();
+}
+
+// The camera button: plotly.js's SVG, each heatmap image (one pixel per cell) enlarged by nearest
+// neighbour as the server's export does (viz/crisp.py, its constants), so that no viewer blurs it.
+function crispFactor(w, h) {
+  const longest = Math.max(w, h);
+  if (longest <= 0 || longest >= CRISP_TARGET) return 1;
+  return Math.max(1, Math.min(Math.ceil(CRISP_TARGET / longest), Math.floor(CRISP_MAX / longest)));
+}
+
+function enlargePng(uri) {
+  return new Promise((resolve, reject) => {
+    const img = new Image();
+    img.onload = () => {
+      const k = crispFactor(img.naturalWidth, img.naturalHeight);
+      if (k === 1) { resolve(uri); return; }
+      const canvas = document.createElement("canvas");
+      canvas.width = img.naturalWidth * k;
+      canvas.height = img.naturalHeight * k;
+      const ctx = canvas.getContext("2d");
+      ctx.imageSmoothingEnabled = false;  // nearest neighbour: each cell a k x k block of its colour
+      ctx.drawImage(img, 0, 0, canvas.width, canvas.height);
+      resolve(canvas.toDataURL("image/png"));
+    };
+    img.onerror = () => reject(new Error("an image of the chart could not be read"));
+    img.src = uri;
+  });
+}
+
+async function crispSvg(svg) {
+  const uris = [...new Set(svg.match(/data:image\/png;base64,[A-Za-z0-9+\/=]+/g) || [])];
+  const big = await Promise.all(uris.map(enlargePng));
+  uris.forEach((uri, i) => { svg = svg.split(uri).join(big[i]); });
+  return svg;
+}
+
+async function saveSvg(gd) {
+  const opts = Object.assign({}, gd._context.toImageButtonOptions, {format: "svg", imageDataOnly: true});
+  const svg = await crispSvg(await window.Plotly.toImage(gd, opts));
+  const link = document.createElement("a");
+  link.href = URL.createObjectURL(new Blob([svg], {type: "image/svg+xml"}));
+  link.download = `${opts.filename || "attention-lab"}.svg`;
+  document.body.appendChild(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(link.href), 10000);
+}
+
+function roomWidth(gd) {
+  // The width the chart may take: the screen's in full screen, else its container's.
+  return document.fullscreenElement === gd.parentElement ? window.innerWidth : gd.parentElement.parentElement.clientWidth;
+}
+
+function sizeKey(gd) {
+  // What the drawn size depends on: the screen's size in full screen, else the container's width.
+  return document.fullscreenElement === gd.parentElement ? `${window.innerWidth}x${window.innerHeight}`
+                                                         : `${roomWidth(gd)}`;
+}
+
+function twins(row) {
+  // The charts of one row (side by side), this one included.
+  return [...document.querySelectorAll("div.lab-chart")].filter((g) => g.__lab && g.__lab.spec &&
+                                                                      g.__lab.spec.row === row);
+}
+
+function ownTop(g) {
+  // A chart's own top margin: as laid out, or as drawn last with its title wrapped again (fitTitle).
+  return g.__lab.ownTop !== undefined ? g.__lab.ownTop : ((g.__lab.spec.figure.layout || {}).margin || {}).t || 0;
+}
+
+function sideBySide(row) {
+  // Whether the row's charts sit side by side: their columns stack, each the full width, on a narrow screen
+  // (stackBelow), where one has no twin beside it to be level with.
+  return twins(row).some((g) => {
+    const column = g.closest('[data-testid="stColumn"]');
+    return column && column.parentElement && column.offsetWidth < 0.75 * column.parentElement.clientWidth;
+  });
+}
+
+function rowTop(row) {
+  // The row's largest top margin: every twin's plot then starts at the same height, whatever notes
+  // one figure has under its title that the other has not. Stacked (a phone), each keeps its own: a title of
+  // two lines under its twin's of three had a blank line between it and its notes.
+  if (!sideBySide(row)) return 0;
+  return Math.max(0, ...twins(row).filter((g) => document.fullscreenElement !== g.parentElement).map(ownTop));
+}
+
+// Titles and note lines come wrapped (viz/theme.py soft_wrap, its line breaks marked) for the width the
+// figure is laid out for (spec.wrapped: 700 px in the page's themes). Drawn narrower (a column beside
+// the sidebar, half a page, a phone) they would run off the chart's right edge: they are wrapped again
+// to the width drawn, measured in the chart's own font, and the top margin grows by the lines added.
+const SOFT_BREAK = '<br class="wrap">';
+const BREAKABLE = /[\u2e80-\uffff]\s*|(?:<[^<>]*>|&[^;\s]+;|[^\s\u2e80-\uffff])+[\u2e80-\uffff]?\s*|\s+/gu;  // viz.theme._tokens; u: an emoji is one character
+const NUMBER = /^\d+[,.;:)]?\s*$/;  // viz.theme._NUMBER
+let ruler = null;
+
+function textWidth(text, size, family) {
+  ruler = ruler || document.createElement("canvas").getContext("2d");
+  ruler.font = `${size}px ${family}`;
+  return ruler.measureText(text.replace(/<[^>]*>/g, "").replace(/&[^;\s]+;/g, "M")).width;
+}
+
+function rewrap(text, room, size, family) {
+  // [text, lines added]: each hard line (<br>) wrapped again where one of its lines is wider than room
+  let added = 0;
+  const out = text.split("<br>").map((hard) => {
+    const soft = hard.split(SOFT_BREAK);
+    if (!soft.some((line) => textWidth(line.trimEnd(), size, family) > room)) return hard;
+    const lines = [];
+    let current = [];
+    for (const piece of soft.join("").match(BREAKABLE) || []) {
+      const trial = current.join("") + piece;
+      if (current.some((p) => p.trim()) && piece.trim() && textWidth(trial.trimEnd(), size, family) > room) {
+        const last = current[current.length - 1];  // a bare number takes the word before it down with it
+        const carry = NUMBER.test(piece) && current.length > 1 && last.trim() && /\s$/.test(last) ? [current.pop()] : [];
+        lines.push(current.join(""));
+        current = carry.concat([piece]);
+      } else {
+        current.push(piece);
+      }
+    }
+    lines.push(current.join(""));
+    added += lines.length - soft.length;
+    return lines.join(SOFT_BREAK);
+  });
+  return [out.join("<br>"), added];
+}
+
+// A touch screen: no pointer hovers (a phone, a tablet). plotly.js then shows its toolbar all the time, over the
+// title's end; there it keeps the camera, full screen and reset (two fingers zoom, one drags).
+const TOUCH_SCREEN = () => Boolean(window.matchMedia && window.matchMedia("(hover: none)").matches);
+const TOUCH_REMOVED = ["zoom2d", "pan2d", "select2d", "lasso2d", "zoomIn2d", "zoomOut2d", "autoScale2d"];
+let toolbarSeen = 0;  // px: the widest toolbar plotly.js has drawn on this page, for a chart that has none yet
+
+function fitTitle(layout, width, wrapped, reserve = 0) {
+  // The layout (a copy where changed) with its title, notes and top subplot titles wrapped for `width`
+  // px, and its height and top margin grown by the lines that adds; as it is at the width laid out for.
+  // reserve: px at the right end of the title's lines kept free (plotly.js's toolbar, in full screen).
+  if (!wrapped || !width || (width >= wrapped - 1 && !reserve)) return layout;
+  const font = layout.font || {};
+  const family = font.family || "sans-serif";
+  const margin = layout.margin || {};
+  const room = width - (margin.l || 0) - Math.max(8, Math.round(0.5 * (font.size || 12))) - 4;
+  let grow = 0;
+  const out = Object.assign({}, layout);
+  const title = layout.title || {};
+  if (title.text) {
+    const size = (title.font || {}).size || font.size || 12;
+    const [text, added] = rewrap(title.text, Math.min(room, width - reserve - (margin.l || 0)), size,
+                                 (title.font || {}).family || family);
+    if (text !== title.text) {
+      out.title = Object.assign({}, title, {text});
+      if (!/<br/.test(title.text) && /<br/.test(text)) {  // now two lines or more: plotly.js lifts the title
+        const pad = title.pad || {};                       // by 0.7 em, which the pad gives back (viz.theme._fit_title)
+        out.title.pad = Object.assign({}, pad, {t: (pad.t || 0) + Math.round(0.7 * size)});
+      }
+    }
+    grow += Math.max(0, added) * 1.3 * size;
+  }
+  // the top row's subplot titles, each wrapped to its panel's width (viz.theme._wrap_subplot_titles); where
+  // one takes more lines, the notes above them go up by as much (viz.theme._fit_title's lift)
+  const panels = Object.keys(layout).filter((key) => /^xaxis\d*$/.test(key))
+    .map((key) => (layout[key] || {}).domain).filter(Boolean);
+  const plotWidth = width - (margin.l || 0) - (margin.r || 0);
+  const count = (text) => text.split("<br").length;
+  let before = 0, after = 0, titleSize = 0;
+  const annotations = (layout.annotations || []).map((a) => {
+    if (a.name === "notes" || !a.text || a.xref !== "paper" || a.yref !== "paper" || a.xanchor !== "center"
+        || a.yanchor !== "bottom" || !(a.y >= 0.98)) return a;
+    const domain = panels.find(([d0, d1]) => Math.abs((d0 + d1) / 2 - a.x) < 1e-3);
+    if (!domain) return a;
+    const size = (a.font || {}).size || font.size || 12;
+    const [text] = rewrap(a.text, Math.max((domain[1] - domain[0]) * plotWidth, 3 * size), size,
+                          (a.font || {}).family || family);
+    before = Math.max(before, count(a.text));
+    after = Math.max(after, count(text));
+    titleSize = Math.max(titleSize, size);
+    return text === a.text ? a : Object.assign({}, a, {text});
+  });
+  const lift = Math.max(0, after - before) * 1.3 * titleSize;
+  grow += lift;
+  out.annotations = annotations.map((a) => {
+    if (a.name !== "notes" || !a.text) return a;
+    const size = (a.font || {}).size || font.size || 12;
+    const [text, added] = rewrap(a.text, room, size, (a.font || {}).family || family);
+    grow += Math.max(0, added) * 1.3 * size;
+    return text === a.text && !lift ? a : Object.assign({}, a, {text, yshift: (a.yshift || 0) + lift});
+  });
+  if (grow > 0) {
+    out.margin = Object.assign({}, margin, {t: (margin.t || 0) + Math.ceil(grow)});
+    if (out.height) out.height += Math.ceil(grow);
+  }
+  return out;
+}
+
+function thinTicks(layout, width, laidOut, smallest) {
+  // Drawn narrower than laid out (a column beside another, a 1024 px window), an axis labelled one token per cell
+  // where that fitted the laid-out width ran its labels into each other (a bad-input walk: 21 source tokens,
+  // turned 90°, in 380 px). Each x axis keeps every label at a smaller type where all of them fit so, by the
+  // server's rule (one label per 1.3 lines of its type: viz.heatmap.tick_budget), at no less than `smallest` px
+  // (the type of the figure's cell values, as shown: view 7's step chart beside its twin at 1500 px, 15 source
+  // tokens where 14 fitted, labelled every other one); else every k-th label of its own at its type. The hover
+  // still names every cell (tokenHover).
+  if (!width || !laidOut || width >= laidOut) return layout;
+  const m = layout.margin || {};
+  const plotW = width - (m.l || 0) - (m.r || 0);
+  let out = layout;
+  for (const [name, axis] of Object.entries(layout)) {
+    if (!/^xaxis\d*$/.test(name) || !axis || !Array.isArray(axis.tickvals) || !Array.isArray(axis.ticktext)) continue;
+    const [d0, d1] = axis.domain || [0, 1];
+    const size = (axis.tickfont || {}).size || (layout.font || {}).size || 12;
+    const fit = Math.max(2, Math.floor(plotW * (d1 - d0) / (1.3 * size)));
+    const n = axis.tickvals.length;
+    if (n <= fit) continue;
+    if (out === layout) out = Object.assign({}, layout);
+    const all = Math.floor(10 * plotW * (d1 - d0) / (1.3 * n)) / 10;  // the type at which all n fit
+    if (smallest && all >= smallest) {
+      out[name] = Object.assign({}, axis, {tickfont: Object.assign({}, axis.tickfont, {size: all})});
+      continue;
+    }
+    const k = Math.ceil(n / fit);
+    const keep = (_, i) => i % k === 0;
+    out[name] = Object.assign({}, axis, {tickvals: axis.tickvals.filter(keep), ticktext: axis.ticktext.filter(keep)});
+  }
+  return clearRightEnds(out, plotW);
+}
+
+function axisRow(layout, axis) {
+  // the y domain of an x axis's panel: panels side by side share it
+  return String((layout["yaxis" + (axis.anchor || "y").slice(1)] || {}).domain);
+}
+
+function rowsOfPanels(layout) {
+  // [[x axis name, ...], ...]: the panels of each row of a grid, left to right
+  const rows = new Map();
+  const names = Object.keys(layout).filter((k) => /^xaxis\d*$/.test(k) && Array.isArray((layout[k] || {}).domain));
+  for (const name of names) {
+    const row = axisRow(layout, layout[name]);
+    rows.set(row, (rows.get(row) || []).concat([name]));
+  }
+  return [...rows.values()].map((names) => names.sort((a, b) => layout[a].domain[0] - layout[b].domain[0]));
+}
+
+function clearLeftLabels(layout, plotW) {
+  // Drawn narrower than laid out (a phone), a panel with row labels of its own right of another (view 6's B in A's
+  // order, "3:你") keeps the gap the server left at the laid-out width (viz.heatmap.label_gap) as a fraction of
+  // the plot, so its labels ran into the panel before it. Such a row of panels is spaced again, equally wide, with
+  // the labels' width between them.
+  const family = (layout.font || {}).family || "sans-serif";
+  let out = layout;
+  for (const names of rowsOfPanels(layout)) {
+    if (names.length < 2) continue;
+    let short = false;
+    const gaps = names.slice(1).map((name, i) => {
+      const axis = layout[name], have = axis.domain[0] - layout[names[i]].domain[1];
+      const y = layout["yaxis" + (axis.anchor || "y").slice(1)] || {};
+      if (y.showticklabels === false || !Array.isArray(y.ticktext) || !y.ticktext.length) return have;
+      const size = (y.tickfont || {}).size || (layout.font || {}).size || 12;
+      const need = (Math.max(...y.ticktext.map((t) => textWidth(String(t), size, family)))
+                    + (y.ticklen === undefined ? 5 : y.ticklen) + 8) / plotW;
+      short = short || need > have + 1e-6;
+      return Math.max(have, need);
+    });
+    const x0 = layout[names[0]].domain[0], x1 = layout[names[names.length - 1]].domain[1];
+    const w = (x1 - x0 - gaps.reduce((a, b) => a + b, 0)) / names.length;
+    if (!short || w * plotW < 40) continue;  // no room for that: left as laid out
+    if (out === layout) out = Object.assign({}, layout, {annotations: [...(layout.annotations || [])]});
+    let x = x0;
+    names.forEach((name, i) => {
+      const [d0, d1] = layout[name].domain;
+      out[name] = Object.assign({}, layout[name], {domain: [x, x + w]});
+      out.annotations = out.annotations.map((a) => a.xref === "paper" && Math.abs(a.x - (d0 + d1) / 2) < 1e-3
+        ? Object.assign({}, a, {x: x + w / 2}) : a);  // its panel title goes with it
+      x += w + (gaps[i] || 0);
+    });
+  }
+  return out;
+}
+
+function oneXTitle(layout, plotW) {
+  // A grid's bottom panels each say what their columns are ("key") where that fits over the panel at the width
+  // laid out (viz.attention's rule); drawn narrower (a phone), view 7's four heads read "source tokeource toke...":
+  // where one no longer fits its panel, only the row's first panel keeps its title.
+  const family = (layout.font || {}).family || "sans-serif";
+  let out = layout;
+  for (const names of rowsOfPanels(layout)) {
+    const titled = names.filter((n) => ((layout[n].title || {}).text || "").trim());
+    if (titled.length < 2) continue;
+    const fits = titled.every((n) => {
+      const axis = layout[n], title = axis.title;
+      const size = (title.font || {}).size || (layout.font || {}).size || 12;
+      const width = textWidth(title.text, size, (title.font || {}).family || family);
+      return width + 4 <= plotW * (axis.domain[1] - axis.domain[0]);
+    });
+    if (fits) continue;
+    if (out === layout) out = Object.assign({}, layout);
+    for (const n of titled.slice(1)) {
+      out[n] = Object.assign({}, layout[n], {title: Object.assign({}, layout[n].title, {text: ""})});
+    }
+  }
+  return out;
+}
+
+function fewerAutoTicks(layout, plotW) {
+  // Axes of bare positions (dimensions 0-63) take plotly.js's own ticks, at most `nticks` as laid out
+  // (viz.heatmap.style_matrix_axes); drawn narrower (a phone), three panels' "0 10 20 ... 60" were turned 90° and
+  // stood edge to edge: a panel too narrow for its nticks asks for fewer, as many as fit upright.
+  let out = layout;
+  for (const [name, axis] of Object.entries(layout)) {
+    if (!/^xaxis\d*$/.test(name) || !axis || axis.tickmode !== "auto" || !(axis.nticks > 3)) continue;
+    const [d0, d1] = axis.domain || [0, 1];
+    const size = (axis.tickfont || {}).size || (layout.font || {}).size || 12;
+    const nticks = Math.max(3, Math.floor(plotW * (d1 - d0) / (2.5 * size)));  // upright: 2.5 em a label
+    if (nticks >= axis.nticks) continue;
+    if (out === layout) out = Object.assign({}, layout);
+    out[name] = Object.assign({}, axis, {nticks});
+  }
+  return out;
+}
+
+function narrowPanels(layout, width, laidOut) {
+  // Drawn narrower than laid out: panels side by side keep their labels apart (see each step)
+  if (!width || !laidOut || width >= laidOut) return layout;
+  const m = layout.margin || {};
+  const plotW = width - (m.l || 0) - (m.r || 0);
+  return fewerAutoTicks(oneXTitle(clearLeftLabels(layout, plotW), plotW), plotW);
+}
+
+const LINE_EM = 1.45;  // a line's box in the figures' first font, Noto Sans CJK (ascent 1.16 + descent 0.29 em)
+
+function clearRightEnds(layout, plotW) {
+  // Panels side by side (a grid of heads) at the width drawn: a panel's last key label goes where it and the next
+  // panel's first would reach into each other across the gap ("20:a0:t" on a phone). viz.heatmap.clear_right_end,
+  // the server's rule at the laid-out width, for labels side by side; here also for labels plotly.js turned 90°
+  // (crowded), which reach sideways by half their line's box: on a phone, at the type readableType gives them, view
+  // 4's turned "20:a" and "0:t" of the next panel touched.
+  const family = (layout.font || {}).family || "sans-serif";
+  const axes = Object.keys(layout).filter((k) => /^xaxis\d*$/.test(k) && Array.isArray((layout[k] || {}).tickvals)
+    && Array.isArray(layout[k].ticktext) && layout[k].tickvals.length >= 2 && layout[k].showticklabels !== false
+    && Array.isArray(layout[k].range) && Array.isArray(layout[k].domain));
+  const rowOf = (axis) => String((layout["yaxis" + (axis.anchor || "y").slice(1)] || {}).domain);  // its y's domain
+  let out = layout;
+  for (const name of axes) {
+    const axis = layout[name], [d0, d1] = axis.domain;
+    const next = axes.map((k) => layout[k]).find((b) => b !== axis && b.domain[0] >= d1 - 1e-9
+      && b.domain[0] - d1 < 0.2 && rowOf(b) === rowOf(axis));  // the panel right of it, in its row
+    if (!next) continue;
+    const size = (axis.tickfont || {}).size || (layout.font || {}).size || 12;
+    const vals = axis.tickvals, text = axis.ticktext, span = axis.range;
+    const per = plotW * (d1 - d0) / Math.abs(span[1] - span[0]);  // px per position
+    const widest = Math.max(...text.map((t) => textWidth(String(t), size, family)));
+    const turned = Math.min(...vals.slice(1).map((v, i) => v - vals[i])) * per < widest + 4;  // as plotly.js turns them
+    const half = (t) => (turned ? LINE_EM * size : textWidth(String(t), size, family)) / 2;  // reach either side
+    const right = half(text[text.length - 1]) - (Math.max(...span) - vals[vals.length - 1]) * per;
+    const nextPer = plotW * (next.domain[1] - next.domain[0]) / Math.abs(next.range[1] - next.range[0]);
+    const left = half(next.ticktext[0]) - (next.tickvals[0] - Math.min(...next.range)) * nextPer;
+    if (Math.max(0, right) + Math.max(0, left) + 4 > plotW * (next.domain[0] - d1)) {
+      if (out === layout) out = Object.assign({}, layout);
+      out[name] = Object.assign({}, axis, {tickvals: vals.slice(0, -1), ticktext: text.slice(0, -1)});
+    }
+  }
+  return out;
+}
+
+function roundPanels(layout, width) {
+  // A figure whose panels keep their aspect (layout.meta.round: the clock's circles stay round, their y axes
+  // giving up domain toward the top): its plot only as tall as its widest panel needs at the width drawn. Its
+  // laid-out height left a blank band under the circles (a teacher's walk: ~150 px at 564 px wide).
+  if (!(layout.meta || {}).round || !width || !layout.height) return layout;
+  const m = layout.margin || {};
+  const plotW = width - (m.l || 0) - (m.r || 0), plotH = layout.height - (m.t || 0) - (m.b || 0);
+  let need = 0;
+  for (const [name, x] of Object.entries(layout)) {
+    const y = /^xaxis\d*$/.test(name) ? layout["y" + name.slice(1)] : null;
+    if (!y || !x.range || !y.range) continue;
+    const [x0, x1] = x.domain || [0, 1], [y0, y1] = y.domain || [0, 1];
+    const span = Math.abs(y.range[1] - y.range[0]) / Math.abs(x.range[1] - x.range[0]);
+    need = Math.max(need, plotW * (x1 - x0) * span / (y1 - y0));
+  }
+  if (!(need > 0) || need >= plotH) return layout;
+  return Object.assign({}, layout, {height: Math.ceil(layout.height - (plotH - need))});
+}
+
+function legendBelow(layout, width) {
+  // Drawn narrower than LEGEND_BELOW_UNDER px (a phone), a legend beside the plot took up to half the width:
+  // it goes under the plot in rows, with the margins the server laid out for that (viz.theme NARROW_LEGEND),
+  // and the figure grows by what the bottom margin gains, so the plot keeps its height.
+  const narrow = (layout.meta || {}).narrow_legend;
+  if (!narrow || !width || width >= LEGEND_BELOW_UNDER) return layout;
+  const margin = Object.assign({}, layout.margin);
+  const grow = Math.max(0, narrow.b - (margin.b || 0));
+  const legend = Object.assign({}, layout.legend, {orientation: "h", x: 0.01, xanchor: "left", xref: "container",
+    y: 0, yanchor: "bottom", yref: "container"});
+  if ((legend.title || {}).text) legend.title = Object.assign({}, legend.title, {side: "top"});
+  return Object.assign({}, layout, {legend, margin: Object.assign(margin, {r: narrow.r, b: narrow.b}),
+    height: layout.height && layout.height + grow});
+}
+
+function belowPlot(layout, plotW) {
+  // px under the plot of the bottom row: its x tick labels (turned 90° where they do not fit side by side, as plotly.js
+  // turns them) and its x axis title; viz.theme._below_plot's rule, the labels measured in their own type
+  const font = layout.font || {}, family = font.family || "sans-serif";
+  let depth = 0;
+  for (const [name, axis] of Object.entries(layout)) {
+    if (!/^xaxis\d*$/.test(name) || !axis || axis.side === "top" || axis.overlaying) continue;
+    const y = layout["yaxis" + (axis.anchor || "y").slice(1)] || {};
+    if (y.domain && y.domain[0] > 0.01) continue;  // not the bottom row
+    let px = 0;
+    if (axis.showticklabels !== false) {
+      const size = (axis.tickfont || {}).size || font.size || 12;
+      const labels = Array.isArray(axis.ticktext) ? axis.ticktext.map(String) : [];
+      const widest = Math.max(0, ...labels.map((t) => textWidth(t, size, family)));
+      const [d0, d1] = axis.domain || [0, 1];
+      const fits = !labels.length || axis.tickangle === 0 || labels.length * (widest + 8) <= (d1 - d0) * plotW;
+      px += (fits ? 1.3 * size : widest + 4) + 14;
+    }
+    if ((axis.title || {}).text) px += 1.5 * ((axis.title.font || {}).size || font.size || 12) + 6;
+    depth = Math.max(depth, px);
+  }
+  return depth;
+}
+
+function colorbarBelow(layout, data, width) {
+  // [layout, data] with each colour bar under the plot, as long as the plot, where drawn NARROW_WIDTH wide or less (a
+  // phone): beside it, it took as much of the width as the plot (a teacher's walk at 390 px: view 3's weights had
+  // ~150 px, the colour bar and the row sums the rest, the keys' short labels turned on their side). The right margin
+  // is the server's for that (viz.theme NARROW_COLORBAR: the row sums' room only; view 3's five matrices keep one,
+  // their columns in line); the bottom one holds what is under the plot, measured here, and the bar with its numbers,
+  // and the figure grows by what that gains, so the plot keeps its height.
+  const narrow = (layout.meta || {}).narrow_colorbar;
+  if (!narrow || !width || width > NARROW_WIDTH) return [layout, data];
+  const margin = Object.assign({}, layout.margin, {r: narrow.r});
+  const bars = Object.keys(layout).filter((key) => /^coloraxis\d*$/.test(key) && layout[key]
+                                                   && layout[key].showscale !== false);
+  const heatmaps = data.map((t) => t.type === "heatmap" && !t.coloraxis && t.showscale !== false);
+  const shown = bars.map((key) => layout[key].colorbar || {}).concat(data.filter((_, i) => heatmaps[i])
+                                                                         .map((t) => t.colorbar || {}));
+  const out = Object.assign({}, layout, {margin});
+  if (!shown.length) return [out, data];  // view 3's mask: the others' right margin only
+  const font = layout.font || {}, size = (f) => (f || {}).size || font.size || 12;
+  const bar = Math.max(...shown.map((b) => (b.thickness || 30) + 1.3 * size(b.tickfont) + 14));  // bar, numbers, pads
+  const edge = Math.max(8, Math.round(0.5 * size()));
+  margin.b = Math.max(Math.ceil(edge + belowPlot(layout, width - (margin.l || 0) - margin.r) + bar), margin.b || 0);
+  if (out.height) out.height += margin.b - ((layout.margin || {}).b || 0);
+  // at the figure's bottom edge, its title beside it, left ("side: right" draws it there): plotly.js 4.1.1 set a
+  // title over an h bar onto the bar, and one under it by the figure's height, onto its numbers; hung from the plot
+  // instead (yref paper), the bar pushed the bottom margin by far more than it took (view 4's layer 0 plot, 5 rows,
+  // squeezed to ~60 px over a blank band)
+  const below = (colorbar) => Object.assign({}, colorbar, {orientation: "h", xref: "paper", x: 0.5, xanchor: "center",
+    yref: "container", y: 0, yanchor: "bottom", len: 1, lenmode: "fraction",
+    title: Object.assign({}, (colorbar || {}).title, {side: "right"})});
+  bars.forEach((key) => { out[key] = Object.assign({}, layout[key], {colorbar: below(layout[key].colorbar)}); });
+  return [out, data.map((t, i) => (heatmaps[i] ? Object.assign({}, t, {colorbar: below(t.colorbar)}) : t))];
+}
+
+function shrink(gd, k, height, fullscreen) {
+  // k < 1: the chart drawn `height` px tall is shown at k times its size (a CSS transform, which
+  // plotly.js's hover, zoom and selection follow), its box as tall as what is shown.
+  const box = gd.parentElement;
+  gd.style.transform = k < 1 ? `scale(${k})` : "";
+  gd.style.transformOrigin = k < 1 ? "0 0" : "";
+  box.style.overflow = k < 1 ? "hidden" : "";
+  box.style.height = k < 1 && !fullscreen ? `${Math.ceil(height * k)}px` : "";
+}
+
+const CELL_FONT = (trace) => trace.type === "heatmap" && trace.texttemplate;  // values, and marks (see-through)
+
+function raiseFonts(obj, least) {
+  // obj (a copy where changed) with every font in it ("font", "tickfont", "textfont" ...) at no less than `least` px;
+  // arrays of numbers and strings (tick values, a heatmap's z) are left as they are, not walked
+  if (!obj || typeof obj !== "object") return obj;
+  if (Array.isArray(obj)) {
+    if (!obj.some((o) => o && typeof o === "object")) return obj;
+    const out = obj.map((o) => raiseFonts(o, least));
+    return out.some((o, i) => o !== obj[i]) ? out : obj;
+  }
+  let out = obj;
+  for (const [key, value] of Object.entries(obj)) {
+    if (!value || typeof value !== "object" || key === "meta" || key === "template") continue;
+    const raised = /font$/i.test(key) && !Array.isArray(value)
+      ? (typeof value.size === "number" && value.size < least ? Object.assign({}, value, {size: least}) : value)
+      : raiseFonts(value, least);
+    if (raised === value) continue;
+    if (out === obj) out = Object.assign({}, obj);
+    out[key] = raised;
+  }
+  return out;
+}
+
+const MOST_RAISED = 1.35;  // readableType leaves a figure whose text it would raise by more than this as laid out
+const brs = (text) => (String(text || "").match(/<br/g) || []).length;
+
+function readableType(layout, data, k) {
+  // [layout, data] in which no text is shown under SMALLEST_PX: shown shrunk (k < 1), a chart's type is shown at k
+  // times its size (a teacher's walk on a 390 px phone, the default theme drawn 480 px wide at ~0.75: view 5's note
+  // "largest weight 0.463; without ÷√d_k it would be 0.928" at ~8 px, every tick label at ~10.4). Every font of the
+  // layout (title, notes, subplot titles, axes' labels and titles, colour bars, legend, hover) and the texts traces
+  // write is drawn at SMALLEST_PX / k or more; the values in cells are readableCells' (it keeps them at the theme's
+  // cell type on the screen, or leaves them to the hover). The top margin grows by what the title's, the notes' and
+  // the top subplot titles' lines gain (the plot keeps its height); the other margins grow where plotly.js finds
+  // them short (automargin); notes and titles wrap again at their new size (fitTitle, after this). Where the figure's
+  // text would grow by more than MOST_RAISED (a slide chart, laid out for 1280 px, on a phone at ~0.28: x 1.8) it
+  // would no longer fit the margins and cells laid out for it: that figure is left as laid out.
+  const font = layout.font || {};
+  const base = font.size || 12;
+  const least = Math.ceil(100 * SMALLEST_PX / k) / 100;
+  if (!(k < 1) || least > MOST_RAISED * base) return [layout, data];
+  let out = raiseFonts(layout, least);
+  if (!(font.size >= least)) out = Object.assign({}, out, {font: Object.assign({}, font, {size: least})});  // inherited
+  const gain = (f) => Math.max(0, least - ((f || {}).size || base));  // px a text's type grows by
+  const title = layout.title || {};
+  let grow = title.text ? gain(title.font) * (1.4 + 1.3 * brs(title.text)) : 0;  // viz.theme._fit_title's heights
+  const top = (layout.annotations || []).filter((a) => a.name !== "notes" && a.text && a.yref === "paper"
+    && a.yanchor === "bottom" && a.y >= 0.98);  // subplot titles over the top row: the notes sit above them
+  const lift = Math.max(0, ...top.map((a) => 1.3 * (brs(a.text) + 1) * gain(a.font)));
+  (layout.annotations || []).filter((a) => a.name === "notes" && a.text)
+    .forEach((a) => { grow += 1.3 * (brs(a.text) + 1) * gain(a.font); });
+  grow = Math.ceil(grow + lift);
+  if (grow > 0) {
+    const margin = out.margin || {};
+    out = Object.assign({}, out, {margin: Object.assign({}, margin, {t: (margin.t || 0) + grow})});
+    if (out.height) out.height += grow;
+    if (lift) out.annotations = out.annotations.map((a) => a.name === "notes"
+      ? Object.assign({}, a, {yshift: (a.yshift || 0) + lift}) : a);
+  }
+  const traces = data.map((trace) => {
+    const {textfont, ...rest} = trace;  // a cell's values: readableCells'
+    const raised = raiseFonts(Object.fromEntries(["colorbar", "hoverlabel", "insidetextfont", "outsidetextfont",
+      "legendgrouptitle"].filter((key) => key in rest).map((key) => [key, rest[key]])), least);
+    const own = textfont && !CELL_FONT(trace) ? raiseFonts({textfont}, least).textfont : textfont;
+    const changed = Object.keys(raised).some((key) => raised[key] !== trace[key]) || own !== textfont;
+    return changed ? Object.assign({}, trace, raised, own === undefined ? {} : {textfont: own}) : trace;
+  });
+  return [out, traces];
+}
+
+function readableCells(data, layout, k, type) {
+  // Shown shrunk (k < 1), the values and marks written in cells ("1.64", "−∞") would be shown at k times the theme's
+  // cell type (viz.theme.cell_type_px): a slide chart beside the open sidebar of a 1280 px projector, at 0.64, wrote
+  // the slide's cell type (19 px then, 21 now) as 12. They are drawn at type / k instead, shown at the theme's own, where they still fit their
+  // cells as drawn, by the server's rule (viz.theme.fit_cell_values: the widest with room either side, a line
+  // high); else they are left out, as the server leaves out what does not fit (the hover keeps every value).
+  if (!(k < 1) || !type) return data;
+  const size = type / k;
+  const m = layout.margin || {};
+  const plotW = (layout.width || 0) - (m.l || 0) - (m.r || 0), plotH = (layout.height || 0) - (m.t || 0) - (m.b || 0);
+  const family = (layout.font || {}).family || "sans-serif";
+  return data.map((trace) => {
+    // the values, and the marks in masked and NaN cells ("−∞": a see-through heatmap's text, viz.heatmap)
+    const values = trace.type === "heatmap" && trace.texttemplate && Array.isArray(trace.text);
+    const font = trace.textfont || {};
+    if (!values || (font.size || 0) * k >= type) return trace;
+    const xa = layout["xaxis" + (trace.xaxis || "x").slice(1)] || {};
+    const ya = layout["yaxis" + (trace.yaxis || "y").slice(1)] || {};
+    if (!Array.isArray(xa.range) || !Array.isArray(ya.range)) return trace;
+    const [x0, x1] = xa.domain || [0, 1], [y0, y1] = ya.domain || [0, 1];
+    let w = plotW * (x1 - x0) / Math.abs(xa.range[1] - xa.range[0]);  // a cell: one position of each axis
+    let h = plotH * (y1 - y0) / Math.abs(ya.range[1] - ya.range[0]);
+    if (ya.scaleanchor) w = h = Math.min(w, h);
+    const texts = trace.text.flat();
+    const widest = Math.max(0, ...texts.map((t) => textWidth(String(t || ""), size, font.family || family)));
+    if (h >= size + 2 && w >= widest + Math.max(4, CELL_PAD_EM * size)) {
+      return Object.assign({}, trace, {textfont: Object.assign({}, font, {size})});
+    }
+    const {text, texttemplate, ...rest} = trace;
+    return rest;
+  });
+}
+
+function tokenHover(figure) {
+  // A heatmap's hover names its cell by its axis labels, "query 30:家", also where the ticks skip it
+  // (plotly.js shows %{y} as the tick's text only at a tick, else the bare position "query 30"). The
+  // figure carries each axis's labels once (meta.hover_labels, viz/heatmap.py grid_heatmaps); here
+  // every cell gets its pair in customdata, which the hover template then reads.
+  for (const trace of figure.data || []) {
+    const labels = trace.meta && trace.meta.hover_labels;
+    if (!labels || typeof trace.hovertemplate !== "string") continue;
+    trace.customdata = labels.y.map((y) => labels.x.map((x) => [y, x]));
+    trace.hovertemplate = trace.hovertemplate.split("%{y}").join("%{customdata[0]}")
+                                             .split("%{x}").join("%{customdata[1]}");
+  }
+  return figure;
+}
+
+function shrinkFactor(gd, room) {
+  // < 1 where the room is narrower than the width the figure is laid out for (its own, or its theme's design)
+  const {figure, design} = gd.__lab.spec;
+  const laidOut = figure.layout.width || design || 0;
+  return room && laidOut > room ? room / laidOut : 1;
+}
+
+function draw(Plotly, gd) {
+  // The figure's own size, its width the container's unless it sets one; the whole screen in full screen.
+  // Where that is narrower than the figure's design width (spec.design, design_width in Python: 1280 px
+  // for slides), it is drawn at that width and shown shrunk to fit, as its export looks, rather than
+  // with its title cut and its labels crowded.
+  const {figure, config, row, wrapped} = gd.__lab.spec;
+  const box = gd.parentElement;
+  waiting.delete(gd);  // drawn now (also as a twin of the chart drawn, or in full screen): it waits no more
+  delete box.dataset.waiting;
+  gd.__lab.size = sizeKey(gd);
+  const fullscreen = document.fullscreenElement === box;
+  const room = roomWidth(gd);
+  const k = shrinkFactor(gd, room);
+  gd.__lab.scale = k;
+  const sized = Object.assign({}, figure.layout);
+  if (fullscreen) {
+    sized.width = window.innerWidth / k;
+    sized.height = window.innerHeight / k;
+  } else {
+    sized.width = sized.width || (room ? room / k : undefined);
+    sized.height = sized.height || APP_HEIGHT / k;  // a figure of no height of its own keeps the app's
+  }
+  // in full screen the title keeps clear of plotly.js's toolbar (top right, shown while the pointer is on the
+  // chart): a projector's slide title laid out for 1280 px ran under it. So it does on a touch screen (a phone,
+  // a tablet), where no pointer hovers and plotly.js shows the toolbar all the time: there the toolbar keeps
+  // only the buttons a finger uses (TOUCH_REMOVED goes), so that the title keeps most of a phone's width.
+  // Before plotly.js has drawn a toolbar in this chart, the widest one drawn so far stands for it; before any,
+  // a guess, and the chart is drawn again once its own is there where that was short (a narrow-screen walk: the
+  // guess of 100 px for a touch screen's 134 ran 820 px titles 12-31 px under it).
+  const [readable, traces] = readableType(sized, figure.data || [], k);
+  const touch = TOUCH_SCREEN();
+  const toolbar = fullscreen || touch
+    ? ((gd.querySelector(".modebar") || {}).offsetWidth || toolbarSeen || (touch ? 140 : 300)) / k + 8 : 0;
+  let [layout, under] = colorbarBelow(legendBelow(fitTitle(readable, sized.width, figure.layout.width || wrapped,
+                                                           toolbar), sized.width), traces, sized.width);
+  if (!fullscreen) {
+    const laidOut = figure.layout.width || wrapped;
+    layout = roundPanels(thinTicks(narrowPanels(layout, sized.width, laidOut), sized.width, laidOut,
+                                   Math.max(gd.__lab.spec.cellType || 0, SMALLEST_PX) / k), sized.width);
+  }
+  if (fullscreen) layout.height = window.innerHeight / k;  // the screen's, whatever the title takes
+  gd.__lab.ownTop = (layout.margin || {}).t || 0;
+  gd.__lab.top = row && !fullscreen ? rowTop(row) : 0;
+  if (gd.__lab.top > gd.__lab.ownTop) {  // the plot keeps its height: it starts and ends level with its twin's
+    layout.margin = Object.assign({}, layout.margin, {t: gd.__lab.top});
+    layout.height += gd.__lab.top - gd.__lab.ownTop;
+  }
+  box.style.background = fullscreen ? (layout.paper_bgcolor || "white") : "";  // not the browser's black
+  // the toolbar's focus ring (ui/style.py: currentColor) in the figure's text colour, which reads on the figure
+  // whatever the page's (a dark figure on a light page, and back); plotly.js's own ring was 1 px black
+  gd.style.color = (layout.font || {}).color || "";
+  shrink(gd, k, layout.height, fullscreen);
+  const full = Object.assign({}, config, {
+    // plotly.js's own toImage: its SVG leaves heatmaps to the viewer's smoothing
+    // box and lasso select: nothing in the app reads a selection, and each was one more Tab stop per chart
+    modeBarButtonsToRemove: ["toImage", "select2d", "lasso2d"].concat(touch ? TOUCH_REMOVED : []),
+    modeBarButtonsToAdd: [
+      {name: "crisp-svg", title: "Download plot", icon: window.Plotly.Icons.camera, click: saveSvg},
+      {name: "fullscreen", title: "Full screen (Esc leaves)", icon: FULLSCREEN_ICON, click: toggleFullscreen},
+    ],
+  });
+  let data = readableCells(under, layout, k, gd.__lab.spec.cellType);
+  if (printing) [layout, data] = printDark(layout, data);  // a dark figure on paper: the default theme's colours
+  // its colour bars moved under the plot or back beside it (colorbarBelow: a new width across NARROW_WIDTH, full
+  // screen): drawn afresh. plotly.js 4.1.1's react, a bar turned from upright to flat in the same call as a new size,
+  // threw "Something went wrong with axis scaling" (a 1500 px window narrowed to 900: view 3's charts, 480 px wide,
+  // left blank or half drawn)
+  const barsBelow = under !== traces;
+  if (gd._fullLayout && gd.__lab.barsBelow !== undefined && gd.__lab.barsBelow !== barsBelow) Plotly.purge(gd);
+  gd.__lab.barsBelow = barsBelow;
+  return Plotly.react(gd, data, layout, full).then(() => {
+    const drawn = toolbar ? (gd.querySelector(".modebar") || {}).offsetWidth || 0 : 0;  // layout px: no CSS scale
+    toolbarSeen = Math.max(toolbarSeen, drawn);
+    return toolbar && drawn / k + 8 > toolbar + 1 ? draw(Plotly, gd) : describe(gd);  // wrapped for too short a bar
+  });
+}
+
+function plainText(markup) {
+  // A figure's title or note as a screen reader should say it: its <br> a space, its tags gone, its entities
+  // read (an inert document: DOMParser runs no script and loads nothing, whatever the user's words hold); a
+  // subscript read as one ("XW<sub>Q</sub>": "XW sub Q", not "XWQ").
+  const html = String(markup || "").replace(/<br\s*\/?>/gi, " ").replace(/<sub>/gi, " sub ");
+  return (new DOMParser().parseFromString(html, "text/html").body.textContent || "").replace(/\s+/g, " ").trim();
+}
+
+let captions = 0;  // ids for the captions a chart is described by
+
+function describe(gd) {
+  // For a screen reader: the chart is one figure, named by its figure's title and notes (what the plot
+  // says in words) and described by the caption below it. plotly.js's SVGs are hidden from it: their tick
+  // labels were read as an image's name ("−10 −5 0 5 10 … 0:你 1:喜") and the title twice. The toolbar,
+  // outside them, stays reachable.
+  const {figure, title} = gd.__lab.spec;
+  const notes = ((figure.layout || {}).annotations || []).filter((a) => a.name === "notes").map((a) => a.text);
+  const said = [((figure.layout || {}).title || {}).text].concat(notes).map(plainText).filter(Boolean).join(". ");
+  const box = gd.parentElement;
+  box.setAttribute("role", "figure");
+  box.setAttribute("aria-label", said || title || "chart");
+  if (!gd.__lab.caption.id) gd.__lab.caption.id = `lab-caption-${++captions}`;
+  if (gd.__lab.caption.hidden) box.removeAttribute("aria-describedby");
+  else box.setAttribute("aria-describedby", gd.__lab.caption.id);
+  gd.querySelectorAll("svg.main-svg").forEach((svg) => svg.setAttribute("aria-hidden", "true"));
+  // box zoom and pan work by dragging the mouse: no Tab stop (zoom in/out, reset, download and full screen keep one)
+  gd.querySelectorAll('.modebar-btn[data-attr="dragmode"]').forEach((b) => b.setAttribute("tabindex", "-1"));
+  return gd;
+}
+
+function drawRow(Plotly, gd) {
+  // Draw gd, then its twins again where the row's top margin changed: a twin drawn before this figure
+  // came, or at another width (a title wrapped again there takes another number of lines).
+  draw(Plotly, gd);
+  const row = gd.__lab.spec.row;
+  for (let pass = 0; row && pass < 3; pass++) {
+    const stale = twins(row).filter((g) => g._fullLayout && g.__lab.top !== rowTop(row)
+                                           && document.fullscreenElement !== g.parentElement);  // its own top there
+    if (!stale.length) break;
+    stale.forEach((g) => draw(Plotly, g));
+  }
+}
+
+// Charts off the screen wait. A new sentence redraws every chart of a view, ~50-100 ms each at 32 tokens
+// on two cores (six in the attention view, of which a laptop's screen shows one or two): the charts on
+// the screen (or within AHEAD_PX of it) are drawn at once, the others one per idle moment of the page
+// (requestIdleCallback), the nearest to the screen first, so that a key or a click never waits behind them,
+// or at once when scrolled near. While a chart waits for its new figure its box carries data-waiting and,
+// after half a second, looks stale as Streamlit's elements do (CSS); tests and screenshots wait until
+// none does. A new size (the window, the sidebar) redraws every chart at once: one drawn at the old width
+// would stick out of the narrower page.
+const AHEAD_PX = 200;
+const IDLE_WAIT_MS = 1000;  // an off-screen chart is drawn within this even if the page is never idle
+const waiting = new Set();
+const sights = new Map();  // scroll container -> its IntersectionObserver
+let idleId = 0;
+
+function scroller(box) {
+  // What the page scrolls in: Streamlit's main area (not the window), or the window elsewhere.
+  return box.closest('[data-testid="stMain"]');
+}
+
+function hidden(gd) {
+  // Another chart is in full screen: this one is behind it.
+  return document.fullscreenElement && document.fullscreenElement !== gd.parentElement;
+}
+
+function distance(gd) {
+  // px between the chart's box and the visible part of its scroll container (0: on the screen).
+  const root = scroller(gd.parentElement);
+  const view = root ? root.getBoundingClientRect() : {top: 0, bottom: window.innerHeight};
+  const r = gd.parentElement.getBoundingClientRect();
+  return Math.max(0, view.top - r.bottom, r.top - view.bottom);
+}
+
+function sightline(box) {
+  // One IntersectionObserver per scroll container (its root: a rootMargin widens only the root, so with the
+  // window as root the main area's own clip would leave no margin). It keeps gd.__lab.inView and draws a
+  // waiting chart that comes near the screen. It reports each box once when first observed, asynchronously.
+  const root = scroller(box);
+  if (!sights.has(root)) {
+    sights.set(root, new IntersectionObserver((entries) => {
+      for (const entry of entries) {
+        const gd = entry.target.querySelector("div.lab-chart");
+        if (!gd || !gd.__lab) continue;
+        gd.__lab.inView = entry.isIntersecting;
+        if (entry.isIntersecting && waiting.has(gd) && !hidden(gd)) paint(gd);
+      }
+      nextIdle();
+    }, {root, rootMargin: `${AHEAD_PX}px 0px`}));
+  }
+  return sights.get(root);
+}
+
+document.addEventListener("fullscreenchange", () => {  // back from full screen: what it hid is on the screen again
+  if (document.fullscreenElement) return;
+  for (const gd of [...waiting]) if (gd.isConnected && distance(gd) <= AHEAD_PX) paint(gd);
+});
+
+document.addEventListener("keydown", (event) => {
+  // In full screen only the chart is on the screen: Tab and Shift+Tab go round its own controls (the toolbar),
+  // not on to the page hidden behind it.
+  const box = document.fullscreenElement;
+  if (event.key !== "Tab" || !box || !box.classList.contains("lab-chart-box")) return;
+  const stops = [...box.querySelectorAll("a, button, input, [tabindex]")].filter((el) => el.tabIndex >= 0);
+  event.preventDefault();
+  if (!stops.length) return;
+  const at = stops.indexOf(document.activeElement);
+  const next = event.shiftKey ? (at <= 0 ? stops.length - 1 : at - 1) : (at + 1) % stops.length;
+  stops[next].focus();
+});
+
+function later(fn) {
+  return window.requestIdleCallback ? window.requestIdleCallback(fn, {timeout: IDLE_WAIT_MS}) : setTimeout(fn, 50);
+}
+
+function nextIdle() {
+  // One waiting chart per idle moment, the nearest to the screen first, until none waits.
+  if (idleId || !waiting.size) return;
+  idleId = later(() => {
+    idleId = 0;
+    for (const g of waiting) if (!g.isConnected) waiting.delete(g);
+    if (waiting.size) {
+      const gaps = [...waiting].map((g) => [distance(g), g]);
+      paint(gaps.reduce((a, b) => (b[0] < a[0] ? b : a))[1]);
+    }
+    nextIdle();
+  });
+}
+
+function schedule(gd) {
+  // Draw gd now if it is on the screen (or in full screen); else when it comes near or the page is idle.
+  waiting.add(gd);
+  gd.parentElement.dataset.waiting = "";
+  if (gd.__lab.inView === undefined) gd.__lab.inView = distance(gd) <= AHEAD_PX;  // new: the observer not yet heard
+  if (document.fullscreenElement === gd.parentElement || (gd.__lab.inView && !hidden(gd))) paint(gd);
+  else nextIdle();
+}
+
+function paint(gd) {
+  const box = gd.parentElement;
+  try {
+    drawRow(window.Plotly, gd);
+    say(gd, "");
+  } catch (err) {
+    say(gd, "This chart could not be drawn: " + err.message);
+  }
+  box.style.minHeight = "";  // the placeholder height of a chart not yet drawn
+  if (!gd.__lab.observer) {  // first draw: follow the page's width, and the screen's size in full screen
+    const parent = box.parentElement;
+    gd.__lab.observer = new ResizeObserver(() => {
+      equalize(gd.__lab.spec.row);
+      if (parent.clientWidth && sizeKey(gd) !== gd.__lab.size) drawRow(window.Plotly, gd);
+    });
+    gd.__lab.observer.observe(parent);
+    gd.__lab.observer.observe(box);
+    box.addEventListener("fullscreenchange", () => drawRow(window.Plotly, gd));  // back in its row: level it again
+  }
+}
+
+// Printed (Ctrl+P, the app menu's Print, Save as PDF), a chart is drawn again at the paper's width: the browser lays
+// the page out anew for the paper, narrower than the screen, but fires no resize, and no ResizeObserver runs while it
+// prints, so each chart kept the screen's width and was cut at the paper's right edge (a print walk: view 3's colour
+// bars, a slide chart's right third). Chromium lays the page out for the paper, then says so to matchMedia("print")
+// listeners, whose drawing is printed; beforeprint comes first, on the screen's layout (where the page was emulated
+// as print, the only one). Charts still waiting to be drawn (off the screen) are drawn too: they printed blank. A dark
+// figure (the dark theme) is drawn in the default theme's colours (PRINT_COLOURS, PRINT_TEMPLATE): light paper, as a
+// printed page is expected to be; light text on it was unreadable, its black background a sheet of ink. Back from
+// printing, every chart is drawn again for the screen.
+let printing = false;
+
+function printColour(value) {
+  // a dark theme's colour ("#edebe8", "rgba(237,235,232,0.1)") as the default theme has it; any other as it is
+  const hex = PRINT_COLOURS[value.toLowerCase()];
+  if (hex) return hex;
+  const m = /^rgba?\(\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*(,\s*[\d.]+\s*)?\)$/.exec(value);
+  if (!m) return value;
+  const key = "#" + [m[1], m[2], m[3]].map((c) => Number(c).toString(16).padStart(2, "0")).join("");
+  const to = PRINT_COLOURS[key];
+  if (!to) return value;
+  const rgb = [1, 3, 5].map((i) => parseInt(to.slice(i, i + 2), 16)).join(",");
+  return m[4] ? `rgba(${rgb}${m[4].replace(/\s/g, "")})` : `rgb(${rgb})`;
+}
+
+function forPaper(obj) {
+  // obj (a copy where changed) with the dark theme's colours in it as the default theme's; colour scales, which
+  // show numbers and are the same in every theme, and arrays of numbers are left as they are
+  if (typeof obj === "string") return printColour(obj);
+  if (!obj || typeof obj !== "object") return obj;
+  if (Array.isArray(obj)) {
+    if (!obj.some((o) => o && (typeof o === "object" || typeof o === "string"))) return obj;
+    const out = obj.map(forPaper);
+    return out.some((o, i) => o !== obj[i]) ? out : obj;
+  }
+  let out = obj;
+  for (const [key, value] of Object.entries(obj)) {
+    if (key === "template" || key === "meta" || /colorscale$/i.test(key)  // the user's words and the numbers too
+        || /^(text|ticktext|hovertext|hovertemplate|texttemplate|name|customdata|x|y|z)$/.test(key)) continue;
+    const paper = forPaper(value);
+    if (paper === value) continue;
+    if (out === obj) out = Object.assign({}, obj);
+    out[key] = paper;
+  }
+  return out;
+}
+
+function printDark(layout, data) {
+  // [layout, data] of a dark figure in the default theme's colours, for paper
+  const dark = (layout.paper_bgcolor || "").toLowerCase() === PRINT_COLOURS.__dark_paper__;
+  if (!dark) return [layout, data];
+  return [Object.assign(forPaper(layout), {template: PRINT_TEMPLATE}), forPaper(data)];
+}
+
+function redrawForPrint(now) {
+  // every chart of the page drawn again, at its box's width as laid out now (printing: for paper)
+  if (!window.Plotly || printing === now && !now) return;
+  printing = now;
+  for (const gd of document.querySelectorAll("div.lab-chart")) {
+    if (gd.isConnected && gd.__lab && gd.__lab.spec && gd.__lab.text !== null) paint(gd);  // waiting ones too
+  }
+  for (const row of new Set([...document.querySelectorAll("div.lab-chart")].map((g) => g.__lab && g.__lab.spec
+                                                                                       && g.__lab.spec.row))) {
+    if (row) equalize(row);
+  }
+}
+
+if (window.matchMedia && !window.__attentionLabPrint) {  // once per page, however often this script is run
+  window.__attentionLabPrint = true;
+  window.matchMedia("print").addEventListener("change", (event) => redrawForPrint(event.matches));
+  window.addEventListener("beforeprint", () => redrawForPrint(true));
+  window.addEventListener("afterprint", () => redrawForPrint(false));
+}
+
+function placeholder(gd) {
+  // The height a chart not yet drawn will take (its figure's, with a legend put under the plot and round panels
+  // cut to what they need as draw() does, shrunk as draw() shrinks it): what is on the screen is known before it
+  // draws, and the page does not jump when it does (titles wrapped again aside: a line or two).
+  const {figure} = gd.__lab.spec;
+  const room = roomWidth(gd), k = shrinkFactor(gd, room);
+  const width = figure.layout.width || (room ? room / k : 0);
+  const sized = Object.assign({}, figure.layout, {height: figure.layout.height || APP_HEIGHT / k});  // as draw()
+  const [laid] = colorbarBelow(legendBelow(readableType(sized, [], k)[0], width), figure.data || [], width);
+  return Math.ceil(roundPanels(laid, width).height * k);
+}
+
+function mount(parentElement) {
+  // title (h3), box (what full screen shows) > gd (plotly's div) + a line for errors, caption;
+  // a cleanup for the unmount
+  const title = document.createElement("h3");
+  title.className = "lab-chart-title";
+  const box = document.createElement("div");
+  box.className = "lab-chart-box";
+  const gd = document.createElement("div");
+  gd.className = "lab-chart";
+  const message = document.createElement("div");
+  message.className = "lab-chart-message";
+  const caption = document.createElement("div");
+  caption.className = "lab-chart-caption";
+  box.append(gd, message);
+  parentElement.append(title, box, caption);
+  gd.__lab = {text: null, spec: null, size: null, observer: null, inView: undefined, message, title, caption};
+  sightline(box).observe(box);
+  gd.__lab.cleanup = () => {  // the element left the page (another view): free plotly's state
+    if (gd.__lab.observer) gd.__lab.observer.disconnect();
+    waiting.delete(gd);
+    sightline(box).unobserve(box);
+    if (window.Plotly) window.Plotly.purge(gd);
+    title.remove();
+    box.remove();
+    caption.remove();
+  };
+  return gd;
+}
+
+function label(element, text) {
+  // Plain text, never HTML (titles can hold the user's words); an empty one takes no space.
+  element.textContent = text || "";
+  element.hidden = !text;
+}
+
+function equalize(row) {
+  // Charts side by side (one row) give their titles the tallest one's height, so that a title that
+  // wraps to two lines does not push its chart below its twin's. Runs on every title change and resize.
+  if (!row) return;
+  const titles = twins(row).map((g) => g.__lab.title);
+  titles.forEach((t) => { t.style.minHeight = ""; });
+  const boxes = titles.filter((t) => !t.hidden).map((t) => t.getBoundingClientRect());
+  const tops = boxes.map((b) => b.top);
+  const level = boxes.length > 1 && Math.max(...tops) - Math.min(...tops) < 2;  // not stacked (narrow screen)
+  const tallest = Math.max(0, ...boxes.map((b) => b.height));
+  titles.forEach((t) => { t.style.minHeight = level ? `${tallest}px` : ""; });
+}
+
+function say(gd, text) {
+  gd.__lab.message.textContent = text;
+}
+
+function stackBelow(parentElement, spec) {
+  // Twin charts (a row, in st.columns, which wrap) stack, each the full width, where either column would
+  // be narrower than 28rem or than 0.7 of the figure's design width: a slide chart (1280 px) side by side
+  // would be shown with its large type shrunk below the default theme's; at half of a laptop's width a
+  // heatmap squeezes its cells.
+  const column = spec.row ? parentElement.closest('[data-testid="stColumn"]') : null;
+  if (column) column.style.minWidth = `min(100%, max(${STACK_REM}rem, ${(spec.design || 0) * STACK_FRACTION}px))`;
+}
+
+export default function ({parentElement, data}) {
+  const gd = parentElement.querySelector("div.lab-chart") || mount(parentElement);
+  const text = decode(data);
+  if (text === gd.__lab.text) return gd.__lab.cleanup;  // the same figure: nothing to draw
+  gd.__lab.text = text;
+  gd.__lab.spec = JSON.parse(text);
+  tokenHover(gd.__lab.spec.figure);
+  label(gd.__lab.title, gd.__lab.spec.title);
+  label(gd.__lab.caption, gd.__lab.spec.caption);
+  gd.__lab.title.dataset.row = gd.__lab.spec.row || "";
+  stackBelow(parentElement, gd.__lab.spec);
+  equalize(gd.__lab.spec.row);
+  gd.parentElement.dataset.waiting = "";  // until drawn with this figure (plotly.js may still be loading)
+  if (!gd._fullLayout) gd.parentElement.style.minHeight = `${placeholder(gd)}px`;  // not drawn yet: hold its place
+  loadPlotly().then(() => {
+    if (gd.__lab.text !== text) return;  // a newer figure came while plotly.js loaded
+    schedule(gd);
+  }, (err) => {
+    delete gd.parentElement.dataset.waiting;  // it will not be drawn: it waits no more
+    say(gd, "This chart could not be drawn: plotly.js did not load from " + err.message +
+      ". The app serves it from its static folder: server.enableStaticServing must stay on " +
+      "(.streamlit/config.toml next to app.py).");
+  });
+  return gd.__lab.cleanup;
+}
