@@ -176,20 +176,27 @@ const TOUCH_SCREEN = () => Boolean(window.matchMedia && window.matchMedia("(hove
 const TOUCH_REMOVED = ["zoom2d", "pan2d", "select2d", "lasso2d", "zoomIn2d", "zoomOut2d", "autoScale2d"];
 let toolbarSeen = 0;  // px: the widest toolbar plotly.js has drawn on this page, for a chart that has none yet
 
+// A layout's panels: its x axes (xaxis, xaxis2, ...), each on the y axis it names as its anchor ("y2": yaxis2).
+const isXAxis = (name) => /^xaxis\d*$/.test(name);
+const yAxisOf = (layout, xaxis) => layout["yaxis" + (xaxis.anchor || "y").slice(1)] || {};
+// A text's type in px: its own font's size, else the layout's, else plotly.js's default; its family the layout's.
+const sizeOf = (font, layout) => (font || {}).size || (layout.font || {}).size || 12;
+const familyOf = (layout) => (layout.font || {}).family || "sans-serif";
+const edgePx = (size) => Math.max(8, Math.round(0.5 * size));  // viz.theme.edge_px: the white space at a figure's edge
+
 function fitTitle(layout, width, wrapped, reserve = 0) {
   // The layout (a copy where changed) with its title, notes and top subplot titles wrapped for `width`
   // px, and its height and top margin grown by the lines that adds; as it is at the width laid out for.
   // reserve: px at the right end of the title's lines kept free (plotly.js's toolbar, in full screen).
   if (!wrapped || !width || (width >= wrapped - 1 && !reserve)) return layout;
-  const font = layout.font || {};
-  const family = font.family || "sans-serif";
+  const family = familyOf(layout);
   const margin = layout.margin || {};
-  const room = width - (margin.l || 0) - Math.max(8, Math.round(0.5 * (font.size || 12))) - 4;
+  const room = width - (margin.l || 0) - edgePx(sizeOf(null, layout)) - 4;
   let grow = 0;
   const out = Object.assign({}, layout);
   const title = layout.title || {};
   if (title.text) {
-    const size = (title.font || {}).size || font.size || 12;
+    const size = sizeOf(title.font, layout);
     const [text, added] = rewrap(title.text, Math.min(room, width - reserve - (margin.l || 0)), size,
                                  (title.font || {}).family || family);
     if (text !== title.text) {
@@ -203,7 +210,7 @@ function fitTitle(layout, width, wrapped, reserve = 0) {
   }
   // the top row's subplot titles, each wrapped to its panel's width (viz.theme._wrap_subplot_titles); where
   // one takes more lines, the notes above them go up by as much (viz.theme._fit_title's lift)
-  const panels = Object.keys(layout).filter((key) => /^xaxis\d*$/.test(key))
+  const panels = Object.keys(layout).filter(isXAxis)
     .map((key) => (layout[key] || {}).domain).filter(Boolean);
   const plotWidth = width - (margin.l || 0) - (margin.r || 0);
   const count = (text) => text.split("<br").length;
@@ -213,7 +220,7 @@ function fitTitle(layout, width, wrapped, reserve = 0) {
         || a.yanchor !== "bottom" || !(a.y >= 0.98)) return a;
     const domain = panels.find(([d0, d1]) => Math.abs((d0 + d1) / 2 - a.x) < 1e-3);
     if (!domain) return a;
-    const size = (a.font || {}).size || font.size || 12;
+    const size = sizeOf(a.font, layout);
     const [text] = rewrap(a.text, Math.max((domain[1] - domain[0]) * plotWidth, 3 * size), size,
                           (a.font || {}).family || family);
     before = Math.max(before, count(a.text));
@@ -225,7 +232,7 @@ function fitTitle(layout, width, wrapped, reserve = 0) {
   grow += lift;
   out.annotations = annotations.map((a) => {
     if (a.name !== "notes" || !a.text) return a;
-    const size = (a.font || {}).size || font.size || 12;
+    const size = sizeOf(a.font, layout);
     const [text, added] = rewrap(a.text, room, size, (a.font || {}).family || family);
     grow += Math.max(0, added) * 1.3 * size;
     return text === a.text && !lift ? a : Object.assign({}, a, {text, yshift: (a.yshift || 0) + lift});
@@ -250,9 +257,9 @@ function thinTicks(layout, width, laidOut, smallest) {
   const plotW = width - (m.l || 0) - (m.r || 0);
   let out = layout;
   for (const [name, axis] of Object.entries(layout)) {
-    if (!/^xaxis\d*$/.test(name) || !axis || !Array.isArray(axis.tickvals) || !Array.isArray(axis.ticktext)) continue;
+    if (!isXAxis(name) || !axis || !Array.isArray(axis.tickvals) || !Array.isArray(axis.ticktext)) continue;
     const [d0, d1] = axis.domain || [0, 1];
-    const size = (axis.tickfont || {}).size || (layout.font || {}).size || 12;
+    const size = sizeOf(axis.tickfont, layout);
     const fit = Math.max(2, Math.floor(plotW * (d1 - d0) / (1.3 * size)));
     const n = axis.tickvals.length;
     if (n <= fit) continue;
@@ -271,13 +278,13 @@ function thinTicks(layout, width, laidOut, smallest) {
 
 function axisRow(layout, axis) {
   // the y domain of an x axis's panel: panels side by side share it
-  return String((layout["yaxis" + (axis.anchor || "y").slice(1)] || {}).domain);
+  return String(yAxisOf(layout, axis).domain);
 }
 
 function rowsOfPanels(layout) {
   // [[x axis name, ...], ...]: the panels of each row of a grid, left to right
   const rows = new Map();
-  const names = Object.keys(layout).filter((k) => /^xaxis\d*$/.test(k) && Array.isArray((layout[k] || {}).domain));
+  const names = Object.keys(layout).filter((k) => isXAxis(k) && Array.isArray((layout[k] || {}).domain));
   for (const name of names) {
     const row = axisRow(layout, layout[name]);
     rows.set(row, (rows.get(row) || []).concat([name]));
@@ -290,16 +297,16 @@ function clearLeftLabels(layout, plotW) {
   // order, "3:你") keeps the gap the server left at the laid-out width (viz.heatmap.label_gap) as a fraction of
   // the plot, so its labels ran into the panel before it. Such a row of panels is spaced again, equally wide, with
   // the labels' width between them.
-  const family = (layout.font || {}).family || "sans-serif";
+  const family = familyOf(layout);
   let out = layout;
   for (const names of rowsOfPanels(layout)) {
     if (names.length < 2) continue;
     let short = false;
     const gaps = names.slice(1).map((name, i) => {
       const axis = layout[name], have = axis.domain[0] - layout[names[i]].domain[1];
-      const y = layout["yaxis" + (axis.anchor || "y").slice(1)] || {};
+      const y = yAxisOf(layout, axis);
       if (y.showticklabels === false || !Array.isArray(y.ticktext) || !y.ticktext.length) return have;
-      const size = (y.tickfont || {}).size || (layout.font || {}).size || 12;
+      const size = sizeOf(y.tickfont, layout);
       const need = (Math.max(...y.ticktext.map((t) => textWidth(String(t), size, family)))
                     + (y.ticklen === undefined ? 5 : y.ticklen) + 8) / plotW;
       short = short || need > have + 1e-6;
@@ -325,14 +332,14 @@ function oneXTitle(layout, plotW) {
   // A grid's bottom panels each say what their columns are ("key") where that fits over the panel at the width
   // laid out (viz.attention's rule); drawn narrower (a phone), view 7's four heads read "source tokeource toke...":
   // where one no longer fits its panel, only the row's first panel keeps its title.
-  const family = (layout.font || {}).family || "sans-serif";
+  const family = familyOf(layout);
   let out = layout;
   for (const names of rowsOfPanels(layout)) {
     const titled = names.filter((n) => ((layout[n].title || {}).text || "").trim());
     if (titled.length < 2) continue;
     const fits = titled.every((n) => {
       const axis = layout[n], title = axis.title;
-      const size = (title.font || {}).size || (layout.font || {}).size || 12;
+      const size = sizeOf(title.font, layout);
       const width = textWidth(title.text, size, (title.font || {}).family || family);
       return width + 4 <= plotW * (axis.domain[1] - axis.domain[0]);
     });
@@ -351,9 +358,9 @@ function fewerAutoTicks(layout, plotW) {
   // stood edge to edge: a panel too narrow for its nticks asks for fewer, as many as fit upright.
   let out = layout;
   for (const [name, axis] of Object.entries(layout)) {
-    if (!/^xaxis\d*$/.test(name) || !axis || axis.tickmode !== "auto" || !(axis.nticks > 3)) continue;
+    if (!isXAxis(name) || !axis || axis.tickmode !== "auto" || !(axis.nticks > 3)) continue;
     const [d0, d1] = axis.domain || [0, 1];
-    const size = (axis.tickfont || {}).size || (layout.font || {}).size || 12;
+    const size = sizeOf(axis.tickfont, layout);
     const nticks = Math.max(3, Math.floor(plotW * (d1 - d0) / (2.5 * size)));  // upright: 2.5 em a label
     if (nticks >= axis.nticks) continue;
     if (out === layout) out = Object.assign({}, layout);
@@ -378,18 +385,17 @@ function clearRightEnds(layout, plotW) {
   // the server's rule at the laid-out width, for labels side by side; here also for labels plotly.js turned 90°
   // (crowded), which reach sideways by half their line's box: on a phone, at the type readableType gives them, view
   // 4's turned "20:a" and "0:t" of the next panel touched.
-  const family = (layout.font || {}).family || "sans-serif";
-  const axes = Object.keys(layout).filter((k) => /^xaxis\d*$/.test(k) && Array.isArray((layout[k] || {}).tickvals)
+  const family = familyOf(layout);
+  const axes = Object.keys(layout).filter((k) => isXAxis(k) && Array.isArray((layout[k] || {}).tickvals)
     && Array.isArray(layout[k].ticktext) && layout[k].tickvals.length >= 2 && layout[k].showticklabels !== false
     && Array.isArray(layout[k].range) && Array.isArray(layout[k].domain));
-  const rowOf = (axis) => String((layout["yaxis" + (axis.anchor || "y").slice(1)] || {}).domain);  // its y's domain
   let out = layout;
   for (const name of axes) {
     const axis = layout[name], [d0, d1] = axis.domain;
     const next = axes.map((k) => layout[k]).find((b) => b !== axis && b.domain[0] >= d1 - 1e-9
-      && b.domain[0] - d1 < 0.2 && rowOf(b) === rowOf(axis));  // the panel right of it, in its row
+      && b.domain[0] - d1 < 0.2 && axisRow(layout, b) === axisRow(layout, axis));  // the panel right of it, in its row
     if (!next) continue;
-    const size = (axis.tickfont || {}).size || (layout.font || {}).size || 12;
+    const size = sizeOf(axis.tickfont, layout);
     const vals = axis.tickvals, text = axis.ticktext, span = axis.range;
     const per = plotW * (d1 - d0) / Math.abs(span[1] - span[0]);  // px per position
     const widest = Math.max(...text.map((t) => textWidth(String(t), size, family)));
@@ -415,7 +421,7 @@ function roundPanels(layout, width) {
   const plotW = width - (m.l || 0) - (m.r || 0), plotH = layout.height - (m.t || 0) - (m.b || 0);
   let need = 0;
   for (const [name, x] of Object.entries(layout)) {
-    const y = /^xaxis\d*$/.test(name) ? layout["y" + name.slice(1)] : null;
+    const y = isXAxis(name) ? layout["y" + name.slice(1)] : null;
     if (!y || !x.range || !y.range) continue;
     const [x0, x1] = x.domain || [0, 1], [y0, y1] = y.domain || [0, 1];
     const span = Math.abs(y.range[1] - y.range[0]) / Math.abs(x.range[1] - x.range[0]);
@@ -443,22 +449,22 @@ function legendBelow(layout, width) {
 function belowPlot(layout, plotW) {
   // px under the plot of the bottom row: its x tick labels (turned 90° where they do not fit side by side, as plotly.js
   // turns them) and its x axis title; viz.theme._below_plot's rule, the labels measured in their own type
-  const font = layout.font || {}, family = font.family || "sans-serif";
+  const family = familyOf(layout);
   let depth = 0;
   for (const [name, axis] of Object.entries(layout)) {
-    if (!/^xaxis\d*$/.test(name) || !axis || axis.side === "top" || axis.overlaying) continue;
-    const y = layout["yaxis" + (axis.anchor || "y").slice(1)] || {};
+    if (!isXAxis(name) || !axis || axis.side === "top" || axis.overlaying) continue;
+    const y = yAxisOf(layout, axis);
     if (y.domain && y.domain[0] > 0.01) continue;  // not the bottom row
     let px = 0;
     if (axis.showticklabels !== false) {
-      const size = (axis.tickfont || {}).size || font.size || 12;
+      const size = sizeOf(axis.tickfont, layout);
       const labels = Array.isArray(axis.ticktext) ? axis.ticktext.map(String) : [];
       const widest = Math.max(0, ...labels.map((t) => textWidth(t, size, family)));
       const [d0, d1] = axis.domain || [0, 1];
       const fits = !labels.length || axis.tickangle === 0 || labels.length * (widest + 8) <= (d1 - d0) * plotW;
       px += (fits ? 1.3 * size : widest + 4) + 14;
     }
-    if ((axis.title || {}).text) px += 1.5 * ((axis.title.font || {}).size || font.size || 12) + 6;
+    if ((axis.title || {}).text) px += 1.5 * sizeOf(axis.title.font, layout) + 6;
     depth = Math.max(depth, px);
   }
   return depth;
@@ -481,9 +487,8 @@ function colorbarBelow(layout, data, width) {
                                                                          .map((t) => t.colorbar || {}));
   const out = Object.assign({}, layout, {margin});
   if (!shown.length) return [out, data];  // view 3's mask: the others' right margin only
-  const font = layout.font || {}, size = (f) => (f || {}).size || font.size || 12;
-  const bar = Math.max(...shown.map((b) => (b.thickness || 30) + 1.3 * size(b.tickfont) + 14));  // bar, numbers, pads
-  const edge = Math.max(8, Math.round(0.5 * size()));
+  const bar = Math.max(...shown.map((b) => (b.thickness || 30) + 1.3 * sizeOf(b.tickfont, layout) + 14));  // bar, numbers, pads
+  const edge = edgePx(sizeOf(null, layout));
   margin.b = Math.max(Math.ceil(edge + belowPlot(layout, width - (margin.l || 0) - margin.r) + bar), margin.b || 0);
   if (out.height) out.height += margin.b - ((layout.margin || {}).b || 0);
   // at the figure's bottom edge, its title beside it, left ("side: right" draws it there): plotly.js 4.1.1 set a
@@ -588,7 +593,7 @@ function readableCells(data, layout, k, type) {
   const size = type / k;
   const m = layout.margin || {};
   const plotW = (layout.width || 0) - (m.l || 0) - (m.r || 0), plotH = (layout.height || 0) - (m.t || 0) - (m.b || 0);
-  const family = (layout.font || {}).family || "sans-serif";
+  const family = familyOf(layout);
   return data.map((trace) => {
     // the values, and the marks in masked and NaN cells ("−∞": a see-through heatmap's text, viz.heatmap)
     const values = trace.type === "heatmap" && trace.texttemplate && Array.isArray(trace.text);
