@@ -244,7 +244,7 @@ function fitTitle(layout, width, wrapped, reserve = 0) {
   return out;
 }
 
-function thinTicks(layout, width, laidOut, smallest) {
+function thinTicks(layout, plotW, smallest) {
   // Drawn narrower than laid out (a column beside another, a 1024 px window), an axis labelled one token per cell
   // where that fitted the laid-out width ran its labels into each other (a bad-input walk: 21 source tokens,
   // turned 90°, in 380 px). Each x axis keeps every label at a smaller type where all of them fit so, by the
@@ -252,9 +252,6 @@ function thinTicks(layout, width, laidOut, smallest) {
   // (the type of the figure's cell values, as shown: view 7's step chart beside its twin at 1500 px, 15 source
   // tokens where 14 fitted, labelled every other one); else every k-th label of its own at its type. The hover
   // still names every cell (tokenHover).
-  if (!width || !laidOut || width >= laidOut) return layout;
-  const m = layout.margin || {};
-  const plotW = width - (m.l || 0) - (m.r || 0);
   let out = layout;
   for (const [name, axis] of Object.entries(layout)) {
     if (!isXAxis(name) || !axis || !Array.isArray(axis.tickvals) || !Array.isArray(axis.ticktext)) continue;
@@ -273,7 +270,7 @@ function thinTicks(layout, width, laidOut, smallest) {
     const keep = (_, i) => i % k === 0;
     out[name] = Object.assign({}, axis, {tickvals: axis.tickvals.filter(keep), ticktext: axis.ticktext.filter(keep)});
   }
-  return clearRightEnds(out, plotW);
+  return out;
 }
 
 function axisRow(layout, axis) {
@@ -369,12 +366,14 @@ function fewerAutoTicks(layout, plotW) {
   return out;
 }
 
-function narrowPanels(layout, width, laidOut) {
-  // Drawn narrower than laid out: panels side by side keep their labels apart (see each step)
+function narrowPanels(layout, width, laidOut, smallest) {
+  // Drawn narrower than laid out: panels side by side keep their labels apart, and an axis's labels are thinned
+  // where they would run together (see each step; smallest: thinTicks')
   if (!width || !laidOut || width >= laidOut) return layout;
   const m = layout.margin || {};
   const plotW = width - (m.l || 0) - (m.r || 0);
-  return fewerAutoTicks(oneXTitle(clearLeftLabels(layout, plotW), plotW), plotW);
+  const spaced = fewerAutoTicks(oneXTitle(clearLeftLabels(layout, plotW), plotW), plotW);
+  return clearRightEnds(thinTicks(spaced, plotW, smallest), plotW);
 }
 
 const LINE_EM = 1.45;  // a line's box in the figures' first font, Noto Sans CJK (ascent 1.16 + descent 0.29 em)
@@ -638,12 +637,20 @@ function shrinkFactor(gd, room) {
   return room && laidOut > room ? room / laidOut : 1;
 }
 
+function sizedLayout(layout, room, k, fullscreen) {
+  // The layout at the size the figure is drawn (before the CSS scale k): the whole screen in full screen; else its
+  // own, its width the room's and its height the app's where it sets none
+  if (fullscreen) return Object.assign({}, layout, {width: window.innerWidth / k, height: window.innerHeight / k});
+  return Object.assign({}, layout, {width: layout.width || (room ? room / k : undefined),
+                                    height: layout.height || APP_HEIGHT / k});
+}
+
 function draw(Plotly, gd) {
   // The figure's own size, its width the container's unless it sets one; the whole screen in full screen.
   // Where that is narrower than the figure's design width (spec.design, design_width in Python: 1280 px
   // for slides), it is drawn at that width and shown shrunk to fit, as its export looks, rather than
   // with its title cut and its labels crowded.
-  const {figure, config, row, wrapped} = gd.__lab.spec;
+  const {figure, config, row, wrapped, cellType} = gd.__lab.spec;
   const box = gd.parentElement;
   waiting.delete(gd);  // drawn now (also as a twin of the chart drawn, or in full screen): it waits no more
   delete box.dataset.waiting;
@@ -652,14 +659,8 @@ function draw(Plotly, gd) {
   const room = roomWidth(gd);
   const k = shrinkFactor(gd, room);
   gd.__lab.scale = k;
-  const sized = Object.assign({}, figure.layout);
-  if (fullscreen) {
-    sized.width = window.innerWidth / k;
-    sized.height = window.innerHeight / k;
-  } else {
-    sized.width = sized.width || (room ? room / k : undefined);
-    sized.height = sized.height || APP_HEIGHT / k;  // a figure of no height of its own keeps the app's
-  }
+  const sized = sizedLayout(figure.layout, room, k, fullscreen);
+  const laidOut = figure.layout.width || wrapped;
   // in full screen the title keeps clear of plotly.js's toolbar (top right, shown while the pointer is on the
   // chart): a projector's slide title laid out for 1280 px ran under it. So it does on a touch screen (a phone,
   // a tablet), where no pointer hovers and plotly.js shows the toolbar all the time: there the toolbar keeps
@@ -671,14 +672,13 @@ function draw(Plotly, gd) {
   const touch = TOUCH_SCREEN();
   const toolbar = fullscreen || touch
     ? ((gd.querySelector(".modebar") || {}).offsetWidth || toolbarSeen || (touch ? 140 : 300)) / k + 8 : 0;
-  let [layout, under] = colorbarBelow(legendBelow(fitTitle(readable, sized.width, figure.layout.width || wrapped,
-                                                           toolbar), sized.width), traces, sized.width);
-  if (!fullscreen) {
-    const laidOut = figure.layout.width || wrapped;
-    layout = roundPanels(thinTicks(narrowPanels(layout, sized.width, laidOut), sized.width, laidOut,
-                                   Math.max(gd.__lab.spec.cellType || 0, SMALLEST_PX) / k), sized.width);
-  }
+  let [layout, under] = colorbarBelow(legendBelow(fitTitle(readable, sized.width, laidOut, toolbar), sized.width),
+                                      traces, sized.width);
   if (fullscreen) layout.height = window.innerHeight / k;  // the screen's, whatever the title takes
+  else {
+    const smallest = Math.max(cellType || 0, SMALLEST_PX) / k;  // thinTicks': the cells' type, as shown
+    layout = roundPanels(narrowPanels(layout, sized.width, laidOut, smallest), sized.width);
+  }
   gd.__lab.ownTop = (layout.margin || {}).t || 0;
   gd.__lab.top = row && !fullscreen ? rowTop(row) : 0;
   if (gd.__lab.top > gd.__lab.ownTop) {  // the plot keeps its height: it starts and ends level with its twin's
@@ -699,7 +699,7 @@ function draw(Plotly, gd) {
       {name: "fullscreen", title: "Full screen (Esc leaves)", icon: FULLSCREEN_ICON, click: toggleFullscreen},
     ],
   });
-  let data = readableCells(under, layout, k, gd.__lab.spec.cellType);
+  let data = readableCells(under, layout, k, cellType);
   if (printing) [layout, data] = printDark(layout, data);  // a dark figure on paper: the default theme's colours
   // its colour bars moved under the plot or back beside it (colorbarBelow: a new width across NARROW_WIDTH, full
   // screen): drawn afresh. plotly.js 4.1.1's react, a bar turned from upright to flat in the same call as a new size,
@@ -954,8 +954,7 @@ function placeholder(gd) {
   // draws, and the page does not jump when it does (titles wrapped again aside: a line or two).
   const {figure} = gd.__lab.spec;
   const room = roomWidth(gd), k = shrinkFactor(gd, room);
-  const width = figure.layout.width || (room ? room / k : 0);
-  const sized = Object.assign({}, figure.layout, {height: figure.layout.height || APP_HEIGHT / k});  // as draw()
+  const sized = sizedLayout(figure.layout, room, k, false), width = sized.width;
   const [laid] = colorbarBelow(legendBelow(readableType(sized, [], k)[0], width), figure.data || [], width);
   return Math.ceil(roundPanels(laid, width).height * k);
 }
