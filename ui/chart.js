@@ -90,15 +90,19 @@ async function saveSvg(gd) {
   setTimeout(() => URL.revokeObjectURL(link.href), 10000);
 }
 
+function fullScreen(gd) {
+  // Whether this chart is in full screen (its box, title and caption aside, is what full screen shows).
+  return document.fullscreenElement === gd.parentElement;
+}
+
 function roomWidth(gd) {
   // The width the chart may take: the screen's in full screen, else its container's.
-  return document.fullscreenElement === gd.parentElement ? window.innerWidth : gd.parentElement.parentElement.clientWidth;
+  return fullScreen(gd) ? window.innerWidth : gd.parentElement.parentElement.clientWidth;
 }
 
 function sizeKey(gd) {
   // What the drawn size depends on: the screen's size in full screen, else the container's width.
-  return document.fullscreenElement === gd.parentElement ? `${window.innerWidth}x${window.innerHeight}`
-                                                         : `${roomWidth(gd)}`;
+  return fullScreen(gd) ? `${window.innerWidth}x${window.innerHeight}` : `${roomWidth(gd)}`;
 }
 
 function twins(row) {
@@ -126,7 +130,7 @@ function rowTop(row) {
   // one figure has under its title that the other has not. Stacked (a phone), each keeps its own: a title of
   // two lines under its twin's of three had a blank line between it and its notes.
   if (!sideBySide(row)) return 0;
-  return Math.max(0, ...twins(row).filter((g) => document.fullscreenElement !== g.parentElement).map(ownTop));
+  return Math.max(0, ...twins(row).filter((g) => !fullScreen(g)).map(ownTop));
 }
 
 // Titles and note lines come wrapped (viz/theme.py soft_wrap, its line breaks marked) for the width the
@@ -172,7 +176,7 @@ function rewrap(text, room, size, family) {
 
 // A touch screen: no pointer hovers (a phone, a tablet). plotly.js then shows its toolbar all the time, over the
 // title's end; there it keeps the camera, full screen and reset (two fingers zoom, one drags).
-const TOUCH_SCREEN = () => Boolean(window.matchMedia && window.matchMedia("(hover: none)").matches);
+const touchScreen = () => Boolean(window.matchMedia && window.matchMedia("(hover: none)").matches);
 const TOUCH_REMOVED = ["zoom2d", "pan2d", "select2d", "lasso2d", "zoomIn2d", "zoomOut2d", "autoScale2d"];
 let toolbarSeen = 0;  // px: the widest toolbar plotly.js has drawn on this page, for a chart that has none yet
 
@@ -511,7 +515,7 @@ function shrink(gd, k, height, fullscreen) {
   box.style.height = k < 1 && !fullscreen ? `${Math.ceil(height * k)}px` : "";
 }
 
-const CELL_FONT = (trace) => trace.type === "heatmap" && trace.texttemplate;  // values, and marks (see-through)
+const writesInCells = (trace) => trace.type === "heatmap" && trace.texttemplate;  // values, and marks (see-through)
 
 function raiseFonts(obj, least) {
   // obj (a copy where changed) with every font in it ("font", "tickfont", "textfont" ...) at no less than `least` px;
@@ -575,7 +579,7 @@ function readableType(layout, data, k) {
     const {textfont, ...rest} = trace;  // a cell's values: readableCells'
     const raised = raiseFonts(Object.fromEntries(["colorbar", "hoverlabel", "insidetextfont", "outsidetextfont",
       "legendgrouptitle"].filter((key) => key in rest).map((key) => [key, rest[key]])), least);
-    const own = textfont && !CELL_FONT(trace) ? raiseFonts({textfont}, least).textfont : textfont;
+    const own = textfont && !writesInCells(trace) ? raiseFonts({textfont}, least).textfont : textfont;
     const changed = Object.keys(raised).some((key) => raised[key] !== trace[key]) || own !== textfont;
     return changed ? Object.assign({}, trace, raised, own === undefined ? {} : {textfont: own}) : trace;
   });
@@ -595,7 +599,7 @@ function readableCells(data, layout, k, type) {
   const family = familyOf(layout);
   return data.map((trace) => {
     // the values, and the marks in masked and NaN cells ("−∞": a see-through heatmap's text, viz.heatmap)
-    const values = trace.type === "heatmap" && trace.texttemplate && Array.isArray(trace.text);
+    const values = writesInCells(trace) && Array.isArray(trace.text);
     const font = trace.textfont || {};
     if (!values || (font.size || 0) * k >= type) return trace;
     const xa = layout["xaxis" + (trace.xaxis || "x").slice(1)] || {};
@@ -645,7 +649,7 @@ function sizedLayout(layout, room, k, fullscreen) {
                                     height: layout.height || APP_HEIGHT / k});
 }
 
-function draw(Plotly, gd) {
+function draw(gd) {
   // The figure's own size, its width the container's unless it sets one; the whole screen in full screen.
   // Where that is narrower than the figure's design width (spec.design, design_width in Python: 1280 px
   // for slides), it is drawn at that width and shown shrunk to fit, as its export looks, rather than
@@ -655,7 +659,7 @@ function draw(Plotly, gd) {
   waiting.delete(gd);  // drawn now (also as a twin of the chart drawn, or in full screen): it waits no more
   delete box.dataset.waiting;
   gd.__lab.size = sizeKey(gd);
-  const fullscreen = document.fullscreenElement === box;
+  const fullscreen = fullScreen(gd);
   const room = roomWidth(gd);
   const k = shrinkFactor(gd, room);
   gd.__lab.scale = k;
@@ -669,7 +673,7 @@ function draw(Plotly, gd) {
   // a guess, and the chart is drawn again once its own is there where that was short (a narrow-screen walk: the
   // guess of 100 px for a touch screen's 134 ran 820 px titles 12-31 px under it).
   const [readable, traces] = readableType(sized, figure.data || [], k);
-  const touch = TOUCH_SCREEN();
+  const touch = touchScreen();
   const toolbar = fullscreen || touch
     ? ((gd.querySelector(".modebar") || {}).offsetWidth || toolbarSeen || (touch ? 140 : 300)) / k + 8 : 0;
   let [layout, under] = colorbarBelow(legendBelow(fitTitle(readable, sized.width, laidOut, toolbar), sized.width),
@@ -706,12 +710,12 @@ function draw(Plotly, gd) {
   // threw "Something went wrong with axis scaling" (a 1500 px window narrowed to 900: view 3's charts, 480 px wide,
   // left blank or half drawn)
   const barsBelow = under !== traces;
-  if (gd._fullLayout && gd.__lab.barsBelow !== undefined && gd.__lab.barsBelow !== barsBelow) Plotly.purge(gd);
+  if (gd._fullLayout && gd.__lab.barsBelow !== undefined && gd.__lab.barsBelow !== barsBelow) window.Plotly.purge(gd);
   gd.__lab.barsBelow = barsBelow;
-  return Plotly.react(gd, data, layout, full).then(() => {
+  return window.Plotly.react(gd, data, layout, full).then(() => {
     const drawn = toolbar ? (gd.querySelector(".modebar") || {}).offsetWidth || 0 : 0;  // layout px: no CSS scale
     toolbarSeen = Math.max(toolbarSeen, drawn);
-    return toolbar && drawn / k + 8 > toolbar + 1 ? draw(Plotly, gd) : describe(gd);  // wrapped for too short a bar
+    return toolbar && drawn / k + 8 > toolbar + 1 ? draw(gd) : describe(gd);  // wrapped for too short a bar
   });
 }
 
@@ -745,16 +749,15 @@ function describe(gd) {
   return gd;
 }
 
-function drawRow(Plotly, gd) {
+function drawRow(gd) {
   // Draw gd, then its twins again where the row's top margin changed: a twin drawn before this figure
   // came, or at another width (a title wrapped again there takes another number of lines).
-  draw(Plotly, gd);
+  draw(gd);
   const row = gd.__lab.spec.row;
   for (let pass = 0; row && pass < 3; pass++) {
-    const stale = twins(row).filter((g) => g._fullLayout && g.__lab.top !== rowTop(row)
-                                           && document.fullscreenElement !== g.parentElement);  // its own top there
+    const stale = twins(row).filter((g) => g._fullLayout && g.__lab.top !== rowTop(row) && !fullScreen(g));  // its own top there
     if (!stale.length) break;
-    stale.forEach((g) => draw(Plotly, g));
+    stale.forEach((g) => draw(g));
   }
 }
 
@@ -779,7 +782,7 @@ function scroller(box) {
 
 function hidden(gd) {
   // Another chart is in full screen: this one is behind it.
-  return document.fullscreenElement && document.fullscreenElement !== gd.parentElement;
+  return Boolean(document.fullscreenElement) && !fullScreen(gd);
 }
 
 function distance(gd) {
@@ -850,14 +853,14 @@ function schedule(gd) {
   waiting.add(gd);
   gd.parentElement.dataset.waiting = "";
   if (gd.__lab.inView === undefined) gd.__lab.inView = distance(gd) <= AHEAD_PX;  // new: the observer not yet heard
-  if (document.fullscreenElement === gd.parentElement || (gd.__lab.inView && !hidden(gd))) paint(gd);
+  if (fullScreen(gd) || (gd.__lab.inView && !hidden(gd))) paint(gd);
   else nextIdle();
 }
 
 function paint(gd) {
   const box = gd.parentElement;
   try {
-    drawRow(window.Plotly, gd);
+    drawRow(gd);
     say(gd, "");
   } catch (err) {
     say(gd, "This chart could not be drawn: " + err.message);
@@ -867,11 +870,11 @@ function paint(gd) {
     const parent = box.parentElement;
     gd.__lab.observer = new ResizeObserver(() => {
       equalize(gd.__lab.spec.row);
-      if (parent.clientWidth && sizeKey(gd) !== gd.__lab.size) drawRow(window.Plotly, gd);
+      if (parent.clientWidth && sizeKey(gd) !== gd.__lab.size) drawRow(gd);
     });
     gd.__lab.observer.observe(parent);
     gd.__lab.observer.observe(box);
-    box.addEventListener("fullscreenchange", () => drawRow(window.Plotly, gd));  // back in its row: level it again
+    box.addEventListener("fullscreenchange", () => drawRow(gd));  // back in its row: level it again
   }
 }
 
