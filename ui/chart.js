@@ -186,6 +186,7 @@ const yAxisOf = (layout, xaxis) => layout["yaxis" + (xaxis.anchor || "y").slice(
 // A text's type in px: its own font's size, else the layout's, else plotly.js's default; its family the layout's.
 const sizeOf = (font, layout) => (font || {}).size || (layout.font || {}).size || 12;
 const familyOf = (layout) => (layout.font || {}).family || "sans-serif";
+const brs = (text) => (String(text || "").match(/<br/g) || []).length;  // a text's line breaks, hard and soft
 const edgePx = (size) => Math.max(8, Math.round(0.5 * size));  // viz.theme.edge_px: the white space at a figure's edge
 
 function fitTitle(layout, width, wrapped, reserve = 0) {
@@ -217,7 +218,6 @@ function fitTitle(layout, width, wrapped, reserve = 0) {
   const panels = Object.keys(layout).filter(isXAxis)
     .map((key) => (layout[key] || {}).domain).filter(Boolean);
   const plotWidth = width - (margin.l || 0) - (margin.r || 0);
-  const count = (text) => text.split("<br").length;
   let before = 0, after = 0, titleSize = 0;
   const annotations = (layout.annotations || []).map((a) => {
     if (a.name === "notes" || !a.text || a.xref !== "paper" || a.yref !== "paper" || a.xanchor !== "center"
@@ -227,8 +227,8 @@ function fitTitle(layout, width, wrapped, reserve = 0) {
     const size = sizeOf(a.font, layout);
     const [text] = rewrap(a.text, Math.max((domain[1] - domain[0]) * plotWidth, 3 * size), size,
                           (a.font || {}).family || family);
-    before = Math.max(before, count(a.text));
-    after = Math.max(after, count(text));
+    before = Math.max(before, brs(a.text));
+    after = Math.max(after, brs(text));
     titleSize = Math.max(titleSize, size);
     return text === a.text ? a : Object.assign({}, a, {text});
   });
@@ -490,7 +490,8 @@ function colorbarBelow(layout, data, width) {
                                                                          .map((t) => t.colorbar || {}));
   const out = Object.assign({}, layout, {margin});
   if (!shown.length) return [out, data];  // view 3's mask: the others' right margin only
-  const bar = Math.max(...shown.map((b) => (b.thickness || 30) + 1.3 * sizeOf(b.tickfont, layout) + 14));  // bar, numbers, pads
+  // the bar, its numbers and their pads
+  const bar = Math.max(...shown.map((b) => (b.thickness || 30) + 1.3 * sizeOf(b.tickfont, layout) + 14));
   const edge = edgePx(sizeOf(null, layout));
   margin.b = Math.max(Math.ceil(edge + belowPlot(layout, width - (margin.l || 0) - margin.r) + bar), margin.b || 0);
   if (out.height) out.height += margin.b - ((layout.margin || {}).b || 0);
@@ -540,7 +541,6 @@ function raiseFonts(obj, least) {
 }
 
 const MOST_RAISED = 1.35;  // readableType leaves a figure whose text it would raise by more than this as laid out
-const brs = (text) => (String(text || "").match(/<br/g) || []).length;
 
 function readableType(layout, data, k) {
   // [layout, data] in which no text is shown under SMALLEST_PX: shown shrunk (k < 1), a chart's type is shown at k
@@ -755,7 +755,8 @@ function drawRow(gd) {
   draw(gd);
   const row = gd.__lab.spec.row;
   for (let pass = 0; row && pass < 3; pass++) {
-    const stale = twins(row).filter((g) => g._fullLayout && g.__lab.top !== rowTop(row) && !fullScreen(g));  // its own top there
+    // in full screen a twin keeps its own top
+    const stale = twins(row).filter((g) => g._fullLayout && g.__lab.top !== rowTop(row) && !fullScreen(g));
     if (!stale.length) break;
     stale.forEach((g) => draw(g));
   }
@@ -977,6 +978,11 @@ function mount(parentElement) {
   caption.className = "lab-chart-caption";
   box.append(gd, message);
   parentElement.append(title, box, caption);
+  // gd.__lab, the chart's own state: text (the figure's JSON as it came) and spec (parsed: figure, config, title,
+  // caption, row, design, wrapped, cellType; ui/chart.py chart), size (sizeKey as drawn last), observer (its
+  // ResizeObserver, from the first draw), inView (near the screen: sightline), message, title and caption (its
+  // elements); set by draw: scale (the CSS scale k), ownTop and top (its own top margin and its row's: rowTop),
+  // barsBelow (its colour bars under the plot: colorbarBelow); cleanup, for the unmount
   gd.__lab = {text: null, spec: null, size: null, observer: null, inView: undefined, message, title, caption};
   sightline(box).observe(box);
   gd.__lab.cleanup = () => {  // the element left the page (another view): free plotly's state
@@ -1015,9 +1021,9 @@ function say(gd, text) {
 }
 
 function stackBelow(parentElement, spec) {
-  // Twin charts (a row, in st.columns, which wrap) stack, each the full width, where either column would
-  // be narrower than 28rem or than 0.7 of the figure's design width: a slide chart (1280 px) side by side
-  // would be shown with its large type shrunk below the default theme's; at half of a laptop's width a
+  // Twin charts (a row, in st.columns, which wrap) stack, each the full width, where either column would be
+  // narrower than STACK_REM rem or than STACK_FRACTION of the figure's design width: a slide chart (1280 px) side
+  // by side would be shown with its large type shrunk below the default theme's; at half of a laptop's width a
   // heatmap squeezes its cells.
   const column = spec.row ? parentElement.closest('[data-testid="stColumn"]') : null;
   if (column) column.style.minWidth = `min(100%, max(${STACK_REM}rem, ${(spec.design || 0) * STACK_FRACTION}px))`;

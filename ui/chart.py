@@ -52,9 +52,10 @@ NAME = "attention_lab_chart"
 # Themes without a size of their own (default, dark) are laid out for a 700 px column but read well down
 # to about half a wide page (the order view's twins, ~520 px); narrower (a phone), a chart is shrunk.
 FLUID_MIN_WIDTH = NARROW_WIDTH  # viz.theme lays a legend out under the plot for this width
-STACK_REM = 28  # twins stack where a column would be narrower than this, or than STACK_FRACTION of the design width
-# (JS): a slide chart (1280 px) side by side in a 1920 px window was shown at 0.56 of its size, its type then
-# smaller than the default theme's; stacked, each is shown whole
+# Twin charts stack where a column would be narrower than STACK_REM rem, or than STACK_FRACTION of their design width
+# (chart.js stackBelow): a slide chart (1280 px) side by side in a 1920 px window was shown at 0.56 of its size, its
+# type then smaller than the default theme's; stacked, each is shown whole
+STACK_REM = 28
 STACK_FRACTION = 0.7
 log = logging.getLogger("attention_lab")
 
@@ -163,7 +164,7 @@ def chart(figure, *, key: str, config: dict, title: str = "", caption: str = "",
     title and caption (plain text, shown as text: never HTML or markdown) are drawn above and below
     the chart in the look of st.subheader and st.caption, by the same element (CSS). Charts side by
     side (in st.columns) share a `row` name: their titles take the tallest one's height, so the charts
-    start level, and the columns stack where either would be narrower than 28rem or than STACK_FRACTION of
+    start level, and the columns stack where either would be narrower than STACK_REM rem or than STACK_FRACTION of
     the design width (slide charts, 1280 px, stack below 896 px columns)."""
     payload = ('{"figure":' + payload_json(figure) + ',"config":' + json.dumps(config)
                + ',"title":' + json.dumps(title) + ',"caption":' + json.dumps(caption)
