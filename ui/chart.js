@@ -934,15 +934,13 @@ function printDark(layout, data) {
 
 function redrawForPrint(now) {
   // every chart of the page drawn again, at its box's width as laid out now (printing: for paper)
-  if (!window.Plotly || printing === now && !now) return;
+  // back on the screen, said twice (afterprint, then the media query, or the other way round): drawn once; printing,
+  // drawn at each (beforeprint comes on the screen's layout, the media query on the paper's)
+  if (!window.Plotly || (!now && !printing)) return;
   printing = now;
-  for (const gd of document.querySelectorAll("div.lab-chart")) {
-    if (gd.isConnected && gd.__lab && gd.__lab.spec && gd.__lab.text !== null) paint(gd);  // waiting ones too
-  }
-  for (const row of new Set([...document.querySelectorAll("div.lab-chart")].map((g) => g.__lab && g.__lab.spec
-                                                                                       && g.__lab.spec.row))) {
-    if (row) equalize(row);
-  }
+  const charts = [...document.querySelectorAll("div.lab-chart")].filter((gd) => gd.__lab && gd.__lab.spec);
+  for (const gd of charts) paint(gd);  // waiting ones too
+  for (const row of new Set(charts.map((gd) => gd.__lab.spec.row))) if (row) equalize(row);
 }
 
 if (window.matchMedia && !window.__attentionLabPrint) {  // once per page, however often this script is run
