@@ -16,17 +16,18 @@ from lab.spec import MAX_CHARS, VIEWS, FigureSpec, SpecError
 from ui import focus
 
 
-def _defaults() -> dict[str, object]:
-    """Widget values of a fresh session: FigureSpec's defaults, opening on the first view."""
-    spec = FigureSpec()
-    values: dict[str, object] = {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)}
+def state_from_spec(spec: FigureSpec) -> dict[str, object]:
+    """The widget values that show `spec`: its fields, heads as a list (the multiselect's value) and, for its views,
+    the first as `view` (the page shows one at a time)."""
+    values: dict[str, object] = {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec) if f.name != "views"}
     values["heads"] = list(spec.heads)
-    values["view"] = VIEWS[0]  # the walk-through starts at the tokens (a share link always names its view)
-    del values["views"]
+    values["view"] = spec.views[0]
     return values
 
 
-DEFAULTS = _defaults()
+# Widget values of a fresh session: FigureSpec's defaults, opening on the first view (the walk-through starts at
+# the tokens; a share link always names its view)
+DEFAULTS = {**state_from_spec(FigureSpec()), "view": VIEWS[0]}
 # The figure theme follows the page's (light or dark, from the browser's colour scheme or Streamlit's
 # settings menu) until the person picks one in the sidebar (choose_theme) or a link sets it.
 FOLLOWS_PAGE = "_theme_follows_page"
@@ -242,13 +243,6 @@ def choose_theme(group: str = "") -> None:
     st.session_state.pop(FOLLOWS_PAGE, None)
     if group:
         focus.release(group)
-
-
-def state_from_spec(spec: FigureSpec) -> dict[str, object]:
-    values = {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec) if f.name in DEFAULTS}
-    values["heads"] = list(spec.heads)
-    values["view"] = spec.views[0]
-    return values
 
 
 def spec_from_state() -> FigureSpec:
