@@ -86,10 +86,7 @@ def init_state() -> None:
         if errors:  # said until a setting changes (app.py link_error_notice)
             ss["_link_error"] = link_error_message(errors, dropped, opened=spec is not None)
     for key, value in DEFAULTS.items():
-        if key not in ss:
-            ss[key] = value
-        else:
-            ss[key] = ss[key]
+        ss[key] = ss[key] if key in ss else value  # re-assigned where set: kept (see above)
     if follows_page():
         ss["theme"] = page_theme()
 
