@@ -649,6 +649,20 @@ function sizedLayout(layout, room, k, fullscreen) {
                                     height: layout.height || APP_HEIGHT / k});
 }
 
+function toolbarConfig(config, touch) {
+  // The figure's plotly.js config with the app's toolbar: the camera saves crisp heatmaps (saveSvg) where plotly.js's
+  // own toImage left them to the viewer's smoothing, a button goes full screen, box and lasso select go (nothing in
+  // the app reads a selection, and each was one more Tab stop per chart), and on a touch screen what a finger does not
+  // use (TOUCH_REMOVED)
+  return Object.assign({}, config, {
+    modeBarButtonsToRemove: ["toImage", "select2d", "lasso2d"].concat(touch ? TOUCH_REMOVED : []),
+    modeBarButtonsToAdd: [
+      {name: "crisp-svg", title: "Download plot", icon: window.Plotly.Icons.camera, click: saveSvg},
+      {name: "fullscreen", title: "Full screen (Esc leaves)", icon: FULLSCREEN_ICON, click: toggleFullscreen},
+    ],
+  });
+}
+
 function draw(gd) {
   // The figure's own size, its width the container's unless it sets one; the whole screen in full screen.
   // Where that is narrower than the figure's design width (spec.design, design_width in Python: 1280 px
@@ -694,15 +708,6 @@ function draw(gd) {
   // whatever the page's (a dark figure on a light page, and back); plotly.js's own ring was 1 px black
   gd.style.color = (layout.font || {}).color || "";
   shrink(gd, k, layout.height, fullscreen);
-  const full = Object.assign({}, config, {
-    // plotly.js's own toImage: its SVG leaves heatmaps to the viewer's smoothing
-    // box and lasso select: nothing in the app reads a selection, and each was one more Tab stop per chart
-    modeBarButtonsToRemove: ["toImage", "select2d", "lasso2d"].concat(touch ? TOUCH_REMOVED : []),
-    modeBarButtonsToAdd: [
-      {name: "crisp-svg", title: "Download plot", icon: window.Plotly.Icons.camera, click: saveSvg},
-      {name: "fullscreen", title: "Full screen (Esc leaves)", icon: FULLSCREEN_ICON, click: toggleFullscreen},
-    ],
-  });
   let data = readableCells(under, layout, k, cellType);
   if (printing) [layout, data] = printDark(layout, data);  // a dark figure on paper: the default theme's colours
   // its colour bars moved under the plot or back beside it (colorbarBelow: a new width across NARROW_WIDTH, full
@@ -712,7 +717,7 @@ function draw(gd) {
   const barsBelow = under !== traces;
   if (gd._fullLayout && gd.__lab.barsBelow !== undefined && gd.__lab.barsBelow !== barsBelow) window.Plotly.purge(gd);
   gd.__lab.barsBelow = barsBelow;
-  return window.Plotly.react(gd, data, layout, full).then(() => {
+  return window.Plotly.react(gd, data, layout, toolbarConfig(config, touch)).then(() => {
     const drawn = toolbar ? (gd.querySelector(".modebar") || {}).offsetWidth || 0 : 0;  // layout px: no CSS scale
     toolbarSeen = Math.max(toolbarSeen, drawn);
     return toolbar && drawn / k + 8 > toolbar + 1 ? draw(gd) : describe(gd);  // wrapped for too short a bar
