@@ -1380,16 +1380,20 @@ def test_a_grid_of_heads_is_as_tall_for_its_type_as_in_the_default_theme(theme, 
 
 @pytest.mark.parametrize("theme", viz.THEME_NAMES)
 @pytest.mark.parametrize("grid", ["heads", "layers"])
-def test_a_grid_of_one_or_two_token_matrices_keeps_a_short_matrix_row_height(theme, grid):
+@pytest.mark.parametrize("layers_heads", [(2, 4), (1, 64), (12, 8)])
+def test_a_grid_of_one_or_two_token_matrices_keeps_a_short_matrix_row_height(theme, grid, layers_heads):
     """A look walk (view 4, a one-token sentence): each head's 1 x 1 matrix was a panel ~140 px wide and ~195 px
     tall, one cell, where a single matrix of one row keeps a 3-row matrix's row height (viz.heatmap.shorter_for_rows,
     127 px in all in the default theme, the 7 lines its colour bar needs). A grid of matrices of fewer than 3 rows
     does too: each panel no taller than the single matrix of its tokens, the plot still as tall as its colour bar
-    needs and each row two lines of its labels at least."""
+    needs and each row two lines of its labels at least. So does a grid of many rows (64 heads, 16 rows of 4; 12
+    layers) in a theme of fixed size (paper, slide), drawn far taller than the theme's height: a review found its
+    1 x 1 panels 197 px tall (paper) and 241 (slide), as at 3 tokens, where the panel was compared with one laid out
+    for the theme's 480 or 720 px."""
     t = viz.theme.theme_spec(theme)
 
     def panels(tokens):
-        w = softmax_rows(RNG.normal(size=(2, 4, tokens, tokens)))
+        w = softmax_rows(RNG.normal(size=(*layers_heads, tokens, tokens)))
         labels = list("你喜欢她")[:tokens]
         fig = (viz.heads_grid(w[0], row_labels=labels, theme=theme) if grid == "heads"
                else viz.layers_heads_grid(w, row_labels=labels, theme=theme))

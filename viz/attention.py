@@ -426,12 +426,14 @@ def _grid_of_heads(
         column_titles = fit_column_titles(column_titles, column_w, pitch, t["font_size"])
     # a one- or two-token sentence: each panel as tall as a single matrix of its rows would be (shorter_for_rows: a
     # 3-row matrix's row height, no taller than its cells are wide), the plot as tall as its colour bar needs (a look
-    # walk: view 4's 1 x 1 panels were one cell ~140 px wide and ~195 px tall)
-    want = ph
+    # walk: view 4's 1 x 1 panels were one cell ~140 px wide and ~195 px tall). Shorter than the panel drawn at
+    # app_height: ph is laid out for `height`, which a theme of fixed size caps at its own (16 rows of heads in the
+    # paper theme: 1 x 1 panels 197 px tall were not shorter than ph's 40)
+    want = drawn = panel_px(theme, rows=rows, cols=cols, height=app_height)[1]
     if Tq < SHORT_ROWS:
         row_px = max(min(column_w / max(Tk, 1), panel_px(theme)[1] / SHORT_ROWS), 2 * 1.3 * tick_size)
         want = max(Tq * row_px, 7 * 1.3 * t["font_size"] / rows)
-    short = want < ph
+    short = want < drawn
     if short:
         ph, plot_h = want, want * rows
     v_spacing = min(0.3 / max(rows - 1, 1), head_room / plot_h) if rows > 1 else 0.0
