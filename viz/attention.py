@@ -214,9 +214,8 @@ def mask_heatmap(
     pw, ph = plot_px(theme, row_text=grid.row_text, col_text=grid.col_text, colorbar=False,
                      note_lines=len(grid.notes) + 2)
     fig = Fig()
-    ph = taller_for_rows(fig, theme, len(grid.row_text), ph)  # as tall as the scores beside it
-    short = shorter_for_rows(fig, theme, len(grid.row_text), len(grid.col_text), pw, ph, MASK_Y_TITLE)  # and as short
-    short, ph = (short if short < ph else None), short
+    ph = laid_out = taller_for_rows(fig, theme, len(grid.row_text), ph)  # as tall as the scores beside it
+    ph = shorter_for_rows(fig, theme, len(grid.row_text), len(grid.col_text), pw, ph, MASK_Y_TITLE)  # and as short
     labelled = side <= VALUES_MAX and text_fits(word[0], grid, theme, (pw, ph))
     for heat in grid_heatmaps(
         grid,
@@ -253,7 +252,8 @@ def mask_heatmap(
     notes = grid.notes + (["plain: True, may attend", key] if key else ["nothing is masked: every query may attend to "
                                                                        "every key"])
     fig.update_layout(title=title_layout(title, notes), showlegend=False)
-    return apply_theme(fig, theme) if short is None else keep_plot_height(apply_theme(fig, theme), short, theme)
+    fig = apply_theme(fig, theme)
+    return keep_plot_height(fig, ph, theme) if ph < laid_out else fig  # laid out short: that tall, as the scores
 
 
 def qkv_figure(

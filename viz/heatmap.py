@@ -890,11 +890,9 @@ def heatmap_figure(
         note_lines=n_notes + int(row_sums and max(grid.z.shape) > MAX_TICKS),
     )
     fig = Fig()
-    ph = taller_for_rows(fig, theme, len(grid.row_text), ph)
-    short = None
+    ph = laid_out = taller_for_rows(fig, theme, len(grid.row_text), ph)
     if kind in ("weights", "scores"):  # query x key: a row or two is not drawn 330 px tall
-        short = shorter_for_rows(fig, theme, len(grid.row_text), len(grid.col_text), pw, ph, y_title)
-        short, ph = (short if short < ph else None), short
+        ph = shorter_for_rows(fig, theme, len(grid.row_text), len(grid.col_text), pw, ph, y_title)
     # the keys' labels are budgeted as if the row sums took no width: the attention view's five step matrices
     # share the weights' margins (viz.attention.attention_step_figures), so all five label their keys alike
     x_budget, y_budget = tick_budget(pw + sums_px, t["font_size"]), tick_budget(ph, t["font_size"])
@@ -922,7 +920,8 @@ def heatmap_figure(
         if note:
             notes.append(note)
     fig.update_layout(title=title_layout(title, notes), showlegend=False)
-    return apply_theme(fig, theme) if short is None else keep_plot_height(apply_theme(fig, theme), short, theme)
+    fig = apply_theme(fig, theme)
+    return keep_plot_height(fig, ph, theme) if ph < laid_out else fig  # laid out short: that tall
 
 
 def matrix_heatmap(
