@@ -47,7 +47,7 @@ def page(browser, streamlit_url):
     wait_idle(tab)
     yield tab
     context.close()
-    assert tab.script_errors == []  # the charts' own script (ui/chart.py) included
+    assert tab.script_errors == []  # the charts' own script (ui/chart.js) included
 
 
 def drawn_charts(page) -> int:
@@ -1734,7 +1734,7 @@ def test_a_chart_drawn_wide_then_narrow_turns_its_colour_bar_under_the_plot_with
 
 
 # Records, while the page is printed, each chart's drawn box against the page's width as laid out for the paper: a
-# matchMedia("print") listener added after the app's (ui/chart.py), so it runs once the charts are drawn again.
+# matchMedia("print") listener added after the app's (ui/chart.js), so it runs once the charts are drawn again.
 PRINT_RECORDER = """() => { window.__printed = [];
   matchMedia('print').addEventListener('change', (e) => { if (!e.matches) return;
     const page = document.documentElement.clientWidth;

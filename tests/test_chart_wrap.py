@@ -1,4 +1,4 @@
-"""The chart script's own title wrap (ui/chart.py, `rewrap`), run in Chromium, against viz.theme.wrap_text.
+"""The chart script's own title wrap (ui/chart.js, `rewrap`), run in Chromium, against viz.theme.wrap_text.
 
 The server wraps a chart's title and notes for the width it lays the figure out for (viz.theme); the
 browser wraps them again where the chart is drawn narrower (a phone, a sidebar, half-page twins).

@@ -245,7 +245,7 @@ def test_the_heatmap_pieces_are_evenly_spaced_and_draw_every_block_where_it_lies
         assert np.all(np.isinf(drawn[np.ix_(rows, cols)]))  # no block drawn twice
         drawn[np.ix_(rows, cols)] = piece
         assert t["hovertemplate"] == hover_of(y_edges, x_edges)
-        # a one-position axis: the hover names each cell's token through the chart script (ui/chart.py),
+        # a one-position axis: the hover names each cell's token through the chart script (ui/chart.js),
         # which pairs these labels cell by cell; blocks keep plotly.js's numbers and carry none
         one = [np.allclose(np.diff(e), 1) for e in (y_edges, x_edges)]
         if any(one):

@@ -127,7 +127,7 @@ TURNED_REM = 58
 # things (a print walk: the sidebar took a sixth of every page's width, the view bar and eleven closed expanders a
 # third of a page, and no page said which view it was: its heading is for screen readers only on the screen). A chart
 # (its title, plot and caption), a table and a notice are not cut across a page break; a heading stays with what
-# follows it. The charts are drawn again at the paper's width (ui/chart.py), where they were cut at its right edge.
+# follows it. The charts are drawn again at the paper's width (ui/chart.js redrawForPrint), where they were cut at its right edge.
 PRINT_CSS = """
 @media print {
   @page { margin: 12mm; }
@@ -141,7 +141,7 @@ PRINT_CSS = """
     [data-testid="stPopover"]) { display: none !important; }
   [data-testid="stMain"] { position: static !important; overflow: visible !important; }
   /* at 0.85 (zoom): two of view 3's charts to a page, its text ~10pt; at the screen's size each took a page of its
-     own. The charts are drawn for the width they have (ui/chart.py), in the zoomed box's own px */
+     own. The charts are drawn for the width they have (ui/chart.js), in the zoomed box's own px */
   [data-testid="stMainBlockContainer"] { padding: 0 !important; max-width: none !important; zoom: 0.85; }
   [data-testid="stLayoutWrapper"]:has(> .st-key-view-heading), .st-key-view-heading { position: static !important;
     width: auto !important; height: auto !important; overflow: visible !important; clip-path: none !important;

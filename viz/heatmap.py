@@ -657,7 +657,7 @@ def grid_heatmaps(grid: Grid, z: np.ndarray, hover: Callable[[int, int], str] | 
     A piece with hover gets its cells' labels on each axis of one position per cell, in
     meta[HOVER_LABELS] ({"y": [...], "x": [...]}): plotly.js's hover shows %{y} as a tick's text only
     at a tick, so where ticks are thinned (over ~48 tokens a side, fewer in a small panel) it said
-    "query 30" for 30:家. The app's chart script (ui/chart.py) puts each cell's labels in customdata
+    "query 30" for 30:家. The app's chart script (ui/chart.js) puts each cell's labels in customdata
     and the hover shows them: T labels travel, not T² cell texts (~650 KB a heatmap at 256 tokens)."""
     ys, xs = even_pieces(grid.y, grid.y_edges), even_pieces(grid.x, grid.x_edges)
 

@@ -185,7 +185,7 @@ def note_size(t: dict) -> int:
 APP_WIDTH = 700
 APP_HEIGHT = 450
 # Drawn narrower than LEGEND_BELOW_UNDER px (a phone: the app draws at 480 px and shrinks), a legend beside
-# the plot took up to half the width: the chart script (ui/chart.py) puts it under the plot, with the
+# the plot took up to half the width: the chart script (ui/chart.js legendBelow) puts it under the plot, with the
 # margins layout.meta[NARROW_LEGEND] gives ({"r": px, "b": px}, laid out for NARROW_WIDTH).
 NARROW_WIDTH = 480
 LEGEND_BELOW_UNDER = 600  # a 1024 px window with the sidebar open draws charts 564 px wide: below there too
@@ -305,7 +305,7 @@ def wrap_text(text: str, width_px: float, size: float) -> list[str]:
     Breaks after a space or between CJK characters, never inside a word, a tag or an entity
     (a word wider than the line stays whole on its own line). A bare number does not start a line
     where the word before it can go down with it ("layer" / "0, head 0" becomes "layer 0, head 0" on
-    the next line); ui/chart.py's script wraps the same way. Lines keep their trailing space, so
+    the next line); ui/chart.js (rewrap) wraps the same way. Lines keep their trailing space, so
     "".join(lines) == text.
     """
     lines: list[str] = []
@@ -422,7 +422,7 @@ SMALLEST_SHOWN_PX = 11
 def cell_type_px(theme: str) -> int:
     """The type of the values and marks written in cells ("0.25", "−∞"; a figure's notes can be smaller): the
     theme's own value_size (slide 21: 18 px as shown on a 1280 x 720 projector), else 3 px under its text, at least 9
-    (paper 15, default 11). ui/chart.py keeps a figure shown shrunk from writing them smaller on the screen than
+    (paper 15, default 11). ui/chart.js (readableCells) keeps a figure shown shrunk from writing them smaller on the screen than
     this."""
     t = theme_spec(theme)
     return t.get("value_size") or max(9, t["font_size"] - 3)
@@ -886,7 +886,7 @@ def _set_margins(fig: Fig, t: dict, width: float, left: float, xs: list[Node], y
     m["l"] = round(edge + left + 6)
     m["r"] = round(edge + bar + axes_r + legend_r)
     m["b"] = round(edge + _below_plot(fig, t, width, xs) + legend_b)
-    # In a theme that follows the page's width, the chart script (ui/chart.py) puts a legend or a colour bar that
+    # In a theme that follows the page's width, the chart script (ui/chart.js) puts a legend or a colour bar that
     # stands beside the plot under it when the chart is drawn narrow: the margins it takes then (layout.meta).
     if legend_r and not t["width"]:
         under = _legend_px(fig, t, NARROW_WIDTH, horizontal=True)[1]
