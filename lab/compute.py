@@ -256,9 +256,9 @@ def spaces_notice(key: str, text: str, cut: bool = False) -> str | None:
     if not removed or not text.strip():
         return None
     whose = f"{'the' if cut else 'its'} {count_of(removed, 'whitespace character')}" + (
-        f" of its first {MAX_INPUT_CHARS:,}" if cut else "")  # "1 whitespace character ... is", cut or not
+        f" of its first {MAX_INPUT_CHARS:,}" if cut else "")
     return (f"Sentence {key.upper()}: the trained models read Chinese, which is written without spaces, so {whose} "
-            f"{'is' if removed == 1 else 'are'} removed before tokenising.")
+            f"{'is' if removed == 1 else 'are'} removed before tokenising.")  # "1 whitespace character ... is", cut or not
 
 
 def untrained_notice(key: str, source: str, enc: Encoding, seen: frozenset[str]) -> str | None:
