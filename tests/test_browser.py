@@ -1032,6 +1032,55 @@ def test_a_step_chart_beside_its_twin_labels_every_source_token_where_a_smaller_
     assert min(b - a for a, b in itertools.pairwise(centres)) >= 1.3 * size - 0.5, drawn  # the rule they fit by
 
 
+# Under each chart drawn wider than laid out: [title, drawn width, px from the lowest of its x axis titles, x tick
+# labels, legend and colour bars to the chart's bottom edge, that edge (viz.theme.edge_px), x labels and axis titles
+# outside the svg, its plot's height as drawn less its height as laid out]
+BELOW_THE_PLOT = """(appHeight) => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')]
+    .filter((gd) => gd._fullLayout.width > (gd.__lab.spec.figure.layout.width || gd.__lab.spec.wrapped) + 1)
+    .map((gd) => {
+        const svg = gd.querySelector('svg.main-svg').getBoundingClientRect();
+        const boxes = (selector) => [...gd.querySelectorAll(selector)].map((e) => e.getBoundingClientRect())
+            .filter((b) => b.width > 0 && b.height > 0);
+        const labels = boxes('.xaxislayer-above text, [class^="g-x"][class$="title"] text');
+        const under = labels.concat(boxes('.legend, .colorbar')).map((b) => b.bottom);
+        const out = labels.concat(boxes('[class^="g-y"][class$="title"] text'))  // a short plot's y title reaches below
+            .filter((b) => b.bottom > svg.bottom + 0.5 || b.left < svg.left - 0.5 || b.right > svg.right + 0.5).length;
+        const laid = gd.__lab.spec.figure.layout, m = laid.margin || {};
+        return [gd.__lab.spec.title, gd._fullLayout.width, (svg.bottom - Math.max(...under)) / (gd.__lab.scale || 1),
+                Math.max(8, Math.round(0.5 * gd._fullLayout.font.size)), out,
+                gd._fullLayout._size.h - ((laid.height || appHeight) - (m.t || 0) - (m.b || 0))];
+    })"""
+
+
+@pytest.mark.skipif(not trained_available(), reason="the translate view needs the trained models")
+def test_a_chart_drawn_wider_than_laid_out_keeps_no_empty_band_under_its_x_axis_title(browser, streamlit_url):
+    """A look walk: view 7's decoder self-attention at a long sentence, laid out for 700 px, has target labels that do
+    not fit side by side there, and its bottom margin holds them turned (~133 px); drawn 820 px wide (a 1280 px page)
+    or 1460 (1920), plotly.js lays them flat and, since it only grows a margin, ~65 px stayed empty under the x axis
+    title (view 4's heads grids, their labels turned at either width, ~20 px). Drawn wider than laid out, a chart's
+    bottom margin holds what is under the plot at the width drawn (ui/chart.js fitBottom), its plot as tall; where
+    its labels stay turned (the grid at 820 px, the step charts side by side at 722), none is cut."""
+    from urllib.parse import quote
+
+    from viz.theme import APP_HEIGHT
+
+    sentence = "我们今天在学校的图书馆里一起读了一本关于机器学习和神经网络的书"
+    with opened_tab(browser, f"{streamlit_url}/?views=translate&model=zh-en&sentence_a={quote(sentence)}",
+                    1920, 1000) as tab:
+        draw_every_chart(tab, 100)
+        wide = tab.evaluate(BELOW_THE_PLOT, APP_HEIGHT)
+        tab.set_viewport_size({"width": 1280, "height": 1000})  # every chart drawn again, at 820 px (twins: stacked)
+        draw_every_chart(tab, 100)
+        tab.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot')].every((gd) => "
+                              "gd._fullLayout.width < 1000)")
+        wide += tab.evaluate(BELOW_THE_PLOT, APP_HEIGHT)
+    assert len(wide) >= 8, wide
+    assert [w for w in wide if w[4]] == [], wide  # every x label and axis title inside the chart
+    assert [w for w in wide if abs(w[5]) > 1] == [], wide  # each plot as tall as laid out (no margin grown back)
+    gaps = [(title, width, gap) for title, width, gap, edge, _, _ in wide if not edge - 1 <= gap <= edge + 8]
+    assert gaps == [], gaps  # was 60-78 px at the self-attention
+
+
 def test_on_a_phone_the_key_labels_of_heads_side_by_side_never_run_together(browser, streamlit_url):
     """A phone walk: view 4's grids, drawn at 480 px (laid out for 700), read "0:t 10:t 20:a0:t": a panel's last
     label ran into the next panel's first. Drawn narrower, the chart's script thins the labels and clears a

@@ -449,9 +449,32 @@ function legendBelow(layout, width) {
     height: layout.height && layout.height + grow});
 }
 
-function belowPlot(layout, plotW) {
+function angleAsDrawn(axis, labels, plotW, size, family) {
+  // The angle (degrees) plotly.js turns an axis's labels by at this plot width, or undefined where the axis does not
+  // say where its labels go (no tick values or range). plotly.js's rule: where two neighbours' boxes (each its label's
+  // width and 2 px more; here 2 px more to spare) meet, the first of the axis's autotickangles (its default 0, 30, 90;
+  // the heatmaps' 0, 90: viz.heatmap) whose cosine is at most spacing / hypot(spacing, 1.25 lines), else the steepest.
+  const vals = axis.tickvals, span = axis.range;
+  if (!Array.isArray(vals) || vals.length !== labels.length || !Array.isArray(span)) return undefined;
+  if (typeof axis.tickangle === "number") return axis.tickangle;  // set: not turned by plotly.js
+  const [d0, d1] = axis.domain || [0, 1];
+  const per = plotW * (d1 - d0) / Math.abs(span[1] - span[0]);  // px per position
+  const widths = labels.map((t) => textWidth(t, size, family));
+  if (!vals.slice(1).some((v, i) => Math.abs(v - vals[i]) * per < (widths[i] + widths[i + 1]) / 2 + 4)) return 0;
+  const spacing = Math.abs(vals[vals.length - 1] - vals[0]) * per / (vals.length - 1);
+  const most = spacing / Math.hypot(spacing, 1.25 * size * Math.max(...labels.map((t) => brs(t) + 1)));
+  const angles = Array.isArray(axis.autotickangles) && axis.autotickangles.length ? axis.autotickangles : [0, 30, 90];
+  const cos = (a) => Math.abs(Math.cos(a * Math.PI / 180));
+  const fit = angles.find((a) => cos(a) <= most);
+  return fit === undefined ? angles.reduce((a, b) => (cos(b) < cos(a) ? b : a)) : fit;
+}
+
+function belowPlot(layout, plotW, asDrawn = false) {
   // px under the plot of the bottom row: its x tick labels (turned 90° where they do not fit side by side, as plotly.js
-  // turns them) and its x axis title; viz.theme._below_plot's rule, the labels measured in their own type
+  // turns them) and its x axis title; viz.theme._below_plot's rule, the labels measured in their own type. asDrawn:
+  // the labels turned as plotly.js turns them at this width (angleAsDrawn), where the server's rule, generous, turns
+  // them sooner (view 7's 32 target labels, turned by it at 820 px, lay flat there) and always by 90° (view 5's 16
+  // key labels, turned 30° at 820 px)
   const family = familyOf(layout);
   let depth = 0;
   for (const [name, axis] of Object.entries(layout)) {
@@ -465,12 +488,52 @@ function belowPlot(layout, plotW) {
       const widest = Math.max(0, ...labels.map((t) => textWidth(t, size, family)));
       const [d0, d1] = axis.domain || [0, 1];
       const fits = !labels.length || axis.tickangle === 0 || labels.length * (widest + 8) <= (d1 - d0) * plotW;
-      px += (fits ? 1.3 * size : widest + 4) + 14;
+      const angle = asDrawn && labels.length ? angleAsDrawn(axis, labels, plotW, size, family) : undefined;
+      const turn = (angle === undefined ? (fits ? 0 : 90) : Math.abs(angle)) * Math.PI / 180;
+      px += (widest + 4) * Math.sin(turn) + 1.3 * size * Math.cos(turn) + 14;
     }
     if ((axis.title || {}).text) px += 1.5 * sizeOf(axis.title.font, layout) + 6;
     depth = Math.max(depth, px);
   }
   return depth;
+}
+
+function legendUnder(layout, data, width) {
+  // px a legend under the plot takes (in rows of entries, as wide as the figure): viz.theme._legend_px's rule
+  const legend = layout.legend || {};
+  if (layout.showlegend === false || legend.orientation !== "h") return 0;
+  const shown = data.filter((t) => (t.showlegend !== undefined ? t.showlegend : ["scatter", "bar"].includes(t.type)));
+  if (!shown.length || (data.length < 2 && layout.showlegend !== true)) return 0;  // plotly.js draws none for one trace
+  const size = sizeOf(legend.font, layout), family = familyOf(layout);
+  const room = width - 2 * edgePx(sizeOf(null, layout));
+  let rows = 1, used = 0;
+  for (const [i, t] of shown.entries()) {
+    const w = textWidth(String(t.name || `trace ${i}`), size, family) + 60;
+    if (used && used + w > room) [rows, used] = [rows + 1, 0];
+    used += w;
+  }
+  return rows * (1.3 * size + 6) + 10 + ((legend.title || {}).text ? 1.3 * size : 0);
+}
+
+function fitBottom(layout, data, width, laidOut) {
+  // Drawn wider than laid out (a 1280 px page draws the 700 px layout 820 px wide), x tick labels the server turned
+  // 90° (its bottom margin holds them: viz.theme._below_plot) may lie flat, and plotly.js, which only grows a margin,
+  // left the rest empty under the x axis title (view 7's decoder self-attention at a long sentence: ~65 px; view 4's
+  // grids, their labels turned either way, ~20 px, the server's estimate of their length being generous). The bottom
+  // margin shrinks to what is under the plot at the width drawn (belowPlot, a legend under it: legendUnder) and the
+  // figure's edge, and the height by as much, so the plot keeps its height. A colour bar under the plot (the server's,
+  // a phone's: colorbarBelow) keeps the margin as it is.
+  if (!width || !laidOut || width <= laidOut) return layout;
+  const barUnder = (b) => (b || {}).orientation === "h";
+  if (Object.keys(layout).some((key) => /^coloraxis\d*$/.test(key) && barUnder((layout[key] || {}).colorbar))
+      || data.some((t) => barUnder(t.colorbar))) return layout;
+  const m = layout.margin || {};
+  const need = Math.ceil(edgePx(sizeOf(null, layout)) + belowPlot(layout, width - (m.l || 0) - (m.r || 0), true)
+                         + legendUnder(layout, data, width));
+  const spare = (m.b || 0) - need;
+  if (!(spare >= 1)) return layout;
+  const margin = Object.assign({}, m, {b: need});
+  return Object.assign({}, layout, {margin, height: layout.height && layout.height - spare});
 }
 
 function colorbarBelow(layout, data, width) {
@@ -692,6 +755,7 @@ function draw(gd) {
     ? ((gd.querySelector(".modebar") || {}).offsetWidth || toolbarSeen || (touch ? 140 : 300)) / k + 8 : 0;
   let [layout, under] = colorbarBelow(legendBelow(fitTitle(readable, sized.width, laidOut, toolbar), sized.width),
                                       traces, sized.width);
+  layout = fitBottom(layout, under, sized.width, laidOut);
   if (fullscreen) layout.height = window.innerHeight / k;  // the screen's, whatever the title takes
   else {
     const smallest = Math.max(cellType || 0, SMALLEST_PX) / k;  // thinTicks': the cells' type, as shown
@@ -956,14 +1020,14 @@ if (window.matchMedia && !window.__attentionLabPrint) {  // once per page, howev
 }
 
 function placeholder(gd) {
-  // The height a chart not yet drawn will take (its figure's, with a legend put under the plot and round panels
-  // cut to what they need as draw() does, shrunk as draw() shrinks it): what is on the screen is known before it
-  // draws, and the page does not jump when it does (titles wrapped again aside: a line or two).
-  const {figure} = gd.__lab.spec;
+  // The height a chart not yet drawn will take (its figure's, with a legend put under the plot, its bottom margin
+  // and round panels cut to what they need as draw() does, shrunk as draw() shrinks it): what is on the screen is
+  // known before it draws, and the page does not jump when it does (titles wrapped again aside: a line or two).
+  const {figure, wrapped} = gd.__lab.spec;
   const room = roomWidth(gd), k = shrinkFactor(gd, room);
   const sized = sizedLayout(figure.layout, room, k, false), width = sized.width;
-  const [laid] = colorbarBelow(legendBelow(readableType(sized, [], k)[0], width), figure.data || [], width);
-  return Math.ceil(roundPanels(laid, width).height * k);
+  const [laid, data] = colorbarBelow(legendBelow(readableType(sized, [], k)[0], width), figure.data || [], width);
+  return Math.ceil(roundPanels(fitBottom(laid, data, width, figure.layout.width || wrapped), width).height * k);
 }
 
 function mount(parentElement) {
