@@ -285,6 +285,8 @@ def test_unknown_characters_that_draw_as_nothing_are_named_by_code_point(models)
 @pytest.mark.parametrize(("a", "b", "named"), [
     ("你喜欢她", "   ", "(sentence B holds only spaces, which the views read as nothing)."),
     ("", "\t", "(sentence A is empty; sentence B holds only spaces, which the views read as nothing)."),
+    ("你喜欢她", "\n", "(sentence B holds only line breaks, which the views read as nothing)."),  # not "spaces"
+    ("你喜欢她", " \r\n ", "(sentence B holds only spaces and line breaks, which the views read as nothing)."),
 ])
 def test_the_order_views_hint_names_the_sentence_it_lacks(models, a, b, named):
     """A bad-input walk: a B of spaces got the general "Type two sentences" alone, where the other views say which
