@@ -38,6 +38,7 @@ from viz.heatmap import (
     prepare_grid,
     prepare_grids,
     set_column_gaps,
+    short_row_px,
     shorter_for_rows,
     style_matrix_axes,
     symmetric_range,
@@ -424,15 +425,14 @@ def _grid_of_heads(
     column_w, pitch = row_w * (1 - spacing * (cols - 1)) / cols, row_w / cols
     if column_titles:
         column_titles = fit_column_titles(column_titles, column_w, pitch, t["font_size"])
-    # a one- or two-token sentence: each panel as tall as a single matrix of its rows would be (shorter_for_rows: a
+    # a one- or two-token sentence: each panel as tall as a single matrix of its rows would be (short_row_px: a
     # 3-row matrix's row height, no taller than its cells are wide), the plot as tall as its colour bar needs (a look
     # walk: view 4's 1 x 1 panels were one cell ~140 px wide and ~195 px tall). Shorter than the panel drawn at
     # app_height: ph is laid out for `height`, which a theme of fixed size caps at its own (16 rows of heads in the
     # paper theme: 1 x 1 panels 197 px tall were not shorter than ph's 40)
     want = drawn = panel_px(theme, rows=rows, cols=cols, height=app_height)[1]
     if Tq < SHORT_ROWS:
-        row_px = max(min(column_w / max(Tk, 1), panel_px(theme)[1] / SHORT_ROWS), 2 * 1.3 * tick_size)
-        want = max(Tq * row_px, 7 * 1.3 * t["font_size"] / rows)
+        want = max(Tq * short_row_px(theme, Tk, column_w, tick_size), 7 * 1.3 * t["font_size"] / rows)
     short = want < drawn
     if short:
         ph, plot_h = want, want * rows

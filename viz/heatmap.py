@@ -340,6 +340,13 @@ def taller_for_rows(fig: Fig, theme: str, n_rows: int, ph: float) -> float:
 SHORT_ROWS = 3  # a query x key matrix of fewer rows keeps the row height of one of this many
 
 
+def short_row_px(theme: str, n_cols: int, width: float, line_px: float) -> float:
+    """A row's height in a matrix of fewer than SHORT_ROWS rows, `width` px wide: no taller than a SHORT_ROWS-row
+    matrix's rows (the theme's, not this figure's: its notes and bars vary, mask, weights), nor than its cells are
+    wide, and two lines of `line_px` type at least (its label)."""
+    return max(min(width / max(1, n_cols), panel_px(theme)[1] / SHORT_ROWS), 2 * 1.3 * line_px)
+
+
 def shorter_for_rows(fig: Fig, theme: str, n_rows: int, n_cols: int, pw: float, ph: float, y_title: str = "") -> float:
     """The plot height for a query x key matrix of fewer than SHORT_ROWS rows (a decoding step's first rows:
     1 x 1, 1 x 4): each row no taller than a SHORT_ROWS-row matrix's, nor than its cells are wide (two lines
@@ -351,8 +358,7 @@ def shorter_for_rows(fig: Fig, theme: str, n_rows: int, n_cols: int, pw: float, 
     t = theme_spec(theme)
     if n_rows >= SHORT_ROWS:
         return ph
-    cap = panel_px(theme)[1] / SHORT_ROWS  # the theme's, not this figure's: its notes and bars vary (mask, weights)
-    row = max(min(pw / max(1, n_cols), cap), 2 * 1.3 * t["font_size"])
+    row = short_row_px(theme, n_cols, pw, t["font_size"])
     # and room for its colour bar's ticks and the y axis's title beside it (a row of 21 narrow keys: 36 px), the
     # title turned along the plot and the margins above and below it (a regression walk: the paper theme's
     # "decoding step (reads → writes)" ran off the figure's top at view 7's first step)
