@@ -179,13 +179,16 @@ def _clamp(value: int, upper: int) -> int:
 
 
 # -- 1. tokens --------------------------------------------------------------------------------
+LINE_BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"  # str.splitlines' line boundaries
+
+
 def blank(text: str) -> str:
     """What a sentence with nothing to read is, in words: "is empty", or, where the student typed spaces or tabs,
     "holds only spaces", which every view reads as nothing (a narrow-screen walk: "is empty" for "   " read as
     wrong); line breaks (a pasted or linked "\n") are named as such, not as spaces."""
     if not text:
         return "is empty"
-    kinds = {"line breaks" if c in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029" else "spaces" for c in text}
+    kinds = {"line breaks" if c in LINE_BREAKS else "spaces" for c in text}
     return f"holds only {' and '.join(sorted(kinds, reverse=True))}, which the views read as nothing"
 
 
