@@ -185,7 +185,8 @@ LINE_BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"  # str.splitlines' line bou
 def blank(text: str) -> str:
     """What a sentence with nothing to read is, in words: "is empty", or, where the student typed spaces or tabs,
     "holds only spaces", which every view reads as nothing (a narrow-screen walk: "is empty" for "   " read as
-    wrong); line breaks (a pasted or linked "\n") are named as such, not as spaces."""
+    wrong); line breaks are named as such, not as spaces (a spec file's "\n" for python -m lab.export: the app's one-line
+    box makes a pasted or linked one a space, ui.state.one_line)."""
     if not text:
         return "is empty"
     kinds = {"line breaks" if c in LINE_BREAKS else "spaces" for c in text}
