@@ -12,7 +12,8 @@ import math
 import re
 import typing
 import unicodedata
-from dataclasses import dataclass, fields
+from collections.abc import Mapping
+from dataclasses import InitVar, dataclass, fields
 
 MODELS = ("random", "zh-en")  # zh-en: the trained demo; positional picks zh-en or zh-en-nope
 TOKENIZERS = ("char", "bpe")
@@ -72,8 +73,13 @@ class FigureSpec:
     height: int = 0
     scale: float = 3.125  # PNG scale factor: 3.125 x 96 dpi = 300 dpi
     format: str = "svg"
+    # not a field: the ranges an impossible spec's advice picks its d_models and heads from (d_model's and n_heads's),
+    # _RANGES where None; the app gives its boxes' narrower ones (ui.state.UI_LIMITS), so as not to offer a d_model
+    # its box refuses (d_model 511 in 7 heads was told "choose 504 or 518", past the box's 512)
+    offer: InitVar[Mapping[str, tuple[float, float]] | None] = None
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, offer: Mapping[str, tuple[float, float]] | None) -> None:
+        offer = offer or _RANGES
         choices = {
             "model": MODELS, "tokenizer": TOKENIZERS, "positional": POSITIONALS, "mask": MASKS,
             "block": BLOCKS, "theme": THEMES, "format": FORMATS, "norm": NORMS, "device": DEVICES,
@@ -96,7 +102,7 @@ class FigureSpec:
         if not 0.1 <= self.scale <= 10:
             raise SpecError("scale", f"{self.scale} is outside [0.1, 10]")
         if self.d_model % self.n_heads:
-            divisors = [h for h in range(1, min(self.d_model, _RANGES["n_heads"][1]) + 1) if self.d_model % h == 0]
+            divisors = [h for h in range(1, min(self.d_model, offer["n_heads"][1]) + 1) if self.d_model % h == 0]
             some = ", ".join(map(str, divisors[:-1])) + (" or " if len(divisors) > 1 else "") + str(divisors[-1])
             raise SpecError(  # in words, not Python's list (a narrow-screen walk: "among [1, 2, 3, 5, 6, 10, 15, 30]")
                 "n_heads",
@@ -105,8 +111,8 @@ class FigureSpec:
             )
         if self.positional == "sinusoidal" and self.d_model % 2:
             # the even d_models nearest that still split into n_heads (odd, as d_model is): d_model ± n_heads, where in
-            # range (1023 in 3 heads was offered 1026)
-            lo, hi = _RANGES["d_model"]
+            # the range offered (1023 in 3 heads was offered 1026)
+            lo, hi = offer["d_model"]
             near = " or ".join(str(m) for m in (self.d_model - self.n_heads, self.d_model + self.n_heads)
                                if lo <= m <= hi)
             raise SpecError("d_model", f"sinusoidal encoding needs an even d_model (sin and cos in pairs), got "
@@ -157,8 +163,8 @@ class FigureSpec:
                        for ch in text)  # json.dumps(ch): "\\u202e", a surrogate pair above U+FFFF
 
     @classmethod
-    def from_dict(cls, data: dict) -> FigureSpec:
-        """Strict: an unknown field or a wrong type is a SpecError naming the field."""
+    def from_dict(cls, data: dict, offer: Mapping[str, tuple[float, float]] | None = None) -> FigureSpec:
+        """Strict: an unknown field or a wrong type is a SpecError naming the field (`offer`: as the constructor's)."""
         if not isinstance(data, dict):
             raise SpecError("spec", f"expected a JSON object, got {type(data).__name__}")
         hints = typing.get_type_hints(cls)
@@ -168,7 +174,7 @@ class FigureSpec:
             if key not in known:  # an empty key named "" (as a link's is): it said ": unknown field" (a fuzzing walk)
                 raise SpecError(key or '""', f"unknown field; known fields: {sorted(known)}")
             values[key] = _coerce(key, hints[key], value)
-        return cls(**values)
+        return cls(**values, offer=offer)
 
     @classmethod
     def from_json(cls, text: str) -> FigureSpec:
@@ -189,12 +195,13 @@ class FigureSpec:
         return out
 
     @classmethod
-    def from_query(cls, params: typing.Mapping[str, str]) -> FigureSpec:
-        """Parse share-link parameters (strings); unknown or malformed ones raise SpecError."""
-        hints = typing.get_type_hints(cls)
+    def from_query(cls, params: Mapping[str, str], offer: Mapping[str, tuple[float, float]] | None = None) -> FigureSpec:
+        """Parse share-link parameters (strings); unknown or malformed ones raise SpecError (`offer`: as the
+        constructor's)."""
+        hints, known = typing.get_type_hints(cls), {f.name for f in fields(cls)}  # offer is not a field
         data: dict = {}
         for key, raw in params.items():
-            if key not in hints:
+            if key not in known:
                 raise SpecError(key or '""', "unknown field in the link")
             kind = hints[key]
             try:
@@ -210,7 +217,7 @@ class FigureSpec:
                     data[key] = str(raw)
             except ValueError:
                 raise SpecError(key, f"{raw!r} is not {_KIND_WORDS.get(kind, 'valid')}") from None
-        return cls.from_dict(data)
+        return cls.from_dict(data, offer)
 
 
 # what a link's value should be, in words (a bad-input walk: "'1,x' is not a valid tuple", "'1e3' is not a valid int")

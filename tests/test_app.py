@@ -1326,6 +1326,78 @@ def test_impossible_heads_are_named_as_the_sidebar_names_them_and_the_choices_in
     assert all(30 % h == 0 for h in (1, 2, 3, 5, 6, 10, 15, 30))
 
 
+# what an impossible spec's error offers instead: "choose 504 or 518" (d_models), "1, 7 or 73 heads do" (heads)
+OFFERED_D_MODELS = re.compile(r"choose ([0-9]+)(?: or ([0-9]+))?")
+OFFERED_HEADS = re.compile(r"((?:[0-9]+, )*[0-9]+(?: or [0-9]+)?) heads do")
+
+
+def offered(message: str) -> tuple[list[int], list[int]]:
+    """The d_models and the numbers of heads an error's advice offers."""
+    d_models = [int(m) for found in OFFERED_D_MODELS.findall(message) for m in found if m]
+    heads = [int(h) for found in OFFERED_HEADS.findall(message) for h in re.split(r", | or ", found)]
+    return d_models, heads
+
+
+def test_the_apps_advice_offers_only_what_its_boxes_allow(monkeypatch):
+    """A re-read of ui/sidebar.py: the sidebar's boxes are narrower than a FigureSpec's ranges (UI_LIMITS' d_model up
+    to 512, the spec's 1024), and a spec's advice was worked out against the spec's: d_model 511 in 7 heads (odd,
+    under sinusoidal PE) was told "choose 504 or 518", and the d_model box refuses 518. Over every d_model and number
+    of heads the boxes allow, each d_model and each number of heads an error offers is one they allow, and an offered
+    d_model draws with those heads."""
+    import ui.state
+    from lab.spec import SpecError
+    from ui.state import UI_LIMITS, spec_from_state
+
+    state = dict(DEFAULTS)
+    monkeypatch.setattr(ui.state, "st", type("FakeStreamlit", (), {"session_state": state}))
+    (d_lo, d_hi), (h_lo, h_hi) = UI_LIMITS["d_model"], UI_LIMITS["n_heads"]
+    told = 0
+    for d_model in range(d_lo, d_hi + 1):
+        for n_heads in range(h_lo, h_hi + 1):
+            state.update(d_model=d_model, n_heads=n_heads)
+            try:
+                spec_from_state()
+                continue
+            except SpecError as exc:
+                said = exc.message
+            d_models, heads = offered(said)
+            assert d_models or heads, said
+            assert all(d_lo <= d <= d_hi for d in d_models) and all(h_lo <= h <= h_hi for h in heads), said
+            for d in d_models:
+                state.update(d_model=d)
+                spec_from_state()  # draws: even, and splits into the heads
+            told += 1
+    assert told > 10_000  # every pair that does not split, and the odd d_models that do
+
+
+@pytest.mark.parametrize(("d_model", "n_heads"), [(511, 7), (507, 13), (495, 45), (511, 1)])
+def test_a_links_advice_offers_only_what_the_apps_boxes_allow_and_the_export_commands_its_own(d_model, n_heads):
+    """A link's odd d_model near the top of the sidebar's box (512) was offered a d_model past it ("choose 504 or
+    518"), as the app's own settings were (the test above); python -m lab.export, which draws up to a FigureSpec's
+    1024, still offers both."""
+    from lab.spec import _RANGES, SpecError
+    from ui.state import UI_LIMITS, link_error_message, spec_from_link
+
+    spec, errors, dropped = spec_from_link({"d_model": str(d_model), "n_heads": str(n_heads)})
+    message = link_error_message(errors, dropped, spec is not None)
+    (d_models, _) = offered(message)
+    both = [d for d in (d_model - n_heads, d_model + n_heads) if _RANGES["d_model"][0] <= d <= _RANGES["d_model"][1]]
+    assert d_models == [d for d in both if d <= UI_LIMITS["d_model"][1]], message
+    with pytest.raises(SpecError) as err:
+        FigureSpec.from_json(json.dumps({"d_model": d_model, "n_heads": n_heads}))  # as python -m lab.export reads it
+    assert offered(str(err.value))[0] == both, str(err.value)
+
+
+def test_the_sidebars_d_model_is_offered_in_its_box(make_app):
+    """The page itself (the error above the figures) offers d_models the d_model box takes: 511 in 7 heads was told
+    "choose 504 or 518", past the box's 512."""
+    at = make_app(view="attention", d_model=511, n_heads=7)
+    (error,) = alerts(at.error)
+    box = at.number_input(key="d_model").proto
+    d_models, _ = offered(error)
+    assert d_models == [511 - 7] and all(box.min <= d <= box.max for d in d_models), error
+
+
 def test_the_share_box_says_when_the_export_command_would_refuse_its_spec(make_app):
     """View 7 of the random model (a hint to choose zh-en): the box said "run python -m lab.export SPEC.json" for a
     spec the command refuses (a researcher's walk); it says the command's own refusal instead."""

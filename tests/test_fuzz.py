@@ -50,7 +50,7 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 settings.register_profile("fuzz", derandomize=True, deadline=None, database=None, max_examples=100,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 FUZZ = settings.get_profile("fuzz")
-FIELDS = {f for f in FigureSpec.__dataclass_fields__}
+FIELDS = {f.name for f in dataclasses.fields(FigureSpec)}  # not offer, which says what a spec's advice offers
 
 
 @functools.cache

@@ -128,7 +128,8 @@ FIELD_NAMES = {"n_heads": "heads", "n_layers": "layers", "heads": "heads in the 
 
 
 # The sidebar's number boxes' ranges (ui/sidebar.py): narrower than a FigureSpec's for the model's size, so that one
-# student cannot take a class server's cores (python -m lab.export draws up to FigureSpec's limits).
+# student cannot take a class server's cores (python -m lab.export draws up to FigureSpec's limits). The app's specs
+# offer a d_model or heads from these where theirs cannot be drawn (FigureSpec's offer).
 UI_LIMITS = {"d_model": (2, 512), "n_heads": (1, 64), "n_layers": (1, 6), "d_ff": (1, 2048), "seed": (0, 2**31 - 1),
              "width": (0, 8000), "height": (0, 8000), "scale": (0.1, 10.0)}
 
@@ -156,7 +157,7 @@ def spec_from_link(params: dict[str, str]) -> tuple[FigureSpec | None, list[Spec
         del params[key]
     while params:
         try:
-            spec = FigureSpec.from_query(params)
+            spec = FigureSpec.from_query(params, offer=UI_LIMITS)
             beyond = _beyond_the_sidebar(spec)
             if beyond is None:
                 return spec, errors, dropped
@@ -251,7 +252,7 @@ def spec_from_state() -> FigureSpec:
     if ss["model"] != "random":  # the trained model has its own size: keep the spec free of stale values
         defaults = FigureSpec()
         values.update({k: getattr(defaults, k) for k in RANDOM_ONLY})
-    return FigureSpec(**values)
+    return FigureSpec(**values, offer=UI_LIMITS)
 
 
 def share_query(spec: FigureSpec, theme_follows_page: bool = False, step: int | None = None) -> dict[str, str]:
