@@ -60,6 +60,33 @@ def test_going_back_to_a_head_builds_nothing_and_another_sentence_builds_its_own
     assert len(builds["attention"]) == 3 and sent(other) != head0
 
 
+def test_a_new_export_size_or_scale_builds_no_view_again_and_its_downloads_take_it(make_app, builds):
+    """A re-read of ui/cache.py: view_result was keyed on the whole spec, its downloads' width, height and PNG scale
+    (the sidebar's Export size) among them, which no view's figures read: each change to them built the view shown
+    again, every figure the same. Keyed without them, the page draws what it drew, and the downloads (ui/export.py,
+    which reads them from the page's spec) take the new size."""
+    import ui.cache
+
+    at = make_app(view="attention", sentence_a=unique_sentence("你喜欢她"), **SMALL)
+    at.session_state["numbers-attention-attention-weights"] = True
+    at.run()
+    drawn = sent(at)
+    assert len(builds["attention"]) == 1
+    for key, value in (("width", 1200), ("height", 900), ("scale", 2.0)):
+        at.number_input(key=key).set_value(value).run()
+        assert not at.exception
+        assert len(builds["attention"]) == 1, f"a new {key} built the view again"
+        assert sent(at) == drawn
+    png = at.get("download_button")
+    (label,) = [b.proto.label for b in png if b.proto.id.endswith("export-attention-attention-weights-png")
+                or "PNG" in b.proto.label]
+    assert label == "PNG 192 dpi"  # 2 x 96: the page's spec, not the one the view was built with
+    assert "2400×1800 px" in [b.proto.help for b in png if b.proto.label == label][0]
+    ui.cache.view_result.cache_clear()
+    at.run()
+    assert len(builds["attention"]) == 2 and sent(at) == drawn  # what a build at the new size draws
+
+
 def test_a_student_asking_for_a_view_being_built_waits_for_that_build(monkeypatch):
     """30 students on the teacher's sentence at once: one build, not 30."""
     import ui.cache

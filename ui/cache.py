@@ -10,15 +10,16 @@ classroom sizes). The order view's own passes (A and B alone, with and without P
 same way. Runs and order passes are bounded (max_entries) and dropped an hour after they were made.
 
 A view's figures are shared the same way (view_result; a cachetools cache, since Streamlit's counts
-entries, not bytes): built once per (view, spec) for the whole server, each figure's payload made
-once with them. A class on the teacher's sentence and layer builds each figure once, not once per
-student, and going back to a head costs no figure work. Bounded by bytes (VIEW_CACHE_BYTES), since a
+entries, not bytes): built once per (view, spec) for the whole server, the spec's download settings aside
+(no figure reads them), each figure's payload made once with them. A class on the teacher's sentence and
+layer builds each figure once, not once per student, and going back to a head costs no figure work. Bounded by bytes (VIEW_CACHE_BYTES), since a
 view of 512 tokens holds ~100x what one of 8 does, and dropped an hour after it was made; a student
 waiting for the same view another is building waits for it (one build, not two).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from pathlib import Path
 
@@ -85,12 +86,19 @@ def shared(max_bytes: int, getsizeof, **kwargs):
 # model's heads view at 512, ~150 MB by that count, is not kept at all). A class following the
 # teacher needs a few views at a time; 30 students exploring alone added ~40 MiB at 64 MiB.
 VIEW_CACHE_BYTES = 32 * 2**20
+DOWNLOADS_ONLY = ("width", "height", "scale", "format")  # a spec's download settings, which no view's figures read
 
 
-@shared(VIEW_CACHE_BYTES, ViewResult.nbytes, info=True)
+def _view_key(view: str, spec: FigureSpec) -> tuple:
+    """view_result's key: the view and its spec but for DOWNLOADS_ONLY (a new export size in the sidebar built the
+    view shown again, every figure the same; its downloads read the page's own spec)."""
+    return cachetools.keys.hashkey(view, dataclasses.replace(spec, **{f: getattr(FigureSpec, f) for f in DOWNLOADS_ONLY}))
+
+
+@shared(VIEW_CACHE_BYTES, ViewResult.nbytes, info=True, key=_view_key)
 def view_result(view: str, spec: FigureSpec) -> ViewResult:
-    """lab.views.build_view with the app's models, once per (view, spec) for the whole server
-    (read-only from here on, like a Run), with each figure's payload made (ui.chart sends it)."""
+    """lab.views.build_view with the app's models, once per (view, spec but its download settings) for the whole
+    server (read-only from here on, like a Run), with each figure's payload made (ui.chart sends it)."""
     result = build_view(view, spec, models())
     for panel in result.panels:
         if panel.figure is not None:
