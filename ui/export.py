@@ -8,6 +8,7 @@ and one headless Chromium stays warm (viz.export), so a second download of anyth
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import stat
@@ -23,7 +24,6 @@ from ui.cache import shared
 from viz import export as vx
 from viz.fig import layout_value
 
-_LABELS = {"svg": "SVG", "pdf": "PDF", "png": "PNG"}
 _HELP = {
     "svg": "Vector, editable (Inkscape, Illustrator); text stays text. Fonts are not embedded: "
            "the viewer needs Noto CJK for Chinese.",
@@ -63,11 +63,6 @@ def _file_stem(key: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in stem) or "figure"
 
 
-def _renderer(fig_json: str, fmt: str, size: tuple[int, int], spec: FigureSpec) -> Callable[[], bytes]:
-    scale = spec.scale if fmt == "png" else 1.0
-    return lambda: rendered(fig_json, fmt, *size, scale)
-
-
 def export_buttons(fig: go.Figure, key: str, spec: FigureSpec) -> None:
     """SVG, PDF and PNG downloads of `fig` at spec.export_size (spec.size, or the figure's own height
     where it sets one, taller or shorter; PNG × spec.scale).
@@ -84,20 +79,17 @@ def export_buttons(fig: go.Figure, key: str, spec: FigureSpec) -> None:
     size = spec.export_size(layout_value(fig, "height"))  # as `python -m lab.export` does
     w, h = round(size[0] * spec.scale), round(size[1] * spec.scale)
     too_big = max(w, h) > vx.MAX_PIXELS_PER_SIDE
-    try:  # an export size too small for the theme's margins: said here, not as a failed render on a click
+    cramped = ""  # an export size too small for the theme's margins: said here, not as a failed render on a click
+    try:
         vx.check_room(fig, *size)
-        cramped = ""
     except ValueError as exc:
         cramped = f"Export size (sidebar): {str(exc).partition(': ')[2]}."
         st.caption(f"⚠️ {cramped}")
     row = st.container(horizontal=True, gap="small", key=f"{key}-row")
     for fmt in vx.FORMATS:
-        label = _LABELS[fmt]
-        if fmt == "png":
-            label = f"PNG {vx.CSS_DPI * spec.scale:.0f} dpi"
         row.download_button(
-            label,
-            data=_renderer(fig_json, fmt, size, spec),
+            f"PNG {vx.CSS_DPI * spec.scale:.0f} dpi" if fmt == "png" else fmt.upper(),
+            data=functools.partial(rendered, fig_json, fmt, *size, spec.scale if fmt == "png" else 1.0),
             file_name=f"{stem}.{fmt}",
             mime=vx.MIME[fmt],
             key=f"{key}-{fmt}",
