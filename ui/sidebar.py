@@ -87,9 +87,7 @@ def model_section(trained_problem: str | None, notes: list[str]) -> None:
             ("d_ff", "inner width of the feed-forward network"),
             ("seed", "random initialisation"),
         ):
-            lo, hi = UI_LIMITS[key]
-            keep_in_range(key, lo, hi)
-            st.number_input(FIELD_NAMES.get(key, key), min_value=lo, max_value=hi, step=1, key=key, disabled=trained, help=help_text)
+            number_box(FIELD_NAMES.get(key, key), key, help_text, disabled=trained)
         st.radio("LayerNorm placement", ["post", "pre"], key="norm", horizontal=True, disabled=trained, **focus.let_go("norm"),
                  help="post (the paper): x = LayerNorm(x + Sublayer(x)). pre: x = x + Sublayer(LayerNorm(x)).")
     devices = ["cpu"] + [d for d in available_devices() if d != "cpu"]
@@ -111,22 +109,27 @@ def display_section() -> None:
                    "sidebar collapsed.")
     with st.expander("Export size", expanded=False, key="export-size"):
         for key, label in (("width", "width (CSS px)"), ("height", "height (CSS px)")):
-            keep_in_range(key, *UI_LIMITS[key])
             if 0 < st.session_state[key] < MIN_EXPORT_SIDE:  # typed: the smallest size there is, not an error
                 st.session_state[key] = MIN_EXPORT_SIDE
-            st.number_input(label, min_value=UI_LIMITS[key][0], max_value=UI_LIMITS[key][1], step=100, key=key,
-                            help=f"0 = the theme's own size: paper 600×480, slide 1280×720, otherwise 900×600 "
-                                 f"(a figure laid out taller keeps its own height). Otherwise at least "
-                                 f"{MIN_EXPORT_SIDE}; figures are laid out for the theme's size, so a much "
-                                 "smaller one can cut titles and labels.")
+            number_box(label, key, f"0 = the theme's own size: paper 600×480, slide 1280×720, otherwise 900×600 (a "
+                                   f"figure laid out taller keeps its own height). Otherwise at least {MIN_EXPORT_SIDE}; "
+                                   "figures are laid out for the theme's size, so a much smaller one can cut titles and "
+                                   "labels.", step=100)
         laid_out = too_narrow(st.session_state.get("theme", "default"), st.session_state["width"])
         if laid_out:
             st.caption(f"Figures are laid out {laid_out} px wide: at {st.session_state['width']} px their titles "
                        "and labels can be cut. For one column of a paper, export at 0 and scale the PDF or SVG "
                        "(\\includegraphics[width=\\columnwidth]).")
-        keep_in_range("scale", *UI_LIMITS["scale"])
-        st.number_input("PNG scale", min_value=0.1, max_value=10.0, step=0.125, format="%.3f", key="scale",
-                        help="PNG pixels per CSS pixel: 3.125 × 96 dpi = 300 dpi; 3 = 288 dpi.")
+        number_box("PNG scale", "scale", "PNG pixels per CSS pixel: 3.125 × 96 dpi = 300 dpi; 3 = 288 dpi.",
+                   step=0.125, format="%.3f")
+
+
+def number_box(label: str, key: str, help_text: str, step: float = 1, **kwargs) -> None:
+    """A number box offering its UI_LIMITS range, its value (a link's, a preset's) first brought inside it; kwargs:
+    st.number_input's."""
+    lo, hi = UI_LIMITS[key]
+    keep_in_range(key, lo, hi)
+    st.number_input(label, min_value=lo, max_value=hi, step=step, key=key, help=help_text, **kwargs)
 
 
 LESSON = Path(__file__).resolve().parent.parent / "docs" / "lesson.md"
