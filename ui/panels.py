@@ -11,7 +11,6 @@ import re
 from collections.abc import Callable, Mapping
 
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 from pandas.io.formats.style import Styler
 
@@ -37,11 +36,6 @@ SLIDE_TABLE_ROWS = 40
 # st.dataframe showed the model names and two True/False columns, the numbers scrolled off to the right unsaid.
 TURNED_ROWS = 6
 TURNED_COLUMNS = 4  # more than this beside the row names: turned where narrow
-
-
-def export_buttons(fig: go.Figure, key: str, spec: FigureSpec) -> None:
-    """THE call site of ui.export.export_buttons (SVG/PDF/PNG downloads)."""
-    ui_export.export_buttons(fig, key, spec)
 
 
 def _plain_index(table: pd.DataFrame) -> bool:
@@ -98,7 +92,7 @@ def _table(panel: Panel, key: str, *, numbers: bool, slide: bool = False) -> Non
         # a Styler's display values, so that the cells keep their numbers (sorting, the CSV)
         tiny = [] if numbers else [c for c in table.columns if c not in gaps and _has_tiny(table[c])]
         if tiny:
-            shown = (shown if isinstance(shown, Styler) else shown.style).format({c: NUMBERS for c in tiny})
+            shown = (shown if isinstance(shown, Styler) else shown.style).format({c: num for c in tiny})
         turned = not numbers and _turns(panel.table)
         with st.container(key=f"turned-{key}") if turned else contextlib.nullcontext():
             st.dataframe(shown, key=f"table-{key}", hide_index=_plain_index(panel.table), column_config=gaps or None)
@@ -142,13 +136,8 @@ def _slide_table(table: pd.DataFrame, panel: Panel) -> None:
     shown = viz.shown_table(table, differs=panel.highlight, dark=page_is_dark())
     styler = shown if isinstance(shown, Styler) else shown.style
     frame = styler.data
-    floats = {c: NUMBERS for c in frame.columns if pd.api.types.is_float_dtype(frame[c])}
+    floats = {c: num for c in frame.columns if pd.api.types.is_float_dtype(frame[c])}
     st.table(styler.format(floats) if floats else shown, hide_index=plain and not names)
-
-
-# a table's numbers as the notes beside them write them: 3 significant digits, a true minus ("2.38e−07", as view 6's
-# verdict says): every float column of a slide table, a column with values under 1e-3 of st.dataframe's
-NUMBERS = num
 
 
 def _has_tiny(column: pd.Series) -> bool:
@@ -190,7 +179,7 @@ def render_panel(panel: Panel, view: str, spec: FigureSpec, row: str = "") -> No
             with st.container(horizontal=True, gap="small", key=f"downloads-{key}"):
                 if panel.has_table:
                     csv_button(panel, key)
-                export_buttons(panel.figure, f"export-{key}", spec)
+                ui_export.export_buttons(panel.figure, f"export-{key}", spec)
             if panel.has_table:
                 _table(panel, key, numbers=True)
 
