@@ -69,8 +69,9 @@ def _visible_label(label):
 
 
 def _table(panel: Panel, key: str, *, numbers: bool, slide: bool = False) -> None:
-    """numbers: the numbers behind a figure (a smaller size limit). slide: a panel's own table on a projector
-    (SLIDE_TABLE_ROWS)."""
+    """The panel's table, its tokens' whitespace shown: a line saying it is too large to show (the CSV has it), HTML
+    in the slide type (_slide_table), or st.dataframe (_dataframe). numbers: the numbers behind a figure (a smaller
+    size limit). slide: a panel's own table on a projector (SLIDE_TABLE_ROWS)."""
     table = _visible_tokens(panel.table)
     cells = table.shape[0] * max(1, table.shape[1])
     limit = SHOW_NUMBERS_CELLS if numbers else SHOW_TABLE_CELLS
@@ -80,24 +81,30 @@ def _table(panel: Panel, key: str, *, numbers: bool, slide: bool = False) -> Non
     elif slide and table.shape[0] <= SLIDE_TABLE_ROWS:
         _slide_table(table, panel)
     else:
-        shown = viz.shown_table(table, differs=panel.highlight, dark=page_is_dark())
-        frame = getattr(shown, "data", shown)  # a Styler's frame
-        # numbers shown as text where a gap ("—") is among them stay right-aligned, as their column's numbers
-        # are where there is no gap (B's ids where B is the shorter sentence, next to A's)
-        gaps = {c: st.column_config.TextColumn(alignment="right") for c in table.columns
-                if isinstance(c, str) and pd.api.types.is_numeric_dtype(table[c])
-                and not pd.api.types.is_bool_dtype(table[c]) and not pd.api.types.is_numeric_dtype(frame[c])}
-        # a column with values under 1e-3 written as the notes beside it write them (viz.num: "3.58e−07"; st.dataframe's
-        # own format cut 5.96e-07 to 0.0000005, and a printf format wrote "3.58e-7" beside the verdict's 3.58e−07);
-        # a Styler's display values, so that the cells keep their numbers (sorting, the CSV)
-        tiny = [] if numbers else [c for c in table.columns if c not in gaps and _has_tiny(table[c])]
-        if tiny:
-            shown = (shown if isinstance(shown, Styler) else shown.style).format({c: num for c in tiny})
-        turned = not numbers and _turns(panel.table)
-        with st.container(key=f"turned-{key}") if turned else contextlib.nullcontext():
-            st.dataframe(shown, key=f"table-{key}", hide_index=_plain_index(panel.table), column_config=gaps or None)
-            if turned:  # shown instead where the pair is narrower than the table (ui/style.py)
-                st.table(as_text(viz.turned_table(table)))
+        _dataframe(table, panel, key, numbers=numbers)
+
+
+def _dataframe(table: pd.DataFrame, panel: Panel, key: str, *, numbers: bool) -> None:
+    """`table` (the panel's, as _table shows it) as a scrolling st.dataframe; a panel's own (not `numbers`) with its
+    tiny values written as the notes write them, and turned as well where it is short and wide (_turns)."""
+    shown = viz.shown_table(table, differs=panel.highlight, dark=page_is_dark())
+    frame = getattr(shown, "data", shown)  # a Styler's frame
+    # numbers shown as text where a gap ("—") is among them stay right-aligned, as their column's numbers
+    # are where there is no gap (B's ids where B is the shorter sentence, next to A's)
+    gaps = {c: st.column_config.TextColumn(alignment="right") for c in table.columns
+            if isinstance(c, str) and pd.api.types.is_numeric_dtype(table[c])
+            and not pd.api.types.is_bool_dtype(table[c]) and not pd.api.types.is_numeric_dtype(frame[c])}
+    # a column with values under 1e-3 written as the notes beside it write them (viz.num: "3.58e−07"; st.dataframe's
+    # own format cut 5.96e-07 to 0.0000005, and a printf format wrote "3.58e-7" beside the verdict's 3.58e−07);
+    # a Styler's display values, so that the cells keep their numbers (sorting, the CSV)
+    tiny = [] if numbers else [c for c in table.columns if c not in gaps and _has_tiny(table[c])]
+    if tiny:
+        shown = (shown if isinstance(shown, Styler) else shown.style).format({c: num for c in tiny})
+    turned = not numbers and _turns(panel.table)
+    with st.container(key=f"turned-{key}") if turned else contextlib.nullcontext():
+        st.dataframe(shown, key=f"table-{key}", hide_index=_plain_index(panel.table), column_config=gaps or None)
+        if turned:  # shown instead where the pair is narrower than the table (ui/style.py)
+            st.table(as_text(viz.turned_table(table)))
 
 
 def _turns(table: pd.DataFrame) -> bool:
