@@ -13,7 +13,7 @@ import tracemalloc
 
 import plotly.io as pio
 import pytest
-from conftest import SMALL, charts, unique_sentence
+from conftest import SMALL, charts, needs_trained, unique_sentence
 
 import lab.views
 from bench.app_figures import APP_SPECS, spec_for
@@ -85,6 +85,32 @@ def test_a_new_export_size_or_scale_builds_no_view_again_and_its_downloads_take_
     ui.cache.view_result.cache_clear()
     at.run()
     assert len(builds["attention"]) == 2 and sent(at) == drawn  # what a build at the new size draws
+
+
+@pytest.mark.parametrize("model", ["random", pytest.param("zh-en", marks=needs_trained)])
+def test_the_order_views_passes_are_made_once_for_the_encodings_they_compare(make_app, monkeypatch, model):
+    """A re-read of ui/cache.py: view 6's forward passes (ui.cache.order) were keyed on the model's fields, the
+    positional encoding chosen among them, where they compare lab.views.compared_pe's with none: sinusoidal and none
+    chosen give the same two models, and switching between them ran both again (the trained pair's greedy
+    translations of A and B with them, zh-en and zh-en-nope). The same passes serve both; learned, the random model's
+    other encoding, its own. Each draws what a fresh build draws."""
+    import ui.cache
+
+    made = []
+    monkeypatch.setattr(ui.cache, "order_data", lambda spec, models: made.append(spec) or lab.views.order_data(
+        spec, models))
+    at = make_app(view="order", model=model, sentence_b=unique_sentence("她喜欢你"), **SMALL)
+    assert not at.exception and len(made) == 1
+    at.selectbox(key="positional").set_value("none").run()
+    assert not at.exception and len(made) == 1, "the same two models compared, made again"
+    drawn = sent(at)
+    ui.cache.order.clear()
+    ui.cache.view_result.cache_clear()
+    at.run()
+    assert len(made) == 2 and sent(at) == drawn  # what the passes made for "none" draw
+    if model == "random":
+        at.selectbox(key="positional").set_value("learned").run()
+        assert not at.exception and len(made) == 3  # learned against none: passes of their own
 
 
 def test_a_student_asking_for_a_view_being_built_waits_for_that_build(monkeypatch):

@@ -29,7 +29,7 @@ import streamlit as st
 from lab import compute
 from lab.compute import Loaded, Run, model_fields
 from lab.spec import FigureSpec
-from lab.views import Models, OrderData, ViewResult, build_view, order_data
+from lab.views import Models, OrderData, ViewResult, build_view, compared_pe, order_data
 from viz.fig import payload_json
 
 TRAINED = ("zh-en", "zh-en-nope")  # with sinusoidal PE, without PE
@@ -57,13 +57,16 @@ def run_for(spec: FigureSpec) -> Run | None:
 
 @st.cache_resource(show_spinner="Comparing the orders…", max_entries=RUNS_KEPT, ttl=RUN_TTL)
 def order(key: tuple, sentence_a: str, sentence_b: str, _spec: FigureSpec) -> OrderData:
-    """The order view's forward passes (lab.views.order_data), keyed like a run; _spec (not hashed)
-    only carries the same model fields and sentences."""
+    """The order view's forward passes (lab.views.order_data), keyed on the fields of the model with the encoding it
+    compares with none (order_for) and the sentences; _spec (not hashed) only carries them."""
     return order_data(_spec, Models(load))
 
 
 def order_for(spec: FigureSpec) -> OrderData:
-    return order(model_fields(spec), spec.sentence_a, spec.sentence_b, spec)
+    """The passes of the encoding compared (compared_pe) and none: the same for sinusoidal and none chosen, which
+    were keyed apart, each switch between them running both models again (the trained pair's translations too)."""
+    compared = dataclasses.replace(spec, positional=compared_pe(spec))
+    return order(model_fields(compared), spec.sentence_a, spec.sentence_b, spec)
 
 
 def models() -> Models:
