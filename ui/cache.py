@@ -12,9 +12,10 @@ same way. Runs and order passes are bounded (max_entries) and dropped an hour af
 A view's figures are shared the same way (view_result; a cachetools cache, since Streamlit's counts
 entries, not bytes): built once per (view, spec) for the whole server, the spec's download settings aside
 (no figure reads them), each figure's payload made once with them. A class on the teacher's sentence and
-layer builds each figure once, not once per student, and going back to a head costs no figure work. Bounded by bytes (VIEW_CACHE_BYTES), since a
-view of 512 tokens holds ~100x what one of 8 does, and dropped an hour after it was made; a student
-waiting for the same view another is building waits for it (one build, not two).
+layer builds each figure once, not once per student, and going back to a head costs no figure work.
+Bounded by bytes (VIEW_CACHE_BYTES), since a view of 512 tokens holds ~100x what one of 8 does, and
+dropped an hour after it was made; a student waiting for the same view another is building waits for it
+(one build, not two).
 """
 
 from __future__ import annotations
