@@ -1412,6 +1412,30 @@ def test_a_grid_of_one_or_two_token_matrices_keeps_a_short_matrix_row_height(the
         assert panel / tokens >= 2 * 1.3 * max(9, t["font_size"] - 3) - 1, (tokens, panel)
 
 
+@pytest.mark.parametrize("theme", [name for name, t in viz.THEMES.items() if t["height"]])
+@pytest.mark.parametrize("grid", ["heads", "layers"])
+def test_a_grid_that_labels_every_token_at_its_themes_own_height_is_that_tall(theme, grid):
+    """A teacher's walk on a 1280 x 720 projector: lesson step 5's every layer x head (2 rows of 4 heads at 4 tokens)
+    was laid out 864 px tall in the slide theme (the default's 550 grown by its type), shown 756 px tall where the
+    screen has 660 under Streamlit's header, so the class never saw its title and its bottom row at once, and its
+    export was no 1280 x 720 slide. A theme of fixed size keeps a grid at its own height where each panel there still
+    holds a label for every query token (and three's room at least): 720 in the slide theme, as its full-screen view
+    draws it; with more tokens than that, it grows by its type as before."""
+    t = viz.THEMES[theme]
+    w = softmax_rows(RNG.normal(size=(2, 4, 4, 4)))
+    labels = list("你喜欢她")
+    if grid == "heads":  # 8 heads: 2 rows of 4
+        fig = viz.heads_grid(w.reshape(8, 4, 4), row_labels=labels, theme=theme)
+    else:
+        fig = viz.layers_heads_grid(w, row_labels=labels, theme=theme)
+    assert fig.layout.height == t["height"], fig.layout.height
+    left = [ax for name, ax in fig.layout.to_plotly_json().items()
+            if name.startswith("yaxis") and ax.get("ticktext") and ax.get("showticklabels", True)]
+    assert len(left) == 2 and all(list(ax["ticktext"]) == ["0:你", "1:喜", "2:欢", "3:她"] for ax in left)  # both rows
+    many = softmax_rows(RNG.normal(size=(2, 4, 31, 31)))  # more rows than a panel labels at 720: taller
+    assert viz.layers_heads_grid(many, row_labels=[f"{i}:a" for i in range(31)], theme=theme).layout.height > t["height"]
+
+
 def test_layers_grid_names_layers_on_the_left_not_beside_the_colour_bar():
     w = softmax_rows(RNG.normal(size=(2, 8, 20, 20)))
     fig = viz.layers_heads_grid(w, row_labels=ZH[:20], theme="paper")

@@ -414,6 +414,11 @@ def _grid_of_heads(
     height = min(app_height, t["height"] or app_height)
     tick_size = max(9, t["font_size"] - 3)
     pw, ph = panel_px(theme, rows=rows, cols=cols, height=height)
+    # a theme of fixed size keeps a grid at its own height where each panel there still holds a label for every query
+    # token, and three's room at least (a teacher's walk: view 4's 2 x 4 grid of 4 tokens, laid out 864 px tall in the
+    # slide theme, was taller than a 1280 x 720 projector's screen, and its export no 1280 x 720 slide)
+    if height < app_height and ph >= max(Tq, SHORT_ROWS) * 1.3 * tick_size:
+        app_height = height
     rt = display_labels(row_labels, Tq)
     ct = display_labels(_keys(row_labels, col_labels), Tk)
     plot_h = ph * rows
