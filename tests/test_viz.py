@@ -1436,6 +1436,23 @@ def test_a_grid_that_labels_every_token_at_its_themes_own_height_is_that_tall(th
     assert viz.layers_heads_grid(many, row_labels=[f"{i}:a" for i in range(31)], theme=theme).layout.height > t["height"]
 
 
+@pytest.mark.parametrize("theme", viz.THEME_NAMES)
+@pytest.mark.parametrize("grid", ["heads", "layers"])
+def test_a_grid_of_heads_writes_its_token_labels_no_smaller_than_its_themes_notes(theme, grid):
+    """A teacher's walk on a 1280 x 720 projector (a slide link: charts shown at ~0.87): the token labels of lesson
+    step 5's grids and step 7's every head were drawn 3 px under the slide's 22 px type, 19 px, shown at 16.6 px, the
+    smallest text on the screen and under the 18 px the slide's notes and cell values are sized for (21 px laid out).
+    A grid's labels are its theme's note size at least (slide 21); the other themes' already were (default 11 = 14 - 3,
+    paper 15 over 14)."""
+    t = viz.THEMES[theme]
+    w = softmax_rows(RNG.normal(size=(2, 4, 4, 4)))
+    labels = list("你喜欢她")
+    fig = (viz.heads_grid(w[0], row_labels=labels, theme=theme) if grid == "heads"
+           else viz.layers_heads_grid(w, row_labels=labels, theme=theme))
+    axes = [ax for name, ax in fig.layout.to_plotly_json().items() if name[1:5] == "axis" and ax.get("ticktext")]
+    assert axes and all(ax["tickfont"]["size"] >= viz.theme.note_size(t) for ax in axes), theme
+
+
 def test_layers_grid_names_layers_on_the_left_not_beside_the_colour_bar():
     w = softmax_rows(RNG.normal(size=(2, 8, 20, 20)))
     fig = viz.layers_heads_grid(w, row_labels=ZH[:20], theme="paper")

@@ -57,6 +57,7 @@ from viz.theme import (
     WEIGHTS_COLORSCALE,
     apply_theme,
     fit_cell_values,
+    note_size,
     text_width,
     theme_spec,
     type_scale,
@@ -412,7 +413,9 @@ def _grid_of_heads(
     # the slide theme, 330 px tall at 22 px, left its panels ~70 px, row labels on each other, the axis title cut off)
     app_height = round(max(320, 110 + 220 * rows) * type_scale(t))
     height = min(app_height, t["height"] or app_height)
-    tick_size = max(9, t["font_size"] - 3)
+    # 3 px under the theme's type, its notes' size at least (slide 21: 18 px as shown on a 1280 x 720 projector, where
+    # 19 showed the grids' token labels at 16.6, the smallest text on the screen: a teacher's walk)
+    tick_size = max(9, t["font_size"] - 3, note_size(t))
     pw, ph = panel_px(theme, rows=rows, cols=cols, height=height)
     # a theme of fixed size keeps a grid at its own height where each panel there still holds a label for every query
     # token, and three's room at least (a teacher's walk: view 4's 2 x 4 grid of 4 tokens, laid out 864 px tall in the
