@@ -320,3 +320,25 @@ def test_readmes_trace_table_names_each_field_with_its_shape():
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+def test_readmes_slide_grid_of_every_layer_and_head_fits_one_slide_with_its_labels_in_the_notes_type():
+    """README: in the slide theme view 4's every layer × head fits one slide where its panels label every token
+    (720 px, not 864, lesson step 5's), and a grid's token labels are drawn as large as the notes (21 px)."""
+    import numpy as np
+
+    import viz
+    from viz.theme import note_size, type_scale
+
+    body = " ".join(text(ROOT / "README.md").split())
+    said = re.search(r"view 4's every layer × head where its panels there still label every token \((\d+) px, not (\d+)",
+                     body)
+    assert said, "README no longer says how tall the slide's grid of every layer and head is"
+    now, was = map(int, said.groups())
+    slide = viz.THEMES["slide"]
+    w = np.full((2, 4, 4, 4), 0.25)  # the lesson's random model: 2 layers of 4 heads; its 4 tokens
+    fig = viz.layers_heads_grid(w, row_labels=list("你喜欢她"), theme="slide")
+    assert fig.layout.height == now == slide["height"]
+    assert was == round((110 + 220 * 2) * type_scale(slide))  # the default's 550 grown by the slide's type
+    assert "a grid's token labels as shown (21 px" in body and note_size(slide) == 21
+    assert fig.layout.xaxis.tickfont.size == fig.layout.yaxis.tickfont.size == 21
