@@ -615,6 +615,27 @@ def test_on_a_touch_screen_the_toolbar_keeps_three_buttons_and_every_title_keeps
     assert len(hints) >= 4 and not any(hints), hints  # hidden ("⇧←" means nothing on a phone)
 
 
+# each chart's toolbar buttons as shown on the screen: [width, height] (after the chart's CSS scale)
+TOOLBAR_BUTTONS = """() => [...document.querySelectorAll('[data-testid="stMain"] .lab-chart')].map((gd) =>
+    [gd.__lab.scale, [...gd.querySelectorAll('.modebar-btn')].map((b) => {
+        const r = b.getBoundingClientRect(); return [r.width, r.height]; })])"""
+
+
+def test_on_a_narrower_phone_the_toolbar_buttons_are_still_24_px_to_tap(browser, streamlit_url):
+    """A phone walk at 360 px (many Android phones) and 320 (the narrowest): the charts' toolbar buttons, 34 px as laid
+    out, are shown at the chart's scale, 25 px on a 390 px phone (0.75) but 23 at 360 (0.68) and 20 at 320 (0.6), under
+    WCAG 2.2's 24 x 24 and side by side with no room between them. Shown shrunk, they are drawn as much larger."""
+    with opened_tab(browser, f"{streamlit_url}/?views=query", 360, 740, is_mobile=True, has_touch=True) as tab:
+        shown = {360: tab.evaluate(TOOLBAR_BUTTONS)}
+        tab.set_viewport_size({"width": 320, "height": 640})
+        tab.wait_for_function("() => [...document.querySelectorAll('.lab-chart')].every((gd) => gd.__lab.scale < 0.65)")
+        tab.wait_for_timeout(300)
+        shown[320] = tab.evaluate(TOOLBAR_BUTTONS)
+    for width, charts in shown.items():
+        assert len(charts) == 3 and all(k < 0.7 and len(sizes) == 3 for k, sizes in charts), (width, charts)
+        assert all(w >= 24 and h >= 24 for _, sizes in charts for w, h in sizes), (width, charts)
+
+
 def test_a_chart_goes_full_screen_and_back_and_follows_the_page_width(page):
     open_view(page, "3 · Attention step by step")
     drawn_charts(page)

@@ -571,8 +571,10 @@ function colorbarBelow(layout, data, width) {
 
 function shrink(gd, k, height, fullscreen) {
   // k < 1: the chart drawn `height` px tall is shown at k times its size (a CSS transform, which
-  // plotly.js's hover, zoom and selection follow), its box as tall as what is shown.
+  // plotly.js's hover, zoom and selection follow), its box as tall as what is shown. --lab-scale: k, for what is
+  // sized for the screen inside it (ui/style.py: a touch screen's toolbar buttons, 25 px to tap as shown)
   const box = gd.parentElement;
+  gd.style.setProperty("--lab-scale", String(k));
   gd.style.transform = k < 1 ? `scale(${k})` : "";
   gd.style.transformOrigin = k < 1 ? "0 0" : "";
   box.style.overflow = k < 1 ? "hidden" : "";

@@ -74,12 +74,14 @@ CSS = """
 [data-testid="stMenuButtonBody"] :is([role="menuitem"], [role="menuitem"] *) { white-space: normal !important;
   overflow: visible !important; height: auto !important; }
 /* a touch screen (a phone walk): a table's toolbar, shown all the time there, sat on its heading ("Sentence A: 3
-   tokens (" cut), the charts' toolbar buttons were 18 x 16 px to tap (WCAG 2.2 asks 24 x 24), and the ◂ ▸ buttons
-   showed keys to press */
+   tokens (" cut), the charts' toolbar buttons were 18 x 16 px to tap (WCAG 2.2 asks 24 x 24; then 23 at 360 px and 20
+   at 320, shown at a narrower phone's smaller scale), and the ◂ ▸ buttons showed keys to press */
 @media (hover: none) {
   [data-testid="stElementContainer"]:has([data-testid="stDataFrame"]) { padding-top: 2.75rem; }
-  .js-plotly-plot .modebar-btn { padding: 6px !important; height: auto !important; }  /* 34 px: 25 on a phone */
-  .js-plotly-plot .modebar-btn svg { width: 22px; height: 22px; }  /* at 0.75 of the 480 px it is drawn at */
+  .js-plotly-plot .modebar-btn { padding: 6px !important; height: auto !important; }  /* 34 px, or more shrunk: */
+  /* 25 px as shown, at the chart's scale (ui/chart.js shrink: 0.75 on a 390 px phone, 0.68 at 360, 0.6 at 320) */
+  .js-plotly-plot .modebar-btn svg { width: max(22px, 25px / var(--lab-scale, 1) - 12px);
+    height: max(22px, 25px / var(--lab-scale, 1) - 12px); }
   [data-testid="stMain"] button kbd { display: none; }  /* the ◂ ▸ buttons' key hints (⇧←): no keyboard here */
 }
 /* for screen readers only (the ◂ ▸ labels, the view's heading and its layout wrapper): one visually hidden rule */
