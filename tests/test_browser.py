@@ -636,6 +636,40 @@ def test_on_a_narrower_phone_the_toolbar_buttons_are_still_24_px_to_tap(browser,
         assert all(w >= 24 and h >= 24 for _, sizes in charts for w, h in sizes), (width, charts)
 
 
+# Each line of a chart's title that the chart's script broke (a soft break) on a touch screen, where the toolbar shows
+# all the time: [title, the line, the word(s) it sent down, px from where those would end on the line to the toolbar's
+# left edge, as shown]. A bare number goes down with the word before it (ui/chart.js rewrap), so both are measured.
+TITLE_BREAKS_BEFORE_TOOLBAR = r"""() => [...document.querySelectorAll('[data-testid="stMain"] .lab-chart')].flatMap((gd) => {
+    const bar = gd.querySelector('.modebar'), k = gd.__lab.scale, text = gd.layout.title.text || '';
+    const spans = [...gd.querySelectorAll('.gtitle tspan.line')], title = gd.querySelector('.gtitle');
+    const breaks = text.match(/<br[^>]*>/g) || [];
+    if (!bar || spans.length !== breaks.length + 1) return [];
+    const ruler = document.createElement('canvas').getContext('2d');
+    const s = getComputedStyle(title);
+    ruler.font = `${s.fontSize} ${s.fontFamily}`;
+    const lines = text.split(/<br[^>]*>/);
+    return breaks.flatMap((br, i) => {
+        if (!/wrap/.test(br)) return [];
+        const words = lines[i + 1].trim().split(/\s+/);
+        const down = /^\d+[,.;:)]?$/.test(words[1] || '') ? words.slice(0, 2).join(' ') : words[0];
+        const end = spans[i].getBoundingClientRect().right + ruler.measureText(' ' + down).width * k;
+        return [[lines[0].slice(0, 30), lines[i].trim(), down, bar.getBoundingClientRect().left - end]];
+    }); })"""
+
+
+@pytest.mark.parametrize("width", [390, 820])  # shown at 0.75 on a phone; a tablet's charts are not shrunk
+def test_on_a_touch_screen_a_title_wraps_only_where_its_next_word_would_reach_the_toolbar(browser, streamlit_url,
+                                                                                           width):
+    """A phone walk: each chart's title kept ~45-95 px (as laid out) clear of the toolbar beside it, where 8 were meant:
+    the toolbar's width, read in the chart's own px, was divided by the chart's scale as if it were the screen's (134
+    px read as 180 at 0.75), and "PE over positions for" sent "chosen" down to a line of its own with room for it."""
+    with opened_tab(browser, f"{streamlit_url}/?views=positional", width, 844, is_mobile=True, has_touch=True) as tab:
+        draw_every_chart(tab, 200)
+        breaks = tab.evaluate(TITLE_BREAKS_BEFORE_TOOLBAR)
+    assert len(breaks) >= (4 if width < 480 else 1), breaks
+    assert all(room < 4 for *_, room in breaks), breaks  # what went down would have run under the toolbar
+
+
 def test_a_chart_goes_full_screen_and_back_and_follows_the_page_width(page):
     open_view(page, "3 · Attention step by step")
     drawn_charts(page)

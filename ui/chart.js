@@ -750,11 +750,13 @@ function draw(gd) {
   // only the buttons a finger uses (TOUCH_REMOVED goes), so that the title keeps most of a phone's width.
   // Before plotly.js has drawn a toolbar in this chart, the widest one drawn so far stands for it; before any,
   // a guess, and the chart is drawn again once its own is there where that was short (a narrow-screen walk: the
-  // guess of 100 px for a touch screen's 134 ran 820 px titles 12-31 px under it).
+  // guess of 100 px for a touch screen's 134 ran 820 px titles 12-31 px under it). All in the chart's own px, as the
+  // title is laid out: the toolbar is inside the chart, and shown at its scale k with it (a phone walk: divided by k, as
+  // if the screen's, 134 px read as 180 at 0.75, and titles kept ~45-95 px clear of it where 8 were meant).
   const [readable, traces] = readableType(sized, figure.data || [], k);
   const touch = touchScreen();
   const toolbar = fullscreen || touch
-    ? ((gd.querySelector(".modebar") || {}).offsetWidth || toolbarSeen || (touch ? 140 : 300)) / k + 8 : 0;
+    ? ((gd.querySelector(".modebar") || {}).offsetWidth || toolbarSeen || (touch ? 140 : 300)) + 8 : 0;
   let [layout, under] = colorbarBelow(legendBelow(fitTitle(readable, sized.width, laidOut, toolbar), sized.width),
                                       traces, sized.width);
   layout = fitBottom(layout, under, sized.width, laidOut);
@@ -786,7 +788,7 @@ function draw(gd) {
   return window.Plotly.react(gd, data, layout, toolbarConfig(config, touch)).then(() => {
     const drawn = toolbar ? (gd.querySelector(".modebar") || {}).offsetWidth || 0 : 0;  // layout px: no CSS scale
     toolbarSeen = Math.max(toolbarSeen, drawn);
-    return toolbar && drawn / k + 8 > toolbar + 1 ? draw(gd) : describe(gd);  // wrapped for too short a bar
+    return toolbar && drawn + 8 > toolbar + 1 ? draw(gd) : describe(gd);  // wrapped for too short a bar
   });
 }
 
