@@ -894,6 +894,8 @@ def test_a_chart_says_why_when_plotly_js_cannot_load(browser, streamlit_url):
         tab.wait_for_function("() => document.querySelector('.lab-chart-message').textContent.length > 0")
         assert "plotly.js did not load" in message.inner_text()
         assert tab.locator('[data-testid="stException"]').count() == 0
+        # said to a screen reader as it comes, as Streamlit's own notices are (a screen reader's walk: it was silent)
+        assert tab.get_by_role("status").filter(has_text="plotly.js did not load").count() >= 1
     finally:
         context.close()
 

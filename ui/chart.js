@@ -1045,6 +1045,7 @@ function mount(parentElement) {
   gd.className = "lab-chart";
   const message = document.createElement("div");
   message.className = "lab-chart-message";
+  message.setAttribute("role", "status");  // why it could not be drawn, said to a screen reader as it comes (say)
   const caption = document.createElement("div");
   caption.className = "lab-chart-caption";
   box.append(gd, message);
