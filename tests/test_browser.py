@@ -1619,6 +1619,9 @@ def test_a_screen_reader_hears_named_charts_and_buttons_and_captions_read_at_aa_
         assert c["svgs"] >= 2 and c["hidden"] == c["svgs"], c  # plotly.js's drawing is not read out
         assert c["select"] == 0, c  # no box or lasso select: nothing reads a selection
     assert any(c["caption"] for c in charts)
+    # nothing unnamed at the page's top level: plotly.js's off-screen SVG for measuring text was read as an image at
+    # the page's end, with no name
+    assert [line for line in page.locator("body").aria_snapshot().splitlines() if line.startswith("- img")] == []
     heading = page.get_by_role("heading", level=2, name="2 · Positional encoding")  # h1 > h2 (the view) > h3
     assert heading.count() == 1
     box = page.locator(".st-key-view-heading").bounding_box()  # its box: 1 px, clipped

@@ -817,6 +817,9 @@ function describe(gd) {
   if (gd.__lab.caption.hidden) box.removeAttribute("aria-describedby");
   else box.setAttribute("aria-describedby", gd.__lab.caption.id);
   gd.querySelectorAll("svg.main-svg").forEach((svg) => svg.setAttribute("aria-hidden", "true"));
+  // and the SVG plotly.js measures text in, off the screen at the page's end: read as an image with no name
+  const tester = document.getElementById("js-plotly-tester");
+  if (tester) tester.setAttribute("aria-hidden", "true");
   // box zoom and pan work by dragging the mouse: no Tab stop (zoom in/out, reset, download and full screen keep one)
   gd.querySelectorAll('.modebar-btn[data-attr="dragmode"]').forEach((b) => b.setAttribute("tabindex", "-1"));
   return gd;
