@@ -226,9 +226,7 @@ def main_area(trained_ok: bool) -> None:
     The sentence boxes are this fragment's own; the rest is a fragment inside it (view_area), so that a
     view, layer or head change reruns only that: not the sentence boxes either.
     """
-    app_torch_threads()  # this fragment rerun's own thread (lab/threads.py)
-    if page_turned():  # the page went light or dark: the whole app follows (the sidebar's Theme box too)
-        st.rerun(scope="app")
+    fragment_start()
     with guard("the main area"):
         sentences_row()
     view_area(trained_ok)
@@ -238,12 +236,19 @@ def main_area(trained_ok: bool) -> None:
 def view_area(trained_ok: bool) -> None:
     """The view bar, the block/layer/head controls, the figures and the share link: a change of the view, the
     layer or the head (every widget here) reruns only this fragment, inside main_area; a new sentence reruns
-    main_area, and this with it. Its own guard and page check, as main_area's: it reruns on its own."""
+    main_area, and this with it. Its own guard and fragment_start, as main_area's: it reruns on its own."""
+    fragment_start()
+    with guard("this view"):
+        _view_area(trained_ok)
+
+
+def fragment_start() -> None:
+    """What each fragment's rerun does first: it runs in a thread of its own, whose torch threads main() did not
+    set (lab/threads.py); and where the page went light or dark since the last full run, the whole app reruns to
+    follow it (the sidebar's Theme box too)."""
     app_torch_threads()
     if page_turned():
         st.rerun(scope="app")
-    with guard("this view"):
-        _view_area(trained_ok)
 
 
 @contextlib.contextmanager
