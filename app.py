@@ -340,9 +340,5 @@ def main() -> None:
     freeze_startup_heap()  # once per process: the full GC after each rerun then skips it (lab/heap.py)
 
 
-try:
+with guard("this page"):  # never a traceback on the page; the server log has it
     main()
-except Exception as exc:  # never a traceback on the page; the server log has it
-    log.exception("Attention Lab failed")
-    st.error(md(f"Something went wrong drawing this page ({type(exc).__name__}: {str(exc)[:300]}). "
-                "Try other settings; the server log has the details."))
