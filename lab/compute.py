@@ -144,6 +144,12 @@ class Run:
                 return i
         return None
 
+    def shown_row(self, key: str) -> int:
+        """The batch row of the sentence the views show: sentence `key`'s, or the other's where it is empty (the
+        one row there is)."""
+        row = self.row(key)
+        return 0 if row is None else row
+
     def src_pieces(self, row: int) -> list[str]:
         """Source tokens of one batch row including the [PAD]s the batch added."""
         pieces = list(self.sentences[row].encoding.pieces)

@@ -155,12 +155,6 @@ def _np(t: torch.Tensor) -> np.ndarray:
     return t.detach().to("cpu", torch.float64).numpy()
 
 
-def _row(run_: Run, spec: FigureSpec) -> int:
-    """The batch row of the sentence the attention views show (falls back to the one present)."""
-    row = run_.row(spec.sentence)
-    return row if row is not None else 0
-
-
 def _labels(run_: Run, row: int, block: str) -> tuple[list[str], list[str]]:
     """(query labels, key labels) of a block, [PAD] included where the batch padded."""
     src, tgt = run_.src_pieces(row), run_.tgt_pieces(row)
@@ -346,7 +340,7 @@ def positional_view(spec: FigureSpec, models: Models) -> ViewResult:
         return ViewResult(hint="Type a sentence to see its positional encodings.")
     loaded = models.model(spec)
     d = loaded.model.config.d_model
-    row = _row(run_, spec)
+    row = run_.shown_row(spec.sentence)
     sentence = run_.sentences[row]
     n = len(sentence.encoding)
     th = spec.theme
@@ -394,7 +388,7 @@ def _selected(spec: FigureSpec, models: Models):
     layer = _clamp(spec.layer, len(stack.layers))
     rec = record(trace, spec.block, layer)
     head = _clamp(spec.head, rec.n_heads)
-    row = _row(run_, spec)
+    row = run_.shown_row(spec.sentence)
     return run_, rec, (layer, head, row), _labels(run_, row, spec.block)
 
 
@@ -982,7 +976,7 @@ def translate_view(spec: FigureSpec, models: Models) -> ViewResult:
     run_ = models.run(decoding_spec(spec))
     if run_ is None:
         return ViewResult(hint="Type a Chinese sentence, e.g. 你喜欢她, to translate it.")
-    row = _row(run_, spec)
+    row = run_.shown_row(spec.sentence)
     s = run_.sentences[row]
     src, tgt = run_.src_pieces(row), run_.tgt_pieces(row)
     trace = run_.trace

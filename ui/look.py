@@ -56,13 +56,6 @@ def layers_heads(spec: FigureSpec, view: str) -> tuple[int, int]:
     return (config.decoder_layers if decoder else config.n_layers), config.n_heads
 
 
-def shown_row(run: Run, spec: FigureSpec) -> int:
-    """The batch row of the sentence the look controls count positions in: the chosen one, or A's where the
-    chosen one is empty."""
-    row = run.row(spec.sentence)
-    return 0 if row is None else row
-
-
 NO_TOKENS = "no tokens yet"  # the query box with no sentence: one disabled choice that says why, not "0"
 
 
@@ -70,7 +63,7 @@ def query_labels(run: Run | None, spec: FigureSpec) -> list[str]:
     """"i: token" for every query position of the block shown (decoder blocks: [BOS] + tokens)."""
     if run is None:
         return [NO_TOKENS]
-    row = shown_row(run, spec)
+    row = run.shown_row(spec.sentence)
     pieces = run.src_pieces(row) if spec.block == "encoder self" else run.tgt_pieces(row)
     return [f"{i}: {visible_whitespace(p)}" for i, p in enumerate(pieces)]
 
@@ -153,7 +146,7 @@ def look_controls(view: str, base: FigureSpec, notes: list[str]) -> None:
         if "query" in used:
             run = cache.run_for(base)
             labels = query_labels(run, base)
-            follow_the_token(None if run is None else run.sentences[shown_row(run, base)], base.block, len(labels))
+            follow_the_token(None if run is None else run.sentences[run.shown_row(base.sentence)], base.block, len(labels))
             keep_choice("query", list(range(len(labels))), notes)
             st.selectbox("Query token", list(range(len(labels))), key="query", format_func=lambda i: labels[i],
                          width=WIDTHS["query"], help="The token whose attention the bars show.",

@@ -21,11 +21,6 @@ from viz.theme import theme_spec
 PAST_STEP = "_translate_step_past"
 
 
-def _row(run: Run, spec: FigureSpec) -> int:
-    row = run.row(spec.sentence)
-    return 0 if row is None else row
-
-
 def linked_step_waits(spec: FigureSpec) -> None:
     """A link's decoding step while view 7 shows the random model, said under its hint (which says where to choose
     the trained one): it waits for zh-en (decoding_steps opens on it), where it was dropped without a word."""
@@ -48,7 +43,7 @@ def decoding_steps(run: Run, spec: FigureSpec) -> None:
     The rows shown are the rows of the full pass: under the look-ahead mask row t depends only on
     tokens 0..t, so it is exactly what greedy decoding computed at step t.
     """
-    row = _row(run, spec)
+    row = run.shown_row(spec.sentence)
     sentence = run.sentences[row]
     n_dec, n_src = len(sentence.tgt_ids), len(sentence.src_ids)
     tgt, src, steps = list(sentence.tgt_pieces), list(sentence.encoding.pieces), sentence.step_labels()
