@@ -16,7 +16,8 @@ from lab.views import Panel
 from ui.chart import chart as ui_chart
 from ui.panels import render_panel
 
-EXAMPLES = ("你喜欢她", "她喜欢你")
+NOTHING_YET = "(nothing yet: [EOS] first)"  # an empty translation, said: early on the model ends at once
+LOSS_AXIS = "cross-entropy, label-smoothed (ε = 0.1)"  # TrainSettings' label_smoothing, the paper's §5.4
 
 
 @st.cache_resource(show_spinner="Preparing the corpus…")
@@ -32,6 +33,7 @@ def _corpus():
 
 def _train(steps: int, positional: str, theme: str, chart) -> dict:
     """One run, its loss drawn live into the placeholder `chart` (st.empty)."""
+    from model.data import SEED_EXAMPLES
     from model.train import Trainer, TrainSettings, demo_config, translate_batch
     from model.transformer import Transformer
 
@@ -55,14 +57,12 @@ def _train(steps: int, positional: str, theme: str, chart) -> dict:
                     ui_chart(viz.loss_curves({run_name(positional, steps): losses}, y_title=LOSS_AXIS, theme=theme),
                              key=f"chart-train-progress-{stats.step}", config=viz.figure_config("training-loss"),
                              theme=theme)
-    pairs = list(heldout[:5])
-    texts = list(EXAMPLES) + [p.zh for p in pairs]
+    # 你喜欢她 and 她喜欢你, which only word order tells apart (the corpus's first seed examples, trained on), then
+    # five sentences held out
+    pairs = [*SEED_EXAMPLES[:2], *heldout[:5]]
+    texts = [p.zh for p in pairs]
     outputs = [out or NOTHING_YET for out in translate_batch(model.eval(), texts, src_tok, tgt_tok)]
-    table = pd.DataFrame({
-        "Chinese": texts,
-        "reference": ["you like her", "she likes you"] + [p.en for p in pairs],
-        run_name(positional, steps): outputs,
-    })
+    table = pd.DataFrame({"Chinese": texts, "reference": [p.en for p in pairs], run_name(positional, steps): outputs})
     return {"losses": losses, "table": table, "steps": steps, "positional": positional}
 
 
@@ -77,19 +77,13 @@ def kept_runs(results: dict[str, dict]) -> tuple[dict[str, list[float]], pd.Data
     teacher's walk: the lesson says "train with and without PE and compare", and each run replaced the last)."""
     runs = [results[p] for p in ("sinusoidal", "none") if p in results]
     losses = {run_name(r["positional"], r["steps"]): r["losses"] for r in runs}
-    steps = pd.DataFrame({name: pd.Series(values, index=pd.RangeIndex(1, len(values) + 1, name="step"))
-                          for name, values in losses.items()})
+    by_step = pd.DataFrame({name: pd.Series(values, index=pd.RangeIndex(1, len(values) + 1, name="step"))
+                            for name, values in losses.items()})
     table = runs[0]["table"]
     for r in runs[1:]:
         name = run_name(r["positional"], r["steps"])
         table = table.assign(**{name: r["table"][name]})  # the same sentences, in the same order
-    return losses, steps, table
-
-
-NOTHING_YET = "(nothing yet: [EOS] first)"  # an empty translation, said: early on the model ends at once
-
-
-LOSS_AXIS = "cross-entropy, label-smoothed (ε = 0.1)"  # TrainSettings' label_smoothing, the paper's §5.4
+    return losses, by_step, table
 
 
 def train_panel(spec: FigureSpec) -> None:
@@ -118,14 +112,14 @@ def train_panel(spec: FigureSpec) -> None:
         results[result["positional"]] = result
     if not results:
         return
-    losses, steps, table = kept_runs(results)
+    losses, by_step, table = kept_runs(results)
     if go and len(losses) > 1:
         live.empty()  # the run just drawn live goes into the chart of both
     # as every panel of the views (ui/panels.py): the numbers behind the chart and its downloads in an expander,
     # the table with its CSV (a regression walk: the loss curves had only the toolbar's SVG, and the slide
     # theme's table no CSV)
     if not go or len(losses) > 1:  # (one run just drawn live is its own chart)
-        render_panel(Panel("loss", "Training loss", viz.loss_curves(losses, y_title=LOSS_AXIS, theme=theme), steps),
+        render_panel(Panel("loss", "Training loss", viz.loss_curves(losses, y_title=LOSS_AXIS, theme=theme), by_step),
                      "train", spec)
     other = "none" if "sinusoidal" in results else "sinusoidal"
     render_panel(Panel("translations", "Translations after training", table=table,
