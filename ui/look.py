@@ -111,6 +111,32 @@ def stepped_select(key: str, count: int, notes: list[str]) -> None:
         steppers(key, count)
 
 
+def heads_select(n_heads: int, notes: list[str]) -> None:
+    """The heads the grid shows (none chosen: all); heads the model lacks are dropped, with a note."""
+    ss = st.session_state
+    kept = [h for h in ss["heads"] if 0 <= h < n_heads]
+    if len(kept) < len(ss["heads"]):  # a link's, or the last model's: say so, as stepped_select does
+        gone = [h for h in ss["heads"] if h not in kept]
+        there = f"{count_of(n_heads, 'head')}: " + (f"0 to {n_heads - 1}" if n_heads > 1 else "head 0")
+        notes.append(f"heads = {gone} are not available here ({there}); using {kept if kept else 'all heads'}.")
+    ss["heads"] = kept
+    st.multiselect("Heads in the grid", list(range(n_heads)), key="heads", format_func=lambda i: f"head {i}",
+                   placeholder="all heads", width=WIDTHS["heads"],
+                   help="Pick heads for a figure with fewer panels; empty = all.")
+
+
+def query_select(spec: FigureSpec, notes: list[str]) -> None:
+    """The query token, one of the positions of the block and sentence `spec` shows (follow_the_token keeps it on
+    its token where the block changed); off, with one choice that says why, where there is no sentence."""
+    run = cache.run_for(spec)
+    labels = query_labels(run, spec)
+    follow_the_token(None if run is None else run.sentences[run.shown_row(spec.sentence)], spec.block, len(labels))
+    keep_choice("query", list(range(len(labels))), notes)
+    st.selectbox("Query token", list(range(len(labels))), key="query", format_func=lambda i: labels[i],
+                 width=WIDTHS["query"], help="The token whose attention the bars show.",
+                 disabled=run is None, **focus.let_go("query"))
+
+
 def look_controls(view: str, base: FigureSpec, notes: list[str]) -> None:
     """The controls `view` uses, in one horizontal row; values out of range become the first option. The
     translate view with a random model draws none: it only asks for the trained model (a student's walk: its
@@ -131,23 +157,9 @@ def look_controls(view: str, base: FigureSpec, notes: list[str]) -> None:
             if key in used:
                 stepped_select(key, count, notes)
         if "heads" in used:
-            kept = [h for h in ss["heads"] if 0 <= h < n_heads]
-            if len(kept) < len(ss["heads"]):  # a link's, or the last model's: say so, as stepped_select does
-                gone = [h for h in ss["heads"] if h not in kept]
-                there = f"{count_of(n_heads, 'head')}: " + (f"0 to {n_heads - 1}" if n_heads > 1 else "head 0")
-                notes.append(f"heads = {gone} are not available here ({there}); using {kept if kept else 'all heads'}.")
-            ss["heads"] = kept
-            st.multiselect("Heads in the grid", list(range(n_heads)), key="heads", format_func=lambda i: f"head {i}",
-                           placeholder="all heads", width=WIDTHS["heads"],
-                           help="Pick heads for a figure with fewer panels; empty = all.")
+            heads_select(n_heads, notes)
         if "sentence" in used:
             st.radio("Sentence", ["a", "b"], key="sentence", horizontal=True, format_func=str.upper,
                      help="Which sentence the figures show.", **focus.let_go("sentence"))
         if "query" in used:
-            run = cache.run_for(base)
-            labels = query_labels(run, base)
-            follow_the_token(None if run is None else run.sentences[run.shown_row(base.sentence)], base.block, len(labels))
-            keep_choice("query", list(range(len(labels))), notes)
-            st.selectbox("Query token", list(range(len(labels))), key="query", format_func=lambda i: labels[i],
-                         width=WIDTHS["query"], help="The token whose attention the bars show.",
-                         disabled=run is None, **focus.let_go("query"))
+            query_select(base, notes)
