@@ -37,6 +37,33 @@ def shared_step() -> int | None:
     return ss.get(LINKED_STEP, ss.get("translate_step"))
 
 
+def step_slider(text: str, n_dec: int) -> int:
+    """The decoding step shown, 1 to n_dec, on a slider (none for a translation of one step): the step of a link, or
+    the first, where the sentence `text` is new."""
+    if n_dec < 2:
+        return 1
+    ss = st.session_state
+    # a new sentence opens on its first step ([BOS] read, the first word predicted): its whole translation is
+    # the view's own charts above, which the last step would only repeat
+    # (a share link's step, the first sentence's: the step the sender's screen showed)
+    if ss.get("_translate_step_of") != text:
+        ss["_translate_step_of"], ss["translate_step"] = text, ss.pop(LINKED_STEP, 1)
+        if ss["translate_step"] > n_dec:  # a link's step past this translation: said while it is shown
+            ss[PAST_STEP] = (text, ss["translate_step"])
+    ss["translate_step"] = min(max(ss.get("translate_step", 1), 1), n_dec)
+    # dragged with the mouse, it lets its focus go (ui/focus.py): ← → flip heads again, as after any control
+    # (a teacher's walk: after a drag → moved the step, not the head)
+    step = st.slider("Decoding step", 1, n_dec, key="translate_step", **focus.let_go("translate_step"),
+                     help="Step t: the decoder has read t tokens ([BOS] and its own earlier outputs).")
+    past = ss.get(PAST_STEP)
+    if past is not None and past[0] == text and step == n_dec:  # as a link's layer past the model is
+        st.warning(f"step = {past[1]} is not available here ({n_dec} decoding steps); using {n_dec}.",
+                   icon=":material/warning:")
+    else:
+        ss.pop(PAST_STEP, None)
+    return step
+
+
 def decoding_steps(run: Run, spec: FigureSpec) -> None:
     """A slider over decoding steps: at step t the decoder has read t tokens and predicts the next.
 
@@ -49,28 +76,7 @@ def decoding_steps(run: Run, spec: FigureSpec) -> None:
     tgt, src, steps = list(sentence.tgt_pieces), list(sentence.encoding.pieces), sentence.step_labels()
     predicted = sentence.predicted  # what greedy decoding wrote at each step (lab.compute.prepare), as labelled
     st.subheader("Watch it decode, one step at a time", anchor=False)
-    if n_dec > 1:
-        ss = st.session_state
-        # a new sentence opens on its first step ([BOS] read, the first word predicted): its whole translation is
-        # the view's own charts above, which the last step would only repeat
-        # (a share link's step, the first sentence's: the step the sender's screen showed)
-        if ss.get("_translate_step_of") != sentence.text:
-            ss["_translate_step_of"], ss["translate_step"] = sentence.text, ss.pop(LINKED_STEP, 1)
-            if ss["translate_step"] > n_dec:  # a link's step past this translation: said while it is shown
-                ss[PAST_STEP] = (sentence.text, ss["translate_step"])
-        ss["translate_step"] = min(max(ss.get("translate_step", 1), 1), n_dec)
-        # dragged with the mouse, it lets its focus go (ui/focus.py): ← → flip heads again, as after any control
-        # (a teacher's walk: after a drag → moved the step, not the head)
-        step = st.slider("Decoding step", 1, n_dec, key="translate_step", **focus.let_go("translate_step"),
-                         help="Step t: the decoder has read t tokens ([BOS] and its own earlier outputs).")
-        past = ss.get(PAST_STEP)
-        if past is not None and past[0] == sentence.text and step == n_dec:  # as a link's layer past the model is
-            st.warning(f"step = {past[1]} is not available here ({n_dec} decoding steps); using {n_dec}.",
-                       icon=":material/warning:")
-        else:
-            ss.pop(PAST_STEP, None)
-    else:
-        step = 1
+    step = step_slider(sentence.text, n_dec)
     read = " ".join(tgt[:step])
     # the charts' rows are numbered by position from 0, the steps from 1 (tokens read): name the row, so that step
     # 2 and the lesson's row "1:you→like" are seen to be one (a text audit found them read as one apart)
