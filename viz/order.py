@@ -2,9 +2,8 @@
 
 Without positional information and without a causal mask, f(Px) = P f(x) (equivariance) and a
 pooled output is the same for every order (invariance). With B = PA (B reorders A's tokens), these figures
-show |f(B) − P f(A)|, as the app's tables write it, the
-two sentences' outputs aligned token by token, and the pooled outputs, each with its max as a
-number in the title.
+show |f(B) − P f(A)| (as the app's tables write it), the two sentences' outputs and self-attention weights
+aligned token by token, and the pooled outputs, each with its largest difference as a number in the title.
 """
 
 from __future__ import annotations
@@ -108,8 +107,9 @@ def aligned_outputs_figure(
         rows_b = [own[int(p)] for p in positions_b]  # (T,) in A's order
     else:
         rows_b = display_labels(labels_b, b.shape[0])
-    top = max(zmax or 0.0, symmetric_range(a, b, diff))  # |A − B| shares the scale: room for it
-    lo, hi, scale = color_range("values", [a, b], zmax=top)
+    # One diverging scale for all three panels: |A − B| is in the outputs' own units, so float
+    # rounding (~1e-7) stays white instead of filling a scale of its own (and the scale holds it).
+    lo, hi, scale = color_range("values", [a, b], zmax=max(zmax or 0.0, symmetric_range(a, b, diff)))
     # B's labels differ from A's (its own positions): they sit between panels 1 and 2. The
     # |A − B| panel's rows are A's, so it repeats no labels.
     fig = subplots(
@@ -118,19 +118,16 @@ def aligned_outputs_figure(
         subplot_titles=(escape_text(name_a), escape_text(f"{name_b} (aligned)"), "|A − B|"),
     )
     set_column_gaps(fig, [label_gap(rows_b, theme, cols=3), 0.04])
-    notes: list[str] = []
-    # One diverging scale for all three panels: |A − B| is in the outputs' own units, so float
-    # rounding (~1e-7) stays white instead of filling a scale of its own.
     panels = [(a, rows_a, "output"), (b, rows_b, "output"), (diff, rows_a, "|A − B|")]
-    notes += add_value_panels(
+    notes = add_value_panels(
         fig,
         [ValuePanel(m, rows, y_title="token" if c == 0 else "", show_y_labels=c < 2, value_name=name)
          for c, (m, rows, name) in enumerate(panels)],
         theme=theme,
         cell_values=False,
     )
-    top = float(np.nanmax(diff)) if np.isfinite(diff).any() else float("nan")
-    notes.append(f"max |A − B| = {num(top)}")
+    largest = float(np.nanmax(diff)) if np.isfinite(diff).any() else float("nan")
+    notes.append(f"max |A − B| = {num(largest)}")
     fig.update_layout(
         coloraxis=coloraxis_layout(lo, hi, scale, "output, |A − B|"),
         title=title_layout(title, notes),
