@@ -1,4 +1,5 @@
-"""pandas tables: tokens of a sentence, A-vs-B token differences, any figure's numbers as CSV."""
+"""pandas tables: tokens of a sentence, A-vs-B token differences, any figure's numbers as CSV, and a table as
+a page shows it (rows that differ highlighted, gaps and True/False in words, turned for a narrow screen)."""
 
 from __future__ import annotations
 
@@ -36,8 +37,10 @@ def token_table(
     for pos, (piece, tid, span) in enumerate(zip(pieces, ids, offsets, strict=True)):
         start, end = (int(span[0]), int(span[1])) if span is not None else (None, None)
         row = {"position": pos, "piece": str(piece), "id": int(tid), "start": start, "end": end}
-        covered = (text[start:end] if start is not None else "") if text is not None else str(piece)
-        if text is not None:
+        if text is None:
+            covered = str(piece)
+        else:
+            covered = text[start:end] if start is not None else ""
             row["text"] = named_surrogates(covered)
         raw = covered.encode("utf-8", "surrogatepass")
         row["bytes"] = raw.hex(" ")
@@ -65,17 +68,18 @@ def token_comparison(
 ) -> pd.DataFrame:
     """A and B side by side, one row per position, with a `differs` column (see token_diff)."""
     differs = token_diff(pieces_a, pieces_b)
+    n = len(differs)
 
-    def at(seq, i):
-        return seq[i] if i < len(seq) else None
+    def padded(seq) -> list:  # None past the shorter sentence's end
+        return [seq[i] if i < len(seq) else None for i in range(n)]
 
     return pd.DataFrame(
         {
-            "position": range(len(differs)),
-            "A piece": [at(pieces_a, i) for i in range(len(differs))],
-            "A id": pd.array([at(ids_a, i) for i in range(len(differs))], dtype="Int64"),
-            "B piece": [at(pieces_b, i) for i in range(len(differs))],
-            "B id": pd.array([at(ids_b, i) for i in range(len(differs))], dtype="Int64"),
+            "position": range(n),
+            "A piece": padded(pieces_a),
+            "A id": pd.array(padded(ids_a), dtype="Int64"),
+            "B piece": padded(pieces_b),
+            "B id": pd.array(padded(ids_b), dtype="Int64"),
             "differs": differs,
         }
     )
@@ -156,19 +160,20 @@ def matrix_frame(
     A 1-D vector becomes one column named "value". Text is not HTML-escaped (CSV is not HTML).
     """
     m = np.asarray(matrix)
-    if m.ndim == 1:
-        m = m.reshape(-1, 1)  # (n,) -> (n, 1)
-        col_labels = ["value"] if col_labels is None else col_labels
-        col_index = [str(c) for c in col_labels]
-    elif m.ndim == 2:
-        col_index = None
-    else:
+    if m.ndim not in (1, 2):
         raise ValueError(f"matrix_frame takes 1-D or 2-D arrays, got shape {m.shape}")
+    vector = m.ndim == 1
+    if vector:
+        m = m.reshape(-1, 1)  # (n,) -> (n, 1)
     if row_labels is not None and len(row_labels) != m.shape[0]:
         raise ValueError(f"{len(row_labels)} row labels for {m.shape[0]} rows")
-    if col_index is None:
-        if col_labels is not None and len(col_labels) != m.shape[1]:
-            raise ValueError(f"{len(col_labels)} column labels for {m.shape[1]} columns")
-        col_index = unique_labels(col_labels) if col_labels is not None else list(range(m.shape[1]))
+    if vector:  # its one column named as given, not numbered
+        columns = [str(c) for c in (["value"] if col_labels is None else col_labels)]
+    elif col_labels is None:
+        columns = list(range(m.shape[1]))
+    elif len(col_labels) != m.shape[1]:
+        raise ValueError(f"{len(col_labels)} column labels for {m.shape[1]} columns")
+    else:
+        columns = unique_labels(col_labels)
     rows = unique_labels(row_labels) if row_labels is not None else list(range(m.shape[0]))
-    return pd.DataFrame(m, index=pd.Index(rows, name="row"), columns=col_index)
+    return pd.DataFrame(m, index=pd.Index(rows, name="row"), columns=columns)
