@@ -136,7 +136,7 @@ def model_line(spec: FigureSpec) -> None:
 def view_body(view: str, spec: FigureSpec) -> None:
     models = cache.models()
     chosen, other = (spec.sentence_a, spec.sentence_b) if spec.sentence == "a" else (spec.sentence_b, spec.sentence_a)
-    if view in ("positional", "attention", "heads", "query", "translate") and not chosen.strip() and other.strip():
+    if view in look.USES["sentence"] and not chosen.strip() and other.strip():  # the views of one sentence
         shown = "B" if spec.sentence == "a" else "A"
         st.info(f"Sentence {spec.sentence.upper()} {blank(chosen)}: showing sentence {shown}.", icon=":material/info:")
     result = cache.view_result(view, spec)  # shared by every session (ui/cache.py)
