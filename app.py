@@ -194,9 +194,10 @@ def share(spec: FigureSpec) -> None:
             why = md(f"{FIELD_NAMES.get(exc.field, exc.field)}: {exc.message}")
             st.caption(f"`python -m lab.export` refuses this spec as it is ({why}); the link above still opens this "
                        "view.")
-        st.code(spec.to_json(), language="json")
+        spec_json = spec.to_json()
+        st.code(spec_json, language="json")
         with st.container(horizontal=True, gap="small"):
-            st.download_button("SPEC.json", data=spec.to_json().encode("utf-8"), file_name="SPEC.json",
+            st.download_button("SPEC.json", data=spec_json.encode("utf-8"), file_name="SPEC.json",
                                mime="application/json", key="spec-json", on_click="ignore",
                                icon=":material/download:")
             if spec.sentence_a.strip() or spec.sentence_b.strip():
