@@ -110,6 +110,21 @@ def on_view_change(trained_ok: bool) -> None:
         ss["_still_trained"] = True  # back in a view the random model began with: say once which model it shows
 
 
+def model_switch_notice(view: str) -> None:
+    """What on_view_change did, said once in the view it leads to: it switched to the trained pair (views 6 and
+    7), or this is a view the random model began with, still showing the trained one; and how to go back."""
+    ss = st.session_state
+    if ss.pop("_switched_model", False):
+        why = ("this view also compares the two models' translations; the equivariance below holds for the random "
+               "model as well" if view == "order" else "translating needs a trained model")
+        st.info(f"Switched to the trained zh-en model (with and without positional encoding): {why}. Choose "
+                "'random' under Model, in the sidebar, to go back.",
+                icon=":material/swap_horiz:")
+    if ss.pop("_still_trained", False):
+        st.info("This view now shows the trained zh-en model too (chosen for views 6 and 7), not the random "
+                "one. Choose 'random' under Model, in the sidebar, to go back.", icon=":material/swap_horiz:")
+
+
 def model_line(spec: FigureSpec) -> None:
     """Which model, its size, its norm placement and its masking convention, in one line."""
     loaded = cache.load(model_fields(spec))
@@ -302,15 +317,7 @@ def _view_area(trained_ok: bool) -> None:
     # list of headings; hidden from the eye, where the view bar above shows it (ui/style.py)
     st.container(key="view-heading").header(VIEW_LABELS[view], anchor=False)
     st.container(key="view-intro").caption(md(VIEW_INTROS[view]))  # small in a slide page too (ui/style.py)
-    if ss.pop("_switched_model", False):
-        why = ("this view also compares the two models' translations; the equivariance below holds for the random "
-               "model as well" if view == "order" else "translating needs a trained model")
-        st.info(f"Switched to the trained zh-en model (with and without positional encoding): {why}. Choose "
-                "'random' under Model, in the sidebar, to go back.",
-                icon=":material/swap_horiz:")
-    if ss.pop("_still_trained", False):
-        st.info("This view now shows the trained zh-en model too (chosen for views 6 and 7), not the random "
-                "one. Choose 'random' under Model, in the sidebar, to go back.", icon=":material/swap_horiz:")
+    model_switch_notice(view)
     try:
         slide = spec.theme == "slide"  # a projector: the figures first, the model's description under them
         if not slide:
