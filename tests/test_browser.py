@@ -1214,6 +1214,61 @@ def test_on_a_phone_panels_side_by_side_keep_their_labels_and_titles_apart(brows
         assert len(pair) == 2 and abs(pair[0] - pair[1]) <= 3, (row, gaps)
 
 
+
+# Each subplot title of a chart shown shrunk (a phone), over its own panel (its x axis centred under it, its y axis's
+# top where the title sits): [chart, title, what is wrong, its scale]. Wrong: wider than its panel, down on its panel,
+# on another panel's plot or on any tick label.
+PANEL_TITLES = r"""() => [...document.querySelectorAll('[data-testid="stMain"] .lab-chart')]
+    .filter((gd) => gd._fullLayout && gd.__lab.scale < 1).flatMap((gd) => {
+  const fl = gd._fullLayout, k = gd.__lab.scale, g = gd.getBoundingClientRect();
+  const xs = Object.keys(fl).filter((n) => /^xaxis\d*$/.test(n)).map((n) => fl[n]);
+  const yOf = (x) => fl['yaxis' + (x.anchor || 'y').slice(1)];
+  const rect = (x) => ({left: g.left + x._offset * k, right: g.left + (x._offset + x._length) * k,
+                        top: g.top + yOf(x)._offset * k, bottom: g.top + (yOf(x)._offset + yOf(x)._length) * k});
+  const cross = (a, b) => a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1;
+  const ticks = [...gd.querySelectorAll('.xtick text, .ytick text')].map((t) => t.getBoundingClientRect())
+    .filter((r) => r.width > 0);
+  return (gd.layout.annotations || []).flatMap((a, i) => {
+    if (a.name === 'notes' || a.xref !== 'paper' || a.yref !== 'paper' || a.xanchor !== 'center'
+        || a.yanchor !== 'bottom') return [];
+    const x = xs.find((x) => Math.abs((x.domain[0] + x.domain[1]) / 2 - a.x) < 1e-3
+                             && Math.abs(yOf(x).domain[1] - a.y) < 1e-3);
+    const text = gd.querySelector(`.annotation[data-index="${i}"] .annotation-text`);
+    if (!x || !text) return [];
+    const t = text.getBoundingClientRect(), own = rect(x), wrong = [];
+    if (t.left < own.left - 1 || t.right > own.right + 1) wrong.push('wider than its panel');
+    if (t.bottom > own.top + 1) wrong.push('on its panel');
+    if (xs.filter((o) => o !== x).map(rect).some((o) => cross(t, o))) wrong.push('on another panel');
+    if (ticks.some((r) => cross(t, r))) wrong.push('on a tick label');
+    return [[gd.closest('[class*="st-key-chart-"]').className.match(/st-key-chart-(\S+)/)[1], text.textContent,
+             wrong.join(', '), k]];
+  }); })"""
+
+
+def test_on_a_phone_every_panel_title_wraps_within_its_panel_clear_of_the_panel_above(browser, streamlit_url):
+    """A phone walk at 320 px (iPhone SE 1st gen): view 5's lower panel's title ("weight = softmax(scaled)ⱼ; outlined:
+    without ÷√dₖ"), raised to a phone's type and not wrapped again (only the top row's were), ran past the chart's
+    right edge and onto the "−10" tick above it, and the middle one touched the panel above. Every panel title of a
+    shrunk chart wraps within its panel, the gap above it grown by its lines: at 320, 360 and 390 px."""
+    found = {}
+    for view in ("query", "order"):
+        with opened_tab(browser, f"{streamlit_url}/?views={view}&sentence_a=你喜欢她&sentence_b=她喜欢你", 320, 640,
+                        is_mobile=True, has_touch=True) as tab:
+            for width in (320, 360, 390):
+                if width != 320:
+                    tab.set_viewport_size({"width": width, "height": 740})
+                    tab.wait_for_function("(w) => [...document.querySelectorAll('.lab-chart')].every((gd) => "
+                                          "gd.__lab.size === String(gd.parentElement.parentElement.clientWidth))",
+                                          arg=width)
+                draw_every_chart(tab, 100)
+                found[view, width] = tab.evaluate(PANEL_TITLES)
+    lower = [title for (view, width), titles in found.items() for _, title, _, _ in titles
+             if view == "query" and width == 320 and title.startswith(("scaled", "weight"))]
+    assert len(lower) == 2, found  # view 5's two lower titles were found and measured
+    assert all(len(titles) >= 3 for titles in found.values()), found
+    wrong = {key: [t for t in titles if t[2]] for key, titles in found.items()}
+    assert not any(wrong.values()), wrong
+
 # the page's table cells that are shown and hold a number ("2.54", "2.38e−07"): their text and box on the screen
 NUMBER_CELLS = r"""() => [...document.querySelectorAll('[data-testid="stMain"] :is(td, th)')]
     .filter((c) => c.checkVisibility() && /^−?\d+(\.\d+)?(e[−+]\d+)?$/.test(c.innerText.trim()))

@@ -248,6 +248,55 @@ function fitTitle(layout, width, wrapped, reserve = 0) {
   return out;
 }
 
+function fitLowerTitles(layout, laid, width) {
+  // The subplot titles over a lower row of panels (view 5's "weight = softmax(scaled)ⱼ; outlined: without ÷√dₖ" under
+  // the scaled scores), which fitTitle leaves to the top row's: raised to a phone's type (readableType) and not wrapped
+  // again, at 320 px it ran past the chart's right edge and onto the panel above and its "−10" tick. Each is wrapped
+  // to its panel's width, and the gap above its row grows by what its lines take beyond what they took as laid out
+  // (`laid`: the layout before readableType raised its type), the figure by as much: every panel keeps its height.
+  const m = layout.margin || {};
+  const plotW = width - (m.l || 0) - (m.r || 0), plotH = (layout.height || 0) - (m.t || 0) - (m.b || 0);
+  if (!(plotW > 0) || !(plotH > 0)) return layout;
+  const family = familyOf(layout);
+  const panels = Object.keys(layout).filter((k) => isXAxis(k) && Array.isArray((layout[k] || {}).domain))
+    .map((k) => layout[k]);
+  const gaps = new Map();  // a lower row's top (paper y) -> px more that its titles take
+  const annotations = (layout.annotations || []).map((a, i) => {
+    if (a.name === "notes" || !a.text || a.xref !== "paper" || a.yref !== "paper" || a.xanchor !== "center"
+        || a.yanchor !== "bottom" || !(a.y < 0.98)) return a;
+    const panel = panels.find((x) => Math.abs((x.domain[0] + x.domain[1]) / 2 - a.x) < 1e-3
+                                     && Math.abs((yAxisOf(layout, x).domain || [0, 1])[1] - a.y) < 1e-3);
+    if (!panel) return a;
+    const size = sizeOf(a.font, layout);
+    const [text] = rewrap(a.text, Math.max((panel.domain[1] - panel.domain[0]) * plotW, 3 * size), size,
+                          (a.font || {}).family || family);
+    const was = (laid.annotations || [])[i] || a;
+    const more = Math.ceil(1.3 * ((brs(text) + 1) * size - (brs(was.text) + 1) * sizeOf(was.font, laid)));
+    if (more > 0) gaps.set(a.y, Math.max(gaps.get(a.y) || 0, more));
+    return text === a.text ? a : Object.assign({}, a, {text});
+  });
+  if (!gaps.size) {
+    return annotations.every((a, i) => a === layout.annotations[i]) ? layout : Object.assign({}, layout, {annotations});
+  }
+  const out = Object.assign({}, layout);
+  const grow = [...gaps.values()].reduce((a, b) => a + b, 0);
+  // paper y -> the same point's y in the taller plot: up by the gaps grown under it
+  const lift = (y) => [...gaps].reduce((px, [at, more]) => px + (at < y - 1e-6 ? more : 0), 0);
+  const moved = (y) => (typeof y === "number" ? (y * plotH + lift(y)) / (plotH + grow) : y);
+  const ys = Object.keys(layout).filter((k) => /^yaxis\d*$/.test(k) && Array.isArray((layout[k] || {}).domain));
+  for (const key of ys) {
+    const [d0, d1] = layout[key].domain, up = lift(d0);  // a panel moves as a whole
+    out[key] = Object.assign({}, layout[key], {domain: [d0, d1].map((d) => (d * plotH + up) / (plotH + grow))});
+  }
+  out.annotations = annotations.map((a) => (a.yref === "paper" ? Object.assign({}, a, {y: moved(a.y)}) : a));
+  if (layout.shapes) {
+    out.shapes = layout.shapes.map((s) => (s.yref === "paper" ? Object.assign({}, s, {y0: moved(s.y0), y1: moved(s.y1)})
+                                                               : s));
+  }
+  out.height = layout.height + grow;
+  return out;
+}
+
 function thinTicks(layout, plotW, smallest) {
   // Drawn narrower than laid out (a column beside another, a 1024 px window), an axis labelled one token per cell
   // where that fitted the laid-out width ran its labels into each other (a bad-input walk: 21 source tokens,
@@ -757,8 +806,9 @@ function draw(gd) {
   const touch = touchScreen();
   const toolbar = fullscreen || touch
     ? ((gd.querySelector(".modebar") || {}).offsetWidth || toolbarSeen || (touch ? 140 : 300)) + 8 : 0;
-  let [layout, under] = colorbarBelow(legendBelow(fitTitle(readable, sized.width, laidOut, toolbar), sized.width),
-                                      traces, sized.width);
+  let titled = fitTitle(readable, sized.width, laidOut, toolbar);
+  if (k < 1 || sized.width < laidOut) titled = fitLowerTitles(titled, figure.layout, sized.width);  // shrunk, narrower
+  let [layout, under] = colorbarBelow(legendBelow(titled, sized.width), traces, sized.width);
   layout = fitBottom(layout, under, sized.width, laidOut);
   if (fullscreen) layout.height = window.innerHeight / k;  // the screen's, whatever the title takes
   else {
