@@ -706,6 +706,32 @@ def test_a_chart_goes_full_screen_and_back_and_follows_the_page_width(page):
     assert "Download plot" in buttons and not any("Share" in b for b in buttons)  # nothing is sent anywhere
 
 
+
+def test_the_full_screen_button_is_named_for_what_it_does_in_and_out_of_full_screen(browser, streamlit_url):
+    """A screen reader's walk on a phone: in full screen the chart's full-screen button was still "Full screen (Esc
+    leaves)", name and tooltip, so nobody was told that pressing it now leaves. It is named for what it does in each
+    state, and named back on leaving, by the button or by the page (document.exitFullscreen, as Esc leaves)."""
+    chart = ".st-key-chart-query-query-bars"
+    names = """(c) => [...document.querySelectorAll(`${c} .modebar-btn`)].filter((b) => /full screen/i.test(b.dataset.title))
+        .map((b) => [b.dataset.title, b.getAttribute('aria-label')])"""
+    with opened_tab(browser, f"{streamlit_url}/?views=query", 390, 844, is_mobile=True, has_touch=True) as tab:
+        def press(name: str, full: bool) -> list:
+            tab.locator(chart).get_by_role("button", name=name, exact=True).click(timeout=5_000)
+            tab.wait_for_function("(full) => Boolean(document.fullscreenElement) === full", arg=full)
+            tab.wait_for_timeout(300)
+            return tab.evaluate(names, chart)
+
+        seen = [tab.evaluate(names, chart)]
+        seen.append(press("Full screen (Esc leaves)", True))
+        seen.append(press("Leave full screen (Esc)", False))
+        seen.append(press("Full screen (Esc leaves)", True))
+        tab.evaluate("() => document.exitFullscreen()")
+        tab.wait_for_function("() => !document.fullscreenElement")
+        tab.wait_for_timeout(300)
+        seen.append(tab.evaluate(names, chart))
+    shown, leave = ["Full screen (Esc leaves)"] * 2, ["Leave full screen (Esc)"] * 2
+    assert seen == [[shown], [leave], [shown], [leave], [shown]], seen
+
 # A chart's width laid out (plotly), shown (after ui/chart.py's CSS scale), its column's, its box's height
 # and the shown height; and the texts of the chart (titles, labels) that stick out of what is shown.
 SHOWN = """gd => { const r = gd.querySelector('.main-svg').getBoundingClientRect();

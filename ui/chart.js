@@ -38,6 +38,21 @@ function decode(data) {
   return typeof data === "string" ? data : JSON.stringify(data);
 }
 
+// The full-screen button's name and tooltip, for what pressing it does now: in full screen it leaves (a screen
+// reader's walk: named "Full screen" there too, it did not say that pressing it now leaves). Named again as full
+// screen comes and goes, by the button, Esc or the page (the chart's box hears fullscreenchange: paint), and at
+// each draw (describe), a new toolbar's button included.
+const FULLSCREEN_NAME = "Full screen (Esc leaves)", LEAVE_NAME = "Leave full screen (Esc)";
+
+function nameFullscreenButton(gd) {
+  const name = fullScreen(gd) ? LEAVE_NAME : FULLSCREEN_NAME;
+  const named = [FULLSCREEN_NAME, LEAVE_NAME].map((n) => `.modebar-btn[data-title="${n}"]`).join(", ");
+  for (const button of gd.querySelectorAll(named)) {
+    button.setAttribute("data-title", name);
+    button.setAttribute("aria-label", name);
+  }
+}
+
 function toggleFullscreen(gd) {
   const box = gd.parentElement;
   if (document.fullscreenElement) document.exitFullscreen();
@@ -772,7 +787,7 @@ function toolbarConfig(config, touch) {
     modeBarButtonsToRemove: ["toImage", "select2d", "lasso2d"].concat(touch ? TOUCH_REMOVED : []),
     modeBarButtonsToAdd: [
       {name: "crisp-svg", title: "Download plot", icon: window.Plotly.Icons.camera, click: saveSvg},
-      {name: "fullscreen", title: "Full screen (Esc leaves)", icon: FULLSCREEN_ICON, click: toggleFullscreen},
+      {name: "fullscreen", title: FULLSCREEN_NAME, icon: FULLSCREEN_ICON, click: toggleFullscreen},
     ],
   });
 }
@@ -872,6 +887,7 @@ function describe(gd) {
   if (tester) tester.setAttribute("aria-hidden", "true");
   // box zoom and pan work by dragging the mouse: no Tab stop (zoom in/out, reset, download and full screen keep one)
   gd.querySelectorAll('.modebar-btn[data-attr="dragmode"]').forEach((b) => b.setAttribute("tabindex", "-1"));
+  nameFullscreenButton(gd);  // what pressing it does now
   return gd;
 }
 
@@ -1001,7 +1017,10 @@ function paint(gd) {
     });
     gd.__lab.observer.observe(parent);
     gd.__lab.observer.observe(box);
-    box.addEventListener("fullscreenchange", () => drawRow(gd));  // back in its row: level it again
+    box.addEventListener("fullscreenchange", () => {  // back in its row: level it again
+      nameFullscreenButton(gd);
+      drawRow(gd);
+    });
   }
 }
 
