@@ -591,8 +591,11 @@ def test_on_a_touch_screen_the_toolbar_keeps_three_buttons_and_every_title_keeps
         tab.screenshot(path=str(SCREENSHOTS / "browser-touch-toolbar.png"))
         tab.goto(f"{streamlit_url}/?views=tokens&sentence_a=你喜欢她&sentence_b=她喜欢你")  # tables: their toolbar
         wait_idle(tab)
-        tables = tab.evaluate("""() => [...document.querySelectorAll('[data-testid="stElementToolbar"]')].map((t) => {
-            const above = t.closest('[data-testid="stElementContainer"]').previousElementSibling;
+        tables = tab.evaluate("""() => [...document.querySelectorAll('[data-testid="stElementToolbar"]')]
+            .filter((t) => t.checkVisibility()).map((t) => {
+            let box = t.closest('[data-testid="stElementContainer"]');  // the heading: before it, or before its pair
+            while (!box.previousElementSibling) box = box.parentElement;
+            const above = box.previousElementSibling;
             return [t.getBoundingClientRect().top, above.getBoundingClientRect().bottom, getComputedStyle(t).opacity]; })""")
         tab.goto(f"{streamlit_url}/?views=attention")  # the ◂ ▸ buttons: no key hints without a keyboard
         wait_idle(tab)
@@ -609,7 +612,9 @@ def test_on_a_touch_screen_the_toolbar_keeps_three_buttons_and_every_title_keeps
         assert box["buttons"] == 3 and float(box["opacity"]) > 0.5, box  # shown without hovering, three buttons
         assert title["right"] <= bar["left"] or title["top"] >= bar["bottom"], box
         assert all(w >= 24 and h >= 24 for w, h in box["sizes"]), box  # to tap (WCAG 2.2: 24 x 24 px)
-    assert len(tables) == 3, tables  # the two side by side, A, B: shown without hovering, under the heading
+    # the two side by side, A, B: shown without hovering, under the heading; on a phone they are HTML, which has no
+    # toolbar (ui/panels.py PHONE_COLUMNS)
+    assert len(tables) == (3 if width > 480 else 0), tables
     assert all(float(opacity) > 0.5 and top >= bottom - 1 for top, bottom, opacity in tables), tables
     assert len(menu) >= 5 and all(inside and whole for _, inside, whole in menu), menu  # 393 px on a 390 screen
     assert len(hints) >= 4 and not any(hints), hints  # hidden ("⇧←" means nothing on a phone)
@@ -1324,6 +1329,44 @@ def test_on_a_phone_view_6s_numbers_are_all_on_the_screen(browser, streamlit_url
         assert tab.evaluate(NUMBER_CELLS) == []  # the turned table is not shown beside it
 
 
+
+# The main area's tables on the screen (st.dataframe, st.table): [kind, its column names where HTML, px its content is
+# wider than what shows it (a scroll inside it), its right edge]; and the captions shown
+TABLES_SHOWN = """() => ({tables: [...document.querySelectorAll('[data-testid="stMain"] :is([data-testid="stDataFrame"], '
+    + '[data-testid="stTable"])')].filter((t) => t.checkVisibility()).map((t) => [t.dataset.testid,
+        [...t.querySelectorAll('thead th')].map((th) => th.innerText.trim()).filter(Boolean),
+        Math.max(...[t, ...t.querySelectorAll('*')].map((e) => e.scrollWidth - e.clientWidth)),
+        t.getBoundingClientRect().right]),
+    captions: [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stCaptionContainer"]')]
+        .filter((c) => c.checkVisibility()).map((c) => c.innerText)})"""
+
+
+def test_on_a_phone_view_1s_token_tables_show_their_first_columns_whole_and_name_the_others(browser, streamlit_url):
+    """A phone walk (390 px): view 1's token tables (st.dataframe, a sentence's ~450 px wide) showed their last columns
+    only by a scroll inside the table that nothing hinted at. Narrower than the table, the page shows its first columns
+    as HTML, which wraps (ui/panels.py PHONE_COLUMNS), every one on the screen at 320 px too, and a line naming the
+    others, which the CSV has. A 1500 px window keeps st.dataframe as it was."""
+    url = f"{streamlit_url}/?views=tokens&sentence_a=你喜欢她&sentence_b=她喜欢你"
+    seen = {}
+    with opened_tab(browser, url, 320, 640, is_mobile=True, has_touch=True) as tab:
+        for width in (320, 390):
+            if width != 320:
+                tab.set_viewport_size({"width": width, "height": 844})
+                tab.wait_for_timeout(500)
+            seen[width] = tab.evaluate(TABLES_SHOWN), tab.evaluate("() => document.documentElement.clientWidth")
+    for width, (shown, screen) in seen.items():
+        tables = shown["tables"]
+        assert len(tables) == 3 and all(kind == "stTable" for kind, *_ in tables), (width, tables)
+        assert all(scroll <= 1 and right <= screen for *_, scroll, right in tables), (width, tables)
+        assert [columns for _, columns, *_ in tables] == [["position", "A piece", "B piece", "differs"]] + [
+            ["position", "piece", "id", "bytes"]] * 2, (width, tables)
+        assert shown["captions"].count("start, end, text, n_bytes: in the CSV below, or on a wider screen.") == 2, shown
+        assert "A id, B id: in the CSV below, or on a wider screen." in shown["captions"], shown
+    with opened_tab(browser, url, 1500, 1000) as tab:
+        wide = tab.evaluate(TABLES_SHOWN)
+    assert [kind for kind, *_ in wide["tables"]] == ["stDataFrame"] * 3, wide  # as before
+    assert not any("wider screen" in c for c in wide["captions"]), wide
+
 def test_slide_twins_stack_where_side_by_side_would_show_them_at_under_half_their_size(browser, streamlit_url):
     """Slide charts are laid out for 1280 px: in half of a 1500 px window's main area (~520 px) they would
     be shown at ~0.4 of that, so there the twins stack, each the full width (0.8); so they do in a 1920 px
@@ -1640,8 +1683,9 @@ def test_slide_tables_are_html_in_projector_type_with_words_for_booleans_and_mar
                 "els => els.filter(e => e.tagName === 'IMG').length") == 0
         page.goto(f"{streamlit_url}/?views=tokens&sentence_a=你喜欢她&sentence_b=她喜欢你")  # not slide: as before
         wait_idle(page)
-        assert main.locator('[data-testid="stDataFrame"]').count() == 3
-        assert main.locator('[data-testid="stTable"]').count() == 0
+        assert main.locator('[data-testid="stDataFrame"]:visible').count() == 3
+        # on the page for a phone's width only (ui/panels.py PHONE_COLUMNS): hidden at 1280 px
+        assert main.locator('[data-testid="stTable"]:visible').count() == 0
     finally:
         context.close()
     assert dialogs == []

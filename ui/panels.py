@@ -36,6 +36,11 @@ SLIDE_TABLE_ROWS = 40
 # st.dataframe showed the model names and two True/False columns, the numbers scrolled off to the right unsaid.
 TURNED_ROWS = 6
 TURNED_COLUMNS = 4  # more than this beside the row names: turned where narrow
+# A token table (view 1's, with a position column) as st.dataframe is wider than a phone (a sentence's 8 columns ~450 px,
+# A next to B ~340): on a 390 px phone its last columns needed a scroll inside the table that nothing hinted at. It is
+# drawn twice, and where the page is narrower than it (ui/style.py NARROW_REM) the page shows these of its columns as
+# HTML (st.table, which wraps: every one on a 320 px screen), with a line naming the others, which the CSV has.
+PHONE_COLUMNS = ("position", "piece", "id", "bytes", "A piece", "B piece", "differs")
 
 
 def _plain_index(table: pd.DataFrame) -> bool:
@@ -101,10 +106,17 @@ def _dataframe(table: pd.DataFrame, panel: Panel, key: str, *, numbers: bool) ->
     if tiny:
         shown = (shown if isinstance(shown, Styler) else shown.style).format({c: num for c in tiny})
     turned = not numbers and _turns(panel.table)
-    with st.container(key=f"turned-{key}") if turned else contextlib.nullcontext():
+    phone = [] if numbers or "position" not in table.columns else [c for c in table.columns if c in PHONE_COLUMNS]
+    phone = phone if len(phone) < table.shape[1] else []
+    pair = f"turned-{key}" if turned else f"narrow-{key}" if phone else None
+    with st.container(key=pair) if pair else contextlib.nullcontext():
         st.dataframe(shown, key=f"table-{key}", hide_index=_plain_index(panel.table), column_config=gaps or None)
         if turned:  # shown instead where the pair is narrower than the table (ui/style.py)
             st.table(as_text(viz.turned_table(table)))
+        if phone:  # shown instead on a phone (ui/style.py)
+            _slide_table(table[phone], panel)
+            others = ", ".join(str(c) for c in table.columns if c not in phone)
+            st.caption(md(f"{others}: in the CSV below, or on a wider screen."))
 
 
 def _turns(table: pd.DataFrame) -> bool:
@@ -130,7 +142,8 @@ def as_text(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _slide_table(table: pd.DataFrame, panel: Panel) -> None:
-    """A panel's own table on a projector, as HTML in the slide type (st.table): where its index is bare row
+    """A panel's own table on a projector, as HTML in the slide type (st.table; a token table's first columns on a
+    phone too, _dataframe, in the page's type): where its index is bare row
     numbers, its first column of words as the row names (view 6's "without PE"), or with none where that column
     is numbers (the tokens' positions, which lesson step 1 names: a teacher's walk found them gone), and floats
     as the notes beside them write them, viz.num (a regression walk: the pandas default wrote view 6's 5.96e-07 as

@@ -26,7 +26,9 @@ reruns keep it.
   controls were the first Tab stops, focused where nobody could see them.
 - A short, wide table that is a panel (view 6's numbers) comes twice, as st.dataframe and turned (ui/panels.py),
   in a container that is measured (container-type): narrower than the table (a phone, a laptop with the sidebar
-  open) the turned one is shown, the numbers as rows; a phone showed three columns, the numbers scrolled off.
+  open) the turned one is shown, the numbers as rows; a phone showed three columns, the numbers scrolled off. So
+  are view 1's token tables, narrower than NARROW_REM: their first columns as HTML, which wraps, and a line naming
+  the others (a phone walk: their last columns were a scroll inside the table that nothing hinted at).
 - Text panels side by side (ui/panels.py render_result: a container keyed "twins-<row>", e.g. the
   two verdicts of view 6) are one height, so the pair reads as a pair whatever each one says; and
   like the twin charts (ui/chart.py), the pair stacks where either would be narrower than 28rem.
@@ -98,6 +100,12 @@ CSS = """
   [class*="st-key-turned-"] [data-testid="stElementContainer"]:has([data-testid="stTable"]) { display: none; } }
 @container not (width >= __TURNED_REM__rem) {  /* not "width less than": st.html drops the CSS after that sign */
   [class*="st-key-turned-"] [data-testid="stElementContainer"]:has([data-testid="stDataFrame"]) { display: none; } }
+/* a token table and its first columns as HTML (ui/panels.py PHONE_COLUMNS): the HTML one where narrower than the table */
+[class*="st-key-narrow-"] { container-type: inline-size; }
+@container (width >= __NARROW_REM__rem) { [class*="st-key-narrow-"] [data-testid="stElementContainer"]:has(
+  :is([data-testid="stTable"], [data-testid="stCaptionContainer"])) { display: none; } }
+@container not (width >= __NARROW_REM__rem) {
+  [class*="st-key-narrow-"] [data-testid="stElementContainer"]:has([data-testid="stDataFrame"]) { display: none; } }
 [class*="st-key-twins-"] [data-testid="stElementContainer"]:has(> [data-testid="stAlert"]) { flex-grow: 1; }
 [class*="st-key-twins-"] [data-testid="stAlert"],
 [class*="st-key-twins-"] [data-testid="stAlertContainer"] { height: 100%; }
@@ -121,6 +129,9 @@ SLIDE_CSS = """
 # st.dataframe's width for view 6's numbers (its columns as wide as their headings: ~890 px): narrower, the table is
 # shown turned (ui/panels.py), its numbers scrolled out of sight otherwise
 TURNED_REM = 58
+# st.dataframe's width for a sentence's token table (8 columns, ~450 px at a short sentence's): narrower, its first
+# columns are shown as HTML (ui/panels.py PHONE_COLUMNS)
+NARROW_REM = 30
 
 
 # Printed (Ctrl+P, the app menu's Print, Save as PDF: a teacher's handout), the page is the view's heading, the
@@ -179,7 +190,8 @@ def page_css(slide: bool = False, dark: bool = False) -> str:
     too where `dark`). No "<" anywhere in it, not even in a comment: st.html drops every rule after one, with
     nothing said (tests/test_app.py checks)."""
     css = CSS + (SLIDE_CSS if slide else "") + PRINT_CSS + (PRINT_DARK_CSS if dark else "")
-    return css.replace("__TURNED_REM__", str(TURNED_REM)).replace("__HIDDEN__", HIDDEN)
+    return (css.replace("__TURNED_REM__", str(TURNED_REM)).replace("__NARROW_REM__", str(NARROW_REM))
+            .replace("__HIDDEN__", HIDDEN))
 
 
 def page_style(slide: bool = False, dark: bool = False) -> None:
