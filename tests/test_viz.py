@@ -1765,3 +1765,43 @@ def test_the_key_to_masked_weights_says_what_they_are_in_one_phrase():
         notes = [a.text for a in fig.layout.annotations if a.name == "notes"]
         keys = [line for text in notes for line in text.split("<br>") if "grey hatched" in line]
         assert keys == ["▨ grey hatched: masked (weight exactly 0)"], notes
+
+
+# ---------------------------------------------------------------- grids of heads: rules a mutation walk planted bugs in
+
+
+def _grid(theme: str, heads: int, rows: int, keys: int | None = None, grid: str = "heads"):
+    """A heads grid of `heads` heads (4 a row), or a layers x heads grid of heads // 4 layers of 4, `rows` query tokens
+    over `keys` key tokens (as many as the queries where None)."""
+    keys = rows if keys is None else keys
+    w = softmax_rows(RNG.normal(size=(heads, rows, keys)))
+    q, k = [f"{i}:q" for i in range(rows)], [f"{i}:k" for i in range(keys)]
+    if grid == "heads":
+        return viz.heads_grid(w, row_labels=q, col_labels=k, theme=theme)
+    return viz.layers_heads_grid(w.reshape(heads // 4, 4, rows, keys), row_labels=q, col_labels=k, theme=theme)
+
+
+def _first_panel(fig, theme: str) -> tuple[float, float]:
+    """The top-left panel's (width, height) in px as drawn: the figure's size less its margins, times its domains."""
+    layout = fig.layout
+    width, height = viz.theme.design_size(theme, fig)
+    plot_w, plot_h = width - layout.margin.l - layout.margin.r, height - layout.margin.t - layout.margin.b
+    return (plot_w * (layout.xaxis.domain[1] - layout.xaxis.domain[0]),
+            plot_h * (layout.yaxis.domain[1] - layout.yaxis.domain[0]))
+
+
+@pytest.mark.parametrize("theme", viz.THEME_NAMES)
+@pytest.mark.parametrize("grid", ["heads", "layers"])
+def test_a_grid_grown_for_its_type_labels_every_token_its_drawn_panels_hold(theme, grid):
+    """A mutation walk: a grid of heads in a theme of fixed size grows by its type past the theme's height where a
+    panel there cannot label every query token (paper 480 -> 707 px at 9 tokens, slide 720 -> 864 at 10), so that its
+    panels hold as many labels as the default theme's do; but it thinned its labels to what a panel of the theme's own
+    height holds: 9 tokens in the paper theme's 266 px panels were labelled 0, 2, 4, 6, 8, where all nine fit (the
+    default theme labels 12 in 185 px). Where a panel as drawn holds every token, one per 1.3 lines of the labels' type
+    (less 5%: the panel is laid out before its margins are known), every token is labelled."""
+    for tokens in (9, 10, 12):
+        fig = _grid(theme, 8, tokens, grid=grid)
+        _, panel = _first_panel(fig, theme)
+        size = fig.layout.yaxis.tickfont.size
+        if tokens * 1.3 * size <= 0.95 * panel:
+            assert len(fig.layout.yaxis.ticktext) == tokens, (tokens, panel, list(fig.layout.yaxis.ticktext))

@@ -422,6 +422,10 @@ def _grid_of_heads(
     # slide theme, was taller than a 1280 x 720 projector's screen, and its export no 1280 x 720 slide)
     if height < app_height and ph >= max(Tq, SHORT_ROWS) * 1.3 * tick_size:
         app_height = height
+    # the panel drawn, at app_height: a grid grown by its type past its theme's own height thinned its labels to what a
+    # panel of that height holds (a mutation walk: the paper theme's 9 tokens, 707 px tall, labelled 5 in panels that
+    # hold all 9, the default theme's 12)
+    ph = panel_px(theme, rows=rows, cols=cols, height=app_height)[1]
     rt = display_labels(row_labels, Tq)
     ct = display_labels(_keys(row_labels, col_labels), Tk)
     plot_h = ph * rows
@@ -436,12 +440,12 @@ def _grid_of_heads(
     # a one- or two-token sentence: each panel as tall as a single matrix of its rows would be (short_row_px: a
     # 3-row matrix's row height, no taller than its cells are wide), the plot as tall as its colour bar needs (a look
     # walk: view 4's 1 x 1 panels were one cell ~140 px wide and ~195 px tall). Shorter than the panel drawn at
-    # app_height: ph is laid out for `height`, which a theme of fixed size caps at its own (16 rows of heads in the
-    # paper theme: 1 x 1 panels 197 px tall were not shorter than ph's 40)
-    want = drawn = panel_px(theme, rows=rows, cols=cols, height=app_height)[1]
+    # app_height, not than one of `height`, which a theme of fixed size caps at its own (16 rows of heads in the
+    # paper theme: 1 x 1 panels 197 px tall were not shorter than that one's 40)
+    want = ph
     if Tq < SHORT_ROWS:
         want = max(Tq * short_row_px(theme, Tk, column_w, tick_size), 7 * 1.3 * t["font_size"] / rows)
-    short = want < drawn
+    short = want < ph
     if short:
         ph, plot_h = want, want * rows
     v_spacing = min(0.3 / max(rows - 1, 1), head_room / plot_h) if rows > 1 else 0.0
