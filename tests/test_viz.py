@@ -1805,3 +1805,54 @@ def test_a_grid_grown_for_its_type_labels_every_token_its_drawn_panels_hold(them
         size = fig.layout.yaxis.tickfont.size
         if tokens * 1.3 * size <= 0.95 * panel:
             assert len(fig.layout.yaxis.ticktext) == tokens, (tokens, panel, list(fig.layout.yaxis.ticktext))
+
+
+@pytest.mark.parametrize("theme", [name for name, t in viz.THEMES.items() if t["height"]])
+@pytest.mark.parametrize("keys", [None, 30])
+def test_a_fixed_size_grid_keeps_its_height_exactly_where_a_panel_there_labels_every_query_token(theme, keys):
+    """The rule lesson step 5's slide grid keeps 720 px by (dd87b47), at its edge: a grid of heads in a theme of fixed
+    size keeps the theme's height where a panel laid out at that height labels every query token (and three's room at
+    least) in the grid's own tick type, which is not the theme's text type (slide 21 px, not 22; paper 15, not 18), and
+    grows by its type where it would not. The queries are the rows: a cross-attention grid of 4 target tokens over 30
+    source tokens (view 7's) keeps its height as one of 4 over 4 does."""
+    t = viz.THEMES[theme]
+    for tokens in range(3, 14):
+        fig = _grid(theme, 8, tokens, keys)
+        size = fig.layout.yaxis.tickfont.size
+        holds = viz.heatmap.tick_budget(viz.heatmap.panel_px(theme, rows=2, cols=4, height=t["height"])[1], size)
+        assert (fig.layout.height == t["height"]) == (tokens <= holds), (tokens, holds, fig.layout.height)
+        if tokens <= holds:
+            assert len(fig.layout.yaxis.ticktext) == tokens
+
+
+@pytest.mark.parametrize("theme", viz.THEME_NAMES)
+@pytest.mark.parametrize("grid", ["heads", "layers"])
+def test_a_grid_of_three_tokens_is_laid_out_as_one_of_four_not_short(theme, grid):
+    """The short rule (a panel no taller than its cells are wide, viz.heatmap.short_row_px) is for matrices of fewer than
+    3 rows, a one- or two-token sentence: a grid of 3-token matrices is as tall as one of 4, its panels no shorter, as a
+    single 3 x 40 matrix is as tall as a 4 x 40 one (a decoding step's cross-attention over 40 source tokens: its third
+    row is not shrunk to 40 narrow cells' width)."""
+    three, four = _grid(theme, 8, 3, grid=grid), _grid(theme, 8, 4, grid=grid)
+    assert three.layout.height == four.layout.height
+    assert _first_panel(three, theme)[1] >= _first_panel(four, theme)[1] - 1  # (its margins may differ: not shorter)
+    keys = [f"k{i}" for i in range(40)]
+    heights = [viz.weights_heatmap(softmax_rows(RNG.normal(size=(n, 40))), row_labels=list("abcd")[:n], col_labels=keys,
+                                   theme=theme).layout.height for n in (3, 4)]
+    assert heights[0] == heights[1], heights
+
+
+@pytest.mark.parametrize("theme", viz.THEME_NAMES)
+@pytest.mark.parametrize("queries", [1, 2])
+def test_a_short_grid_of_many_keys_keeps_its_rows_no_taller_than_its_cells_are_wide(theme, queries):
+    """View 7's cross-attention heads at the first decoding steps: 1 or 2 target tokens over 12 source tokens, 32 heads
+    (8 rows of 4). Each panel's rows are no taller than its cells are wide (the keys are the columns), nor than two lines
+    of the grid's tick labels where those are taller; and the plot, not each panel, is as tall as its colour bar needs
+    (7 lines of the theme's type): 8 rows of panels need not each be 7 lines tall. (10% for a panel laid out before its
+    margins are known.)"""
+    t = viz.THEMES[theme]
+    fig = _grid(theme, 32, queries, 12)
+    width, height = _first_panel(fig, theme)
+    size = fig.layout.yaxis.tickfont.size
+    row = max(width / 12, 2 * 1.3 * size)
+    assert height <= 1.1 * max(queries * row, 7 * 1.3 * t["font_size"] / 8), (height, width / 12, size)
+    assert height >= queries * 2 * 1.3 * size - 1  # each row holds its label
