@@ -342,3 +342,31 @@ def test_readmes_slide_grid_of_every_layer_and_head_fits_one_slide_with_its_labe
     assert was == round((110 + 220 * 2) * type_scale(slide))  # the default's 550 grown by the slide's type
     assert "a grid's token labels as shown (21 px" in body and note_size(slide) == 21
     assert fig.layout.xaxis.tickfont.size == fig.layout.yaxis.tickfont.size == 21
+
+
+def test_readmes_cell_type_and_smallest_type_are_what_the_figures_write():
+    """README: the values written in a chart's cells are the theme's cell type (`viz.theme.cell_type_px`: slide 21 px,
+    default 11), and no other text of a chart is shown under 11 px (`viz.theme.SMALLEST_SHOWN_PX`), a phone's smallest
+    comfortable type and the default theme's cell type: each number read off the README, each checked against a
+    small matrix's cell values as the figure writes them (a mutation walk: 3 px under the slide's text, 19, or 2 px
+    under the default's, 12, passed every test)."""
+    import numpy as np
+
+    import viz
+    from viz.theme import SMALLEST_SHOWN_PX
+
+    body = " ".join(text(ROOT / "README.md").split())
+    said = re.search(r"`viz\.theme\.cell_type_px`: slide (\d+) px, (\d+) as shown on a 1280 × 720 projector; "
+                     r"default (\d+)\)", body)
+    assert said, "README no longer says the cell type"
+    slide, shown, default = map(int, said.groups())
+    smallest = re.search(r"is shown under (\d+) px either \(`viz\.theme\.SMALLEST_SHOWN_PX`", body)
+    assert smallest, "README no longer says the smallest type shown"
+    assert "and the default theme's cell type" in body
+    w = np.array([[0.25, 0.75], [0.5, 0.5]])
+    for theme, size in (("slide", slide), ("default", default)):
+        fig = viz.weights_heatmap(w, row_labels=["a", "b"], show_values=True, theme=theme)
+        written = [trace.textfont.size for trace in fig.data if trace.type == "heatmap" and trace.text is not None]
+        assert written and set(written) == {size}, (theme, written)
+    assert round(slide * 0.87) >= shown  # the page's own notes' 18 px, shown at ~0.87 of 1280 on the projector
+    assert SMALLEST_SHOWN_PX == int(smallest.group(1)) == default

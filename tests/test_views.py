@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from lab.compute import load_model
-from lab.spec import FigureSpec
+from lab.spec import THEMES, FigureSpec
 from lab.views import Models, build_view, order_data, order_draws_attention
 from tests.conftest import needs_trained, trained_available
 from viz.labels import num as viz_num
@@ -1188,3 +1188,30 @@ def test_every_view_of_weights_says_when_mask_none_lets_a_query_attend_the_pad_t
     assert said in result.notices
     for quiet in (dataclasses.replace(padded, mask="paper"), dataclasses.replace(padded, sentence_b="你喜欢她")):
         assert said not in build_view(view, quiet, models).notices, quiet
+
+
+@pytest.mark.parametrize("theme", THEMES)
+def test_no_text_a_view_lays_out_is_under_the_smallest_type_shown(models, theme):
+    """README: no text of a chart is shown under 11 px (viz.theme.SMALLEST_SHOWN_PX, a phone's smallest comfortable
+    type): ui/chart.js raises a shrunk chart's fonts to it, but a chart shown at its own size, and every export, show
+    the sizes the figure sets. Every font size every figure of views 3, 4 and 5 sets (notes, tick labels, cell values,
+    colour bars, hover) is that or more, in every theme (a mutation walk: notes at min(10, 0.8 of the text), 10 px in
+    the default theme, passed every test)."""
+    from viz.theme import SMALLEST_SHOWN_PX
+
+    def sizes(node, key=""):
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if k == "size" and "font" in key and isinstance(v, int | float):
+                    yield key, v
+                else:
+                    yield from sizes(v, k)
+        elif isinstance(node, list | tuple):
+            for v in node:
+                yield from sizes(v, key)
+
+    for view in ("attention", "heads", "query"):
+        for panel in build_view(view, FigureSpec(views=(view,), theme=theme), models).panels:
+            if panel.figure is not None:
+                small = [(k, v) for k, v in sizes(panel.figure.to_plotly_json()) if v < SMALLEST_SHOWN_PX]
+                assert not small, (view, panel.key, small)
