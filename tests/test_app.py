@@ -234,7 +234,7 @@ def test_with_no_sentence_the_query_box_is_off_and_says_why(make_app):
     assert box.disabled and box.options == ["no tokens yet"]
     at.text_input(key="sentence_a").set_value("你喜欢她").run()
     box = at.selectbox(key="query")
-    assert not box.disabled and box.options == ["0: 你", "1: 喜", "2: 欢", "3: 她"]
+    assert not box.disabled and box.options == ["0:你", "1:喜", "2:欢", "3:她"]
 
 
 def test_a_long_paste_is_cut_with_a_visible_notice(make_app):
@@ -423,14 +423,29 @@ def test_the_query_token_stays_the_same_token_when_the_block_changes(make_app):
         box = at.selectbox(key="query")
         return box.format_func(box.value)
 
-    assert token() == "3: 她"
+    assert token() == "3:她"
     at.selectbox(key="block").set_value("decoder self").run()
     clean(at)
-    assert token() == "4: 她" and not at.warning
+    assert token() == "4:她" and not at.warning
     at.selectbox(key="block").set_value("cross").run()  # decoder positions both: the same number
-    assert token() == "4: 她"
+    assert token() == "4:她"
     at.selectbox(key="block").set_value("encoder self").run()
-    assert token() == "3: 她"
+    assert token() == "3:她"
+
+
+def test_the_query_box_names_each_token_as_the_charts_name_it(make_app):
+    """The box wrote "2: 爱" (and "1: ␣" for a space) where every chart, and view 5's own titles, write "2:爱", "1:␣":
+    one token spelled two ways, a student matching the box against an axis. Each choice is the charts' label."""
+    at = make_app(view="query", sentence_a="I 爱 you", tokenizer="char", **SMALL)
+    clean(at)
+    box = at.selectbox(key="query")
+    queries = ticktext(figure_titled(at, "Attention as lines"), "yaxis")  # the lines' left axis: every query
+    assert [box.format_func(i) for i in range(len(box.options))] == queries
+    assert queries[1:3] == ["1:␣", "2:爱"]
+    for i in (1, 2):
+        at.selectbox(key="query").set_value(i).run()
+        clean(at)
+        assert title(figures(at)[0]).startswith(f"Query {queries[i]}: scores")
 
 
 def test_the_query_control_moves_between_blocks_by_the_rule_the_figures_read_a_row_by(make_app):

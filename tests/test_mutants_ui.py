@@ -133,7 +133,7 @@ def test_the_query_tokens_are_those_of_the_sentence_chosen(make_app):
         at.radio(key="sentence").set_value(sentence).run()
         clean(at)
         shown = at.selectbox(key="query").options
-        assert shown[:len(text)] == [f"{i}: {c}" for i, c in enumerate(text)], (sentence, shown)
+        assert shown[:len(text)] == [f"{i}:{c}" for i, c in enumerate(text)], (sentence, shown)
 
 
 def test_each_setting_draws_what_a_fresh_build_of_its_link_draws(make_app):

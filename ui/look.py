@@ -18,7 +18,7 @@ from lab.spec import BLOCKS, FigureSpec
 from lab.views import order_draws_attention
 from ui import cache, focus
 from ui.state import keep_choice, step_choice
-from viz import visible_whitespace
+from viz import unique_labels
 from viz.labels import count_of
 
 BLOCK_HELP = ("encoder self: the source attends to itself. decoder self: the decoder input ([BOS] + tokens) "
@@ -60,12 +60,13 @@ NO_TOKENS = "no tokens yet"  # the query box with no sentence: one disabled choi
 
 
 def query_labels(run: Run | None, spec: FigureSpec) -> list[str]:
-    """"i: token" for every query position of the block shown (decoder blocks: [BOS] + tokens)."""
+    """Every query position of the block shown (decoder blocks: [BOS] + tokens), named as the charts name it ("2:我",
+    "1:␣": viz.unique_labels, whitespace shown), where the box wrote "2: 我" beside an axis's "2:我"."""
     if run is None:
         return [NO_TOKENS]
     row = run.shown_row(spec.sentence)
     pieces = run.src_pieces(row) if spec.block == "encoder self" else run.tgt_pieces(row)
-    return [f"{i}: {visible_whitespace(p)}" for i, p in enumerate(pieces)]
+    return unique_labels(pieces, show_whitespace=True)
 
 
 QUERY_BLOCK = "_query_block"  # the block whose positions the query token's number counts
