@@ -170,7 +170,9 @@ def read_source(loaded: Loaded, key: str, text: str, notices: list[str]) -> tupl
     """
     source, enc, cut_from = _within_limits(loaded, key, text, notices)
     owner = "the trained models'" if loaded.trained else f"the {loaded.src_tokenizer.name} tokenizer's"  # zh-en's = -nope's
-    said = [unknown_notice(key, source, enc, owner), spelled_specials_notice(key, source)]
+    # the text the model reads: a random model's `source` runs on past its last token where its tokens were cut
+    read = source[:enc.offsets[-1][1]] if cut_from is not None else source
+    said = [unknown_notice(key, source, enc, owner), spelled_specials_notice(key, read)]
     if loaded.trained:  # one notice each for zh-en and zh-en-nope (view 6 runs both)
         said += [spaces_notice(key, text[:MAX_INPUT_CHARS], cut=len(text) > MAX_INPUT_CHARS),
                  untrained_notice(key, source, enc, trained_characters(loaded.demo))]
@@ -241,7 +243,8 @@ def unknown_notice(key: str, source: str, enc: Encoding, owner: str) -> str | No
 
 
 def spelled_specials_notice(key: str, source: str) -> str | None:
-    """A notice where the text read spells a special token's name ("[BOS]"): it is read as those characters, not as
+    """A notice where `source`, the text the model reads (read_source passes the part before a cut, where a name past
+    it was said to be read), spells a special token's name ("[BOS]"): it is read as those characters, not as
     the token (TextTokenizer sets encode_special_tokens; tokenizers' own encode would give [BOS], id 1, and a student
     comparing the two saw them differ with no word why)."""
     spelled = sorted((t for t in SPECIAL_TOKENS if t in source), key=source.index)

@@ -272,6 +272,30 @@ def test_a_special_tokens_name_typed_in_a_sentence_is_said_to_be_read_as_its_cha
     assert not [n for n in plain if "read as the characters typed" in n]
 
 
+@pytest.mark.parametrize("tokenizer", ["char", "bpe"])
+def test_a_special_tokens_name_past_the_tokens_the_model_takes_is_not_said_to_be_read(models, tokenizer):
+    """The notice looked for "[BOS]" in the whole sentence where the random model takes its first max_len − 1 tokens:
+    typed after the cut, the model never read it, yet the notice said it "is read as the characters typed". It names
+    what the model reads: the name whole before the cut, not after it, nor cut in two by it."""
+    spec = dataclasses.replace(SPEC, tokenizer=tokenizer)
+    limit = models.model(spec).model.config.max_len - 1
+    tok = models.model(spec).src_tokenizer
+    filler = " ".join(["a"] * limit) if tokenizer == "bpe" else "a" * limit  # exactly `limit` tokens
+
+    def said(text):
+        notices = build_view("tokens", dataclasses.replace(spec, sentence_a=text), models).notices
+        assert len(tok.encode(text)) <= limit or any("only the first" in n for n in notices), notices
+        return [n for n in notices if "read as the characters typed" in n]
+
+    assert len(tok.encode(filler)) == limit
+    assert said(filler + " [BOS]") == []  # past the cut
+    ends = tok.encode(filler).offsets
+    tail = filler[:ends[limit - 3][0]]  # room for 2 or 3 tokens: "[BOS]" is 5 characters, split by the cut
+    assert len(tok.encode(tail + "[BOS]")) > limit and said(tail + "[BOS]") == []
+    fits = filler[:ends[limit - len(tok.encode("[BOS]")) - 1][1]]
+    assert len(tok.encode(fits + "[BOS]")) <= limit and said(fits + "[BOS]") != []  # whole before it: said
+
+
 def test_unknown_characters_that_draw_as_nothing_are_named_by_code_point(models):
     """A tokens walk: "I ❤️ 你" typed on a phone has U+FE0F after the heart; the notice named it “◌️”, a dotted
     circle with nothing to say what it stood for, and a Hangul filler (U+3164) as “ㅤ”, empty quotes. Both are
