@@ -1100,6 +1100,41 @@ def test_a_links_decoding_step_past_the_translation_says_which_step_is_shown(mak
 
 
 @needs_trained
+def test_a_links_decoding_step_on_a_one_step_translation_leaves_the_link(make_app, monkeypatch):
+    """View 7 draws no slider where greedy decoding wrote [EOS] at once (one step), and its step_slider returned
+    before a link's step was taken: step=3 stayed in the share link, for a step that does not exist, unsaid, and the
+    next sentence opened on it. A one-step translation takes the link's step as any other does: it is said (as a link's
+    step past a longer translation is) and gone from the link, and the next sentence opens on its first step."""
+    from model.demo import DemoModel, Translation
+    from model.tokenizer import BOS_ID, EOS_ID
+
+    real = DemoModel.translate_ids
+    one_step = "你喜欢" + uuid.uuid4().hex[:8]  # a sentence no other test has run (cached nowhere)
+
+    def translate_ids(self, text):  # greedy decoding writes [EOS] first for this one sentence
+        done = real(self, text)
+        if text != one_step:
+            return done
+        return Translation(done.source, done.src_ids, done.src_pieces, (BOS_ID, EOS_ID), ("[BOS]", "[EOS]"), "")
+
+    monkeypatch.setattr(DemoModel, "translate_ids", translate_ids)
+    at = make_app(link={"views": "translate", "model": "zh-en", "sentence_a": one_step, "step": "3"})
+    assert not at.exception and not at.error
+    assert [s.key for s in at.slider] == ["train_steps"]  # no decoding slider: one step
+    assert any(plain(i.value).startswith("Step 1 of 1:") for i in at.info)
+    assert "step" not in at.query_params, dict(at.query_params)
+    assert [t for t in alerts(at.warning) if "step = 3" in t] == [
+        "step = 3 is not available here (1 decoding step); using 1."]
+    at.text_input(key="sentence_a").input("你喜欢她").run()  # 4 steps: it opens on the first, the link's step gone
+    clean(at)
+    assert at.slider(key="translate_step").value == 1 and "step" not in at.query_params
+    at.slider(key="translate_step").set_value(3).run()
+    at.text_input(key="sentence_a").input(one_step).run()  # the slider's step 3 of the last sentence: not kept
+    assert not at.exception and not at.error
+    assert "step" not in at.query_params, dict(at.query_params)
+
+
+@needs_trained
 def test_the_translation_shows_what_the_model_read_and_a_leading_emoji_stays_text(make_app):
     at = make_app(view="translate", model="zh-en", sentence_a="😀你喜欢她")
     clean(at)

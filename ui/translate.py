@@ -14,6 +14,7 @@ from ui import focus
 from ui.panels import render_panel
 from ui.state import LINKED_STEP
 from ui.text import md
+from viz.labels import count_of
 from viz.theme import theme_spec
 
 # a link's decoding step past its translation (step=999 of 4): (the sentence, the step), said until the step moves (a
@@ -39,9 +40,8 @@ def shared_step() -> int | None:
 
 def step_slider(text: str, n_dec: int) -> int:
     """The decoding step shown, 1 to n_dec, on a slider (none for a translation of one step): the step of a link, or
-    the first, where the sentence `text` is new."""
-    if n_dec < 2:
-        return 1
+    the first, where the sentence `text` is new. A link's step is taken here, slider or none: a one-step translation
+    left it in the share link (step=3 of 1), unsaid, for the next sentence to open on."""
     ss = st.session_state
     # a new sentence opens on its first step ([BOS] read, the first word predicted): its whole translation is
     # the view's own charts above, which the last step would only repeat
@@ -50,14 +50,15 @@ def step_slider(text: str, n_dec: int) -> int:
         ss["_translate_step_of"], ss["translate_step"] = text, ss.pop(LINKED_STEP, 1)
         if ss["translate_step"] > n_dec:  # a link's step past this translation: said while it is shown
             ss[PAST_STEP] = (text, ss["translate_step"])
-    ss["translate_step"] = min(max(ss.get("translate_step", 1), 1), n_dec)
+    ss["translate_step"] = step = min(max(ss.get("translate_step", 1), 1), n_dec)
     # dragged with the mouse, it lets its focus go (ui/focus.py): ← → flip heads again, as after any control
     # (a teacher's walk: after a drag → moved the step, not the head)
-    step = st.slider("Decoding step", 1, n_dec, key="translate_step", **focus.let_go("translate_step"),
-                     help="Step t: the decoder has read t tokens ([BOS] and its own earlier outputs).")
+    if n_dec > 1:
+        step = st.slider("Decoding step", 1, n_dec, key="translate_step", **focus.let_go("translate_step"),
+                         help="Step t: the decoder has read t tokens ([BOS] and its own earlier outputs).")
     past = ss.get(PAST_STEP)
     if past is not None and past[0] == text and step == n_dec:  # as a link's layer past the model is
-        st.warning(f"step = {past[1]} is not available here ({n_dec} decoding steps); using {n_dec}.",
+        st.warning(f"step = {past[1]} is not available here ({count_of(n_dec, 'decoding step')}); using {n_dec}.",
                    icon=":material/warning:")
     else:
         ss.pop(PAST_STEP, None)
