@@ -15,6 +15,7 @@ import dataclasses
 import json
 from pathlib import Path
 
+import numpy as np
 import plotly
 import pytest
 from conftest import CHROMIUM
@@ -192,3 +193,37 @@ def test_hovering_a_block_of_a_511_token_heatmap_names_its_positions_and_its_mea
             assert abs(float(shown.rsplit("weight ", 1)[1]) - want) <= 1e-5 * max(1.0, want), (x, y, shown, want)
     finally:
         plot_page.set_viewport_size(size)
+
+
+# each bar of each trace of a figure drawn `width` px wide: [trace][point] = (left, right) in px
+BAR_EDGES = """async ([f, width]) => {
+    const d = document.getElementById('d');
+    Plotly.purge(d);
+    await Plotly.newPlot(d, f.data, {...f.layout, width}, {});
+    return [...d.querySelectorAll('.barlayer .trace')].map((tr) => [...tr.querySelectorAll('.point path')]
+        .map((p) => { const b = p.getBoundingClientRect(); return [b.left, b.right]; }));
+}"""
+# each bar trace's first bar: its fill, and its outline's colour and width as drawn
+BAR_PAINT = """() => [...document.querySelectorAll('#d .barlayer .trace')].map((tr) => {
+    const s = getComputedStyle(tr.querySelector('.point path'));
+    return [s.fill, s.stroke, parseFloat(s.strokeWidth)];
+})"""
+
+
+def test_view_6s_pooled_outputs_draw_each_dimension_as_a_bar_not_a_line_on_a_phone(plot_page):
+    """A phone walk: the pooled outputs of a 64-dimension model, A's and B's bars side by side, were 128 bars of
+    ~1.8 px on a 390 px phone (the default theme drawn 480 px wide, ~4 px at 1280), told apart by the colour of a
+    line. Each dimension is one bar, B's drawn inside A's (the same x: equal means one height), and not thin by the
+    theme's own measure (viz.theme.THIN_BAR_PX) where the app draws narrowest."""
+    from viz.order import pooled_outputs_figure
+    from viz.theme import NARROW_WIDTH, THIN_BAR_PX
+
+    rng = np.random.default_rng(0)
+    fig = pooled_outputs_figure(rng.normal(size=64), rng.normal(size=64))
+    a, b = plot_page.evaluate(BAR_EDGES, [json.loads(fig.to_json()), NARROW_WIDTH])
+    assert len(a) == len(b) == 64
+    assert min(right - left for left, right in a) >= THIN_BAR_PX, a[:3]
+    assert all(la - 0.5 <= lb and rb <= ra + 0.5 for (la, ra), (lb, rb) in zip(a, b, strict=True)), (a[:3], b[:3])
+    # and B's outline, where the theme keeps one, draws no stripe of the page's colour inside A's bar
+    (fill_a, _, _), (_, stroke_b, width_b) = plot_page.evaluate(BAR_PAINT)
+    assert width_b == 0 or stroke_b == fill_a, (fill_a, stroke_b, width_b)
