@@ -766,6 +766,21 @@ def test_thin_bars_are_not_covered_by_their_outline(theme):
     assert widths["bars"] == 0 and widths["unscaled_weights"] >= 1.5
 
 
+@pytest.mark.parametrize("theme", ["default", "slide"])
+def test_a_bar_loses_its_outline_by_its_own_width(theme):
+    """View 6's pooled outputs draw B's bar half as wide as A's, over it (overlay): a bar's outline goes where that
+    bar, at its own width, is under THIN_BAR_PX, so there is a size where A keeps its outline and B has none, and
+    none where B keeps one that A lost (judged both at bargap 0.2's share, the two were kept or dropped together)."""
+    from viz.order import pooled_outputs_figure
+
+    def outlines(d):
+        fig = pooled_outputs_figure(RNG.normal(size=d), RNG.normal(size=d), theme=theme)
+        return tuple(0 if b.marker.line.width == 0 else 1 for b in fig.data)
+
+    seen = {outlines(d) for d in range(4, 400, 6)}
+    assert (1, 0) in seen and (0, 1) not in seen, seen
+
+
 def test_every_heads_grid_says_rows_are_queries_and_columns_keys():
     w = softmax_rows(RNG.normal(size=(6, 5, 5)))
     grid = viz.heads_grid(w, row_labels=ZH[:5], cols=4)  # 2 rows: heads 0-3, then 4-5

@@ -862,13 +862,13 @@ def _unline_thin_bars(fig: Fig, width: float) -> None:
             slots = float(x.max() - x.min()) + 1.0 if x.size else 1.0
         except (TypeError, ValueError):  # categories: one slot each
             slots = float(max(len(tr["x"]) for tr in traces))
-        bar_px = (_x_span_px(traces[0], fig.layout, width) / max(slots, 1.0) * 0.8  # bargap 0.2
-                  / (len(traces) if side_by_side else 1))
-        if bar_px < THIN_BAR_PX:
-            for trace in traces:
-                line = trace.child("marker").child("line")
-                if "width" not in line:
-                    line["width"] = 0
+        slot_px = _x_span_px(traces[0], fig.layout, width) / max(slots, 1.0)
+        for trace in traces:  # a bar's own width (in x units: view 6's pooled B, half of A's), else bargap 0.2's share
+            own = trace.get("width")
+            share = own if isinstance(own, (int, float)) else 0.8 / (len(traces) if side_by_side else 1)
+            line = trace.child("marker").child("line")
+            if slot_px * share < THIN_BAR_PX and "width" not in line:
+                line["width"] = 0
 
 
 def _set_margins(fig: Fig, t: dict, width: float, left: float, xs: list[Node], ys: list[Node]) -> None:
