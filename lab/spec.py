@@ -104,10 +104,12 @@ class FigureSpec:
         if self.d_model % self.n_heads:
             divisors = [h for h in range(1, min(self.d_model, offer["n_heads"][1]) + 1) if self.d_model % h == 0]
             some = ", ".join(map(str, divisors[:-1])) + (" or " if len(divisors) > 1 else "") + str(divisors[-1])
+            # a prime d_model past the heads' range (97) splits into 1 head alone: "1 heads do" (a words walk)
+            some = f"{some} heads do" if len(divisors) > 1 else "only 1 head does"
             raise SpecError(  # in words, not Python's list (a narrow-screen walk: "among [1, 2, 3, 5, 6, 10, 15, 30]")
                 "n_heads",
                 f"d_model {self.d_model} does not split into {self.n_heads} heads of a whole d_k = d_model / heads; "
-                f"{some} heads do (or choose another d_model)", about=("d_model",),
+                f"{some} (or choose another d_model)", about=("d_model",),
             )
         if self.positional == "sinusoidal" and self.d_model % 2:
             # the even d_models nearest that still split into n_heads (odd, as d_model is): d_model ± n_heads, where in

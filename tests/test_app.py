@@ -1378,7 +1378,7 @@ def test_impossible_heads_are_named_as_the_sidebar_names_them_and_the_choices_in
 
 # what an impossible spec's error offers instead: "choose 504 or 518" (d_models), "1, 7 or 73 heads do" (heads)
 OFFERED_D_MODELS = re.compile(r"choose ([0-9]+)(?: or ([0-9]+))?")
-OFFERED_HEADS = re.compile(r"((?:[0-9]+, )*[0-9]+(?: or [0-9]+)?) heads do")
+OFFERED_HEADS = re.compile(r"((?:[0-9]+, )*[0-9]+(?: or [0-9]+)?) heads? do")  # "only 1 head does"
 
 
 def offered(message: str) -> tuple[list[int], list[int]]:

@@ -160,3 +160,15 @@ def test_an_odd_d_model_under_sinusoidal_pe_names_even_ones_that_work_and_the_ot
     assert "'learned' or 'none'" in said
     for positional in ("learned", "none"):
         FigureSpec(d_model=d_model, n_heads=n_heads, positional=positional)
+
+
+@pytest.mark.parametrize("d_model, n_heads, said", [(97, 3, "only 1 head does"), (67, 2, "only 1 head does"),
+                                                    (13, 2, "1 or 13 heads do"), (30, 4, "15 or 30 heads do")])
+def test_the_heads_a_d_model_splits_into_are_counted_in_words(d_model, n_heads, said):
+    """A words walk: a prime d_model above the heads box's 64 (97, in the sidebar's range) splits only into 1 head,
+    and the advice read "1 heads do"; one head is said in the singular, two or more as before."""
+    from ui.state import UI_LIMITS
+
+    with pytest.raises(SpecError) as err:
+        FigureSpec(d_model=d_model, n_heads=n_heads, offer=UI_LIMITS)
+    assert said in str(err.value) and "1 heads" not in str(err.value), str(err.value)
