@@ -1360,8 +1360,8 @@ def test_on_a_phone_view_1s_token_tables_show_their_first_columns_whole_and_name
         assert all(scroll <= 1 and right <= screen for *_, scroll, right in tables), (width, tables)
         assert [columns for _, columns, *_ in tables] == [["position", "A piece", "B piece", "differs"]] + [
             ["position", "piece", "id", "bytes"]] * 2, (width, tables)
-        assert shown["captions"].count("start, end, text, n_bytes: in the CSV below, or on a wider screen.") == 2, shown
-        assert "A id, B id: in the CSV below, or on a wider screen." in shown["captions"], shown
+        assert shown["captions"].count("Columns start, end, text, n_bytes: in the CSV below, or on a wider screen.") == 2, shown
+        assert "Columns A id, B id: in the CSV below, or on a wider screen." in shown["captions"], shown
     with opened_tab(browser, url, 1500, 1000) as tab:
         wide = tab.evaluate(TABLES_SHOWN)
     assert [kind for kind, *_ in wide["tables"]] == ["stDataFrame"] * 3, wide  # as before

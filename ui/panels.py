@@ -115,8 +115,10 @@ def _dataframe(table: pd.DataFrame, panel: Panel, key: str, *, numbers: bool) ->
             st.table(as_text(viz.turned_table(table)))
         if phone:  # shown instead on a phone (ui/style.py)
             _slide_table(table[phone], panel)
-            others = ", ".join(str(c) for c in table.columns if c not in phone)
-            st.caption(md(f"{others}: in the CSV below, or on a wider screen."))
+            # said to be columns: "start, end, text, n_bytes: in the CSV" read as a list of something unsaid (a words walk)
+            others = [str(c) for c in table.columns if c not in phone]
+            st.caption(md(f"{'Columns' if len(others) > 1 else 'Column'} {', '.join(others)}: in the CSV below, or on "
+                          "a wider screen."))
 
 
 def _turns(table: pd.DataFrame) -> bool:
