@@ -1871,3 +1871,17 @@ def test_a_short_grid_of_many_keys_keeps_its_rows_no_taller_than_its_cells_are_w
     row = max(width / 12, 2 * 1.3 * size)
     assert height <= 1.1 * max(queries * row, 7 * 1.3 * t["font_size"] / 8), (height, width / 12, size)
     assert height >= queries * 2 * 1.3 * size - 1  # each row holds its label
+
+
+def test_an_exact_zero_in_a_note_is_written_0_as_the_other_notes_write_it():
+    """A words walk: view 5's context vector of the decoder's first query (one key, weight 1) said "model output vs
+    Σ wⱼvⱼ: max difference 0.0e+00", where view 6 writes the same exact agreement "max |A − B| = 0"; an exact 0 is
+    "0" in any format, a nonzero difference as before ("7.7e−08")."""
+    from viz.labels import num
+
+    assert num(0.0, ".1e") == num(-0.0, ".1e") == num(0.0) == "0"
+    assert num(7.7e-08, ".1e") == "7.7e−08" and num(0.0, ".2f") == "0.00"
+    fig = viz.context_vector_figure(np.array([1.0]), np.array([[0.5, -2.0]]), key_labels=["0:[BOS]"],
+                                    context=np.array([0.5, -2.0]))
+    said = " ".join(a.text for a in fig.layout.annotations)
+    assert "max difference 0" in said and "e+00" not in said, said

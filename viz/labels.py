@@ -62,7 +62,10 @@ def signed(text: str) -> str:
 
 def num(value: float, spec: str = ".3g") -> str:
     """A number for a title, note or caption: format(value, spec), minus signs true minus signs
-    ("3.58e−07", "−0.25"), as the axes and cell values write them."""
+    ("3.58e−07", "−0.25"), as the axes and cell values write them. An exact 0 in e notation is "0", as ".3g" writes
+    it: view 5's note said "max difference 0.0e+00" where view 6's said "= 0" (a words walk)."""
+    if value == 0 and spec.endswith("e"):
+        return "0"
     return signed(format(value, spec))
 
 
