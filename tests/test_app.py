@@ -689,7 +689,10 @@ def test_a_link_with_a_bad_field_keeps_the_rest(make_app, bad, left_out):
 @pytest.mark.parametrize("bad, said", [
     # d_model 7 is left out (odd, sinusoidal): the heads' conflict is with the default 64, which the link never says
     ({"d_model": "7", "n_heads": "7"},
-     "heads (n_heads in the link): with the default d_model 64 (the link's left out), d_model 64 does"),
+     "heads (n_heads in the link): with the default d_model 64 (the link's 7 could not be used), d_model 64 does"),
+    # a value left out for a typo is quoted as the link has it, a long one cut
+    ({"d_model": "7x", "n_heads": "7"}, "with the default d_model 64 (the link's 7x could not be used), d_model 64 does"),
+    ({"d_model": "7" * 30, "n_heads": "7"}, f"with the default d_model 64 (the link's {'7' * 20}… could not be used)"),
     ({"n_heads": "5"}, "heads (n_heads in the link): with the default d_model 64, d_model 64 does not split into 5 heads"),
     # named by the link's own field, d_model (it said "heads (n_heads in the link)" of a link without n_heads)
     ({"d_model": "7"}, "(d_model: with the default heads 4, d_model 7 does not split into 4 heads"),

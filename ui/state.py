@@ -150,7 +150,7 @@ def spec_from_link(params: dict[str, str]) -> tuple[FigureSpec | None, list[Spec
     unknown, malformed or impossible is left out (a known one takes its default), and the rest of the link
     kept: a typo in the layer does not lose the sentences and the view. None where nothing of the link is
     left to use."""
-    params, errors, dropped, seen = dict(params), [], [], set()
+    given, params, errors, dropped, seen = params, dict(params), [], [], set()
     known = {f.name for f in dataclasses.fields(FigureSpec)}
     for key in [k for k in params if k not in known]:
         errors.append(SpecError(key or '""', "unknown field in the link"))
@@ -168,7 +168,8 @@ def spec_from_link(params: dict[str, str]) -> tuple[FigureSpec | None, list[Spec
             # (a field the conflict is about, exc.field or exc.about, that the link does not give is a default; an
             # error about one field alone, a range or a typo, names none: n_heads=100 said "with the default d_model")
             said, about = exc.message, (exc.field, *exc.about)
-            stood_in = [f"{FIELD_NAMES.get(f, f)} {getattr(FigureSpec, f)}" + (" (the link's left out)" if f in dropped else "")
+            stood_in = [f"{FIELD_NAMES.get(f, f)} {getattr(FigureSpec, f)}"
+                        + (f" (the link's {shorter(given[f])} could not be used)" if f in dropped else "")
                         for f in about if f and f not in params and f in known]
             field = next((f for f in about if f in params), None)  # the link's own field that goes
             if said not in seen:  # d_model's conflict with the default n_heads: said once
@@ -186,6 +187,11 @@ def link_field(field: str) -> str:
     """A link's field as a notice names it: by the sidebar's box, and as the link spells it where that differs
     ("heads (n_heads in the link)": a link's error named n_heads, a box the sidebar calls heads)."""
     return f"{FIELD_NAMES[field]} ({field} in the link)" if field in FIELD_NAMES else field
+
+
+def shorter(text: str, most: int = 20) -> str:
+    """A link's value as a notice quotes it: its first `most` characters, "…" where it goes on."""
+    return text if len(text) <= most else text[:most] + "…"
 
 
 def link_error_message(errors: list[SpecError], dropped: list[str], opened: bool) -> str:
