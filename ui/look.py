@@ -134,7 +134,8 @@ def query_select(spec: FigureSpec, notes: list[str]) -> None:
     follow_the_token(None if run is None else run.sentences[run.shown_row(spec.sentence)], spec.block, len(labels))
     keep_choice("query", list(range(len(labels))), notes)
     st.selectbox("Query token", list(range(len(labels))), key="query", format_func=lambda i: labels[i],
-                 width=WIDTHS["query"], help="The token whose attention the bars show.",
+                 width=WIDTHS["query"], help="The query token whose scores and weights the bars show, whose lines "
+                                             "the lines chart draws in colour, and whose context vector is shown.",
                  disabled=run is None, **focus.let_go("query"))
 
 
