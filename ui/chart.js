@@ -635,10 +635,8 @@ function colorbarBelow(layout, data, width) {
 
 function shrink(gd, k, height, fullscreen) {
   // k < 1: the chart drawn `height` px tall is shown at k times its size (a CSS transform, which
-  // plotly.js's hover, zoom and selection follow), its box as tall as what is shown. --lab-scale: k, for what is
-  // sized for the screen inside it (ui/style.py: a touch screen's toolbar buttons, 25 px to tap as shown)
+  // plotly.js's hover, zoom and selection follow), its box as tall as what is shown (draw sets --lab-scale first).
   const box = gd.parentElement;
-  gd.style.setProperty("--lab-scale", String(k));
   gd.style.transform = k < 1 ? `scale(${k})` : "";
   gd.style.transformOrigin = k < 1 ? "0 0" : "";
   box.style.overflow = k < 1 ? "hidden" : "";
@@ -806,6 +804,10 @@ function draw(gd) {
   const room = roomWidth(gd);
   const k = shrinkFactor(gd, room);
   gd.__lab.scale = k;
+  // --lab-scale: k, for what is sized for the screen inside the chart (ui/style.py: a touch screen's toolbar buttons,
+  // 25 px to tap as shown), set before the toolbar is measured below (a review: a chart drawn again at 390 px after
+  // 320 read its toolbar at 320's scale, 157 px for 134, and wrapped its title early)
+  gd.style.setProperty("--lab-scale", String(k));
   const sized = sizedLayout(figure.layout, room, k, fullscreen);
   const laidOut = figure.layout.width || wrapped;
   // in full screen the title keeps clear of plotly.js's toolbar (top right, shown while the pointer is on the
