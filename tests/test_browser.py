@@ -679,17 +679,24 @@ def test_on_a_phone_made_wider_a_title_wraps_for_the_toolbar_as_now_drawn(browse
     """A review of the toolbar's reserve: a 320 px phone's toolbar buttons are drawn larger (ui/style.py, by the
     chart's --lab-scale: 157 px as laid out at 0.6, 134 at 0.75), and a chart drawn again at 390 px (the window made
     wider, the phone turned) measured its toolbar before the new scale reached it, at 320's 157 px: "Each (sin, cos)
-    pair turns by" sent "ωᵢ" down with 17 px to spare. The scale is set before the toolbar is measured: each word sent
-    down would have reached the toolbar, as in a tab opened at 390 px."""
+    pair turns by" sent "ωᵢ" down with 17 px to spare. And a chart drawn for the first time there (view 5, opened
+    after) took the widest toolbar seen on the page, 320's, for its own: "Context vector of query 0:你 =" sent "Σⱼ"
+    down with 6 px to spare. The scale is set before the toolbar is measured, and a toolbar seen stands for one at
+    the same scale only: each word sent down would have reached the toolbar, as in a tab opened at 390 px."""
+    breaks = {}
     with opened_tab(browser, f"{streamlit_url}/?views=positional", 320, 700, is_mobile=True, has_touch=True) as tab:
         draw_every_chart(tab, 200)
         tab.set_viewport_size({"width": 390, "height": 844})
         tab.wait_for_function("() => [...document.querySelectorAll('.lab-chart')].every((gd) => gd.__lab.scale > 0.7)")
         tab.wait_for_timeout(500)
         draw_every_chart(tab, 200)
-        breaks = tab.evaluate(TITLE_BREAKS_BEFORE_TOOLBAR)
-    assert len(breaks) >= 4, breaks
-    assert all(room < 4 for *_, room in breaks), breaks
+        breaks["drawn again"] = tab.evaluate(TITLE_BREAKS_BEFORE_TOOLBAR)
+        tab.evaluate("() => window.scrollTo(0, 0)")
+        open_view(tab, VIEW_LABELS[4])
+        draw_every_chart(tab, 200)
+        breaks["drawn first"] = tab.evaluate(TITLE_BREAKS_BEFORE_TOOLBAR)
+    assert all(len(found) >= 2 for found in breaks.values()), breaks
+    assert all(room < 4 for found in breaks.values() for *_, room in found), breaks
 
 
 def test_a_chart_goes_full_screen_and_back_and_follows_the_page_width(page):

@@ -193,7 +193,9 @@ function rewrap(text, room, size, family) {
 // title's end; there it keeps the camera, full screen and reset (two fingers zoom, one drags).
 const touchScreen = () => Boolean(window.matchMedia && window.matchMedia("(hover: none)").matches);
 const TOUCH_REMOVED = ["zoom2d", "pan2d", "select2d", "lasso2d", "zoomIn2d", "zoomOut2d", "autoScale2d"];
-let toolbarSeen = 0;  // px: the widest toolbar plotly.js has drawn on this page, for a chart that has none yet
+// chart scale k -> px: the widest toolbar plotly.js has drawn at that scale on this page, for a chart that has none yet
+// (a touch screen's buttons are sized by k, ui/style.py: 320's 157 px stood for 390's 134 after the phone turned)
+const toolbarSeen = new Map();
 
 // A layout's panels: its x axes (xaxis, xaxis2, ...), each on the y axis it names as its anchor ("y2": yaxis2).
 const isXAxis = (name) => /^xaxis\d*$/.test(name);
@@ -814,15 +816,15 @@ function draw(gd) {
   // chart): a projector's slide title laid out for 1280 px ran under it. So it does on a touch screen (a phone,
   // a tablet), where no pointer hovers and plotly.js shows the toolbar all the time: there the toolbar keeps
   // only the buttons a finger uses (TOUCH_REMOVED goes), so that the title keeps most of a phone's width.
-  // Before plotly.js has drawn a toolbar in this chart, the widest one drawn so far stands for it; before any,
-  // a guess, and the chart is drawn again once its own is there where that was short (a narrow-screen walk: the
+  // Before plotly.js has drawn a toolbar in this chart, the widest one drawn so far at its scale stands for it; before
+  // any, a guess, and the chart is drawn again once its own is there where that was short (a narrow-screen walk: the
   // guess of 100 px for a touch screen's 134 ran 820 px titles 12-31 px under it). All in the chart's own px, as the
   // title is laid out: the toolbar is inside the chart, and shown at its scale k with it (a phone walk: divided by k, as
   // if the screen's, 134 px read as 180 at 0.75, and titles kept ~45-95 px clear of it where 8 were meant).
   const [readable, traces] = readableType(sized, figure.data || [], k);
   const touch = touchScreen();
   const toolbar = fullscreen || touch
-    ? ((gd.querySelector(".modebar") || {}).offsetWidth || toolbarSeen || (touch ? 140 : 300)) + 8 : 0;
+    ? ((gd.querySelector(".modebar") || {}).offsetWidth || toolbarSeen.get(k) || (touch ? 140 : 300)) + 8 : 0;
   let titled = fitTitle(readable, sized.width, laidOut, toolbar);
   if (k < 1 || sized.width < laidOut) titled = fitLowerTitles(titled, figure.layout, sized.width);  // shrunk, narrower
   let [layout, under] = colorbarBelow(legendBelow(titled, sized.width), traces, sized.width);
@@ -854,7 +856,7 @@ function draw(gd) {
   gd.__lab.barsBelow = barsBelow;
   return window.Plotly.react(gd, data, layout, toolbarConfig(config, touch)).then(() => {
     const drawn = toolbar ? (gd.querySelector(".modebar") || {}).offsetWidth || 0 : 0;  // layout px: no CSS scale
-    toolbarSeen = Math.max(toolbarSeen, drawn);
+    toolbarSeen.set(k, Math.max(toolbarSeen.get(k) || 0, drawn));
     return toolbar && drawn + 8 > toolbar + 1 ? draw(gd) : describe(gd);  // wrapped for too short a bar
   });
 }
