@@ -103,8 +103,8 @@ def _arrays_in(obj, depth: int) -> list[np.ndarray]:
 
 @dataclass(eq=False)
 class ViewResult:
-    """A view's panels, notices and hint. The app shares one per (view, spec) among its sessions
-    (ui/cache.py view_result): nothing may change one once built, but for a Panel making its table."""
+    """A view's panels, notices and hint. The app shares one per (view, spec) among its sessions, the spec's download
+    settings aside (ui/cache.py view_result): nothing may change one once built, but for a Panel making its table."""
 
     panels: list[Panel] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)  # cut inputs and the like: show prominently
