@@ -735,7 +735,6 @@ def test_a_chart_goes_full_screen_and_back_and_follows_the_page_width(page):
     assert "Download plot" in buttons and not any("Share" in b for b in buttons)  # nothing is sent anywhere
 
 
-
 def test_the_full_screen_button_is_named_for_what_it_does_in_and_out_of_full_screen(browser, streamlit_url):
     """A screen reader's walk on a phone: in full screen the chart's full-screen button was still "Full screen (Esc
     leaves)", name and tooltip, so nobody was told that pressing it now leaves. It is named for what it does in each
@@ -760,6 +759,7 @@ def test_the_full_screen_button_is_named_for_what_it_does_in_and_out_of_full_scr
         seen.append(tab.evaluate(names, chart))
     shown, leave = ["Full screen (Esc leaves)"] * 2, ["Leave full screen (Esc)"] * 2
     assert seen == [[shown], [leave], [shown], [leave], [shown]], seen
+
 
 # A chart's width laid out (plotly), shown (after ui/chart.py's CSS scale), its column's, its box's height
 # and the shown height; and the texts of the chart (titles, labels) that stick out of what is shown.
@@ -1269,7 +1269,6 @@ def test_on_a_phone_panels_side_by_side_keep_their_labels_and_titles_apart(brows
         assert len(pair) == 2 and abs(pair[0] - pair[1]) <= 3, (row, gaps)
 
 
-
 # Each subplot title of a chart shown shrunk (a phone), over its own panel (its x axis centred under it, its y axis's
 # top where the title sits): [chart, title, what is wrong, its scale]. Wrong: wider than its panel, down on its panel,
 # on another panel's plot or on any tick label.
@@ -1324,6 +1323,7 @@ def test_on_a_phone_every_panel_title_wraps_within_its_panel_clear_of_the_panel_
     wrong = {key: [t for t in titles if t[2]] for key, titles in found.items()}
     assert not any(wrong.values()), wrong
 
+
 # the page's table cells that are shown and hold a number ("2.54", "2.38e−07"): their text and box on the screen
 NUMBER_CELLS = r"""() => [...document.querySelectorAll('[data-testid="stMain"] :is(td, th)')]
     .filter((c) => c.checkVisibility() && /^−?\d+(\.\d+)?(e[−+]\d+)?$/.test(c.innerText.trim()))
@@ -1351,7 +1351,6 @@ def test_on_a_phone_view_6s_numbers_are_all_on_the_screen(browser, streamlit_url
         wide = tab.locator('[data-testid="stMain"] [data-testid="stDataFrame"]').first
         assert wide.is_visible() and wide.bounding_box()["width"] > 900
         assert tab.evaluate(NUMBER_CELLS) == []  # the turned table is not shown beside it
-
 
 
 # The main area's tables on the screen (st.dataframe, st.table): [kind, its column names where HTML, px its content is
@@ -1390,6 +1389,7 @@ def test_on_a_phone_view_1s_token_tables_show_their_first_columns_whole_and_name
         wide = tab.evaluate(TABLES_SHOWN)
     assert [kind for kind, *_ in wide["tables"]] == ["stDataFrame"] * 3, wide  # as before
     assert not any("wider screen" in c for c in wide["captions"]), wide
+
 
 def test_slide_twins_stack_where_side_by_side_would_show_them_at_under_half_their_size(browser, streamlit_url):
     """Slide charts are laid out for 1280 px: in half of a 1500 px window's main area (~520 px) they would

@@ -318,9 +318,6 @@ def test_readmes_trace_table_names_each_field_with_its_shape():
         assert getattr(record, name) is not None, name
 
 
-if __name__ == "__main__":
-    sys.exit(pytest.main([__file__, "-q"]))
-
 
 def test_readmes_slide_grid_of_every_layer_and_head_fits_one_slide_with_its_labels_in_the_notes_type():
     """README: in the slide theme view 4's every layer × head fits one slide where its panels label every token
@@ -370,3 +367,7 @@ def test_readmes_cell_type_and_smallest_type_are_what_the_figures_write():
         assert written and set(written) == {size}, (theme, written)
     assert round(slide * 0.87) >= shown  # the page's own notes' 18 px, shown at ~0.87 of 1280 on the projector
     assert SMALLEST_SHOWN_PX == int(smallest.group(1)) == default
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q"]))
