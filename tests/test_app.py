@@ -1263,6 +1263,21 @@ def test_with_the_trained_model_the_sidebar_says_whose_tokenizer_the_greyed_radi
     assert not any("zh-en reads one token per character" in c.value for c in at.sidebar.caption)
 
 
+def test_view_1s_phone_tables_are_built_only_up_to_a_slides_rows(make_app):
+    """View 1's phone copies of its token tables (HTML, shown by the CSS on a phone only) are built on every rerun at
+    any width: at 511 tokens they cost ~67 ms a rerun (a review). Like a slide's HTML tables they stop at
+    SLIDE_TABLE_ROWS: a longer sentence's table, and the comparison beside it, scroll in st.dataframe alone."""
+    from ui.panels import SLIDE_TABLE_ROWS
+
+    long = "春" * (SLIDE_TABLE_ROWS + 1)
+    at = make_app(link={"views": "tokens", "sentence_a": long, "sentence_b": "她喜欢你"})
+    assert not at.exception
+    copies = [t for t in at.table if "piece" in str(t.value.columns.tolist())]
+    assert len(at.dataframe) == 3 and len(copies) == 1, len(copies)  # B's only (4 rows); A's and the pair's 41
+    at = make_app(link={"views": "tokens", "sentence_a": long[:SLIDE_TABLE_ROWS], "sentence_b": "她喜欢你"})
+    assert len([t for t in at.table if "piece" in str(t.value.columns.tolist())]) == 3
+
+
 def test_a_figures_numbers_show_a_space_token_as_its_chart_does():
     """A phone walk: the numbers behind view 3's figures labelled the space of "I like her" "1:" (blank) beside
     the chart's "1:␣". Shown, token labels make their whitespace visible; the CSV keeps the raw text."""

@@ -107,7 +107,10 @@ def _dataframe(table: pd.DataFrame, panel: Panel, key: str, *, numbers: bool) ->
         shown = (shown if isinstance(shown, Styler) else shown.style).format({c: num for c in tiny})
     turned = not numbers and _turns(panel.table)
     phone = [] if numbers or "position" not in table.columns else [c for c in table.columns if c in PHONE_COLUMNS]
-    phone = phone if len(phone) < table.shape[1] else []
+    # up to SLIDE_TABLE_ROWS, as a slide's HTML tables: each is built on every rerun at any width, the CSS showing it on
+    # a phone only, and at 511 tokens A's, B's and their comparison's cost ~67 ms a rerun of view 1 (a review); a
+    # longer table scrolls in st.dataframe on a phone as it does anyway
+    phone = phone if len(phone) < table.shape[1] and table.shape[0] <= SLIDE_TABLE_ROWS else []
     pair = f"turned-{key}" if turned else f"narrow-{key}" if phone else None
     with st.container(key=pair) if pair else contextlib.nullcontext():
         st.dataframe(shown, key=f"table-{key}", hide_index=_plain_index(panel.table), column_config=gaps or None)
