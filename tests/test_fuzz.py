@@ -73,8 +73,7 @@ JSON_VALUES = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-5, 3
 
 def _oracle(d: dict) -> bool:
     """Whether a spec of these fields (defaults for the rest) may be drawn, written out apart from lab/spec.py."""
-    s = FigureSpec.__dataclass_fields__
-    v = {k: d.get(k, s[k].default) for k in s}
+    v = {f.name: d.get(f.name, f.default) for f in dataclasses.fields(FigureSpec)}  # its fields, as FIELDS
     choices = {"model": MODELS, "tokenizer": TOKENIZERS, "positional": POSITIONALS, "mask": MASKS, "block": BLOCKS,
                "theme": THEMES, "format": FORMATS, "norm": NORMS, "device": DEVICES, "sentence": ("a", "b")}
     ranges = {"d_model": (2, 1024), "n_heads": (1, 64), "n_layers": (1, 12), "d_ff": (1, 8192), "layer": (0, 63),
