@@ -43,6 +43,8 @@ from bench.app_figures import APP_SPECS, app_specs, sentence, source_tokens, spe
 from bench.appserver import APP, SERVER_FLAGS
 from bench.browser import app_spec
 from bench.core import Context, Record, figure
+from lab.compute import Loaded, load_model, model_fields
+from lab.compute import run as lab_run
 from lab.spec import FigureSpec
 
 TIMEOUT_S = 300.0  # one rerun of the base model at 512 tokens on a busy machine stays far below
@@ -248,6 +250,114 @@ def rerun_records(ctx: Context, specs: dict[str, FigureSpec], rounds: int) -> li
 def app_rerun(ctx: Context) -> list[Record]:
     specs = app_specs(ctx) or {"app": APP_SPECS["app"]}
     return rerun_records(ctx, specs, rounds=3 if ctx.quick else 5)
+
+
+PAGE_VIEWS = ("tokens", "positional", "attention", "heads", "query", "order", "translate")  # every view, in order
+PAGE_TARGET = "<= 1"  # a revisit's page work / the traced forward that feeds the view, as the figures' target
+TRAINED_NAME = "zh-en"  # view 7's records: the trained model's, whatever the config (it has its own)
+
+
+@contextlib.contextmanager
+def views_kept():
+    """Inside: ui.cache.view_result keeps every view it builds, past VIEW_CACHE_BYTES (which does not keep the base
+    model's heads view at 512 tokens), so that a revisit of any view takes its figures from it: page work only."""
+    from ui import cache
+
+    real = cache.view_result
+    kept: dict = {}
+
+    def view_result(view: str, spec: FigureSpec):
+        key = cache._view_key(view, spec)
+        if key not in kept:
+            kept[key] = real.__wrapped__(view, spec)  # built as the real one builds it, payloads made
+        return kept[key]
+
+    cache.view_result = view_result
+    try:
+        yield kept
+    finally:
+        cache.view_result = real
+
+
+def page_times(spec: FigureSpec, rounds: int, loaded: Loaded | None = None, app: Path = APP) -> dict[str, list[float]]:
+    """Seconds per round, interleaved: {"page": the view_area fragment rerun of spec's view, nothing changed, its
+    figures and forward pass in the server's caches (a revisit: Streamlit's work, the tables, captions and notices
+    built, the view's own Python); "page_cpu": the same, CPU time of the script thread; "forward_cpu": the traced
+    forward that feeds the view (lab.compute.run on lab.views.traced_spec: view 7's greedy decoding too), CPU time of
+    this thread on the app's torch threads (lab.threads.app_torch_threads: one unless OMP_NUM_THREADS says)}.
+    loaded: the traced spec's model, where the caller has it loaded."""
+    from lab.threads import app_torch_threads
+    from lab.views import traced_spec
+
+    fed = traced_spec(spec)
+    loaded = loaded or load_model(model_fields(fed))
+    out: dict[str, list[float]] = {"page": [], "page_cpu": [], "forward_cpu": []}
+    with server_like() as times, views_kept():
+        at = open_app(spec, app)  # builds the view once, into the cache
+        with fragment_only(at, VIEW_FRAGMENT):
+            at.run()  # a first revisit, untimed (what the first run alone did, if anything)
+            _check(at, f"a revisit of the {spec.views[0]} view")
+            for _ in range(rounds):
+                app_torch_threads()
+                cpu = time.thread_time()
+                lab_run(loaded, fed.sentence_a, fed.sentence_b, fed.mask)
+                out["forward_cpu"].append(time.thread_time() - cpu)
+                del times[:]
+                at.run()
+                _check(at, f"a revisit of the {spec.views[0]} view")
+                out["page"].append(sum(w for w, _ in times))
+                out["page_cpu"].append(sum(c for _, c in times))
+    return out
+
+
+def trained_models_present() -> bool:
+    from ui.cache import trained_problem
+
+    return trained_problem() is None
+
+
+def page_records(ctx: Context, specs: dict[str, FigureSpec], rounds: int,
+                 views: tuple[str, ...] = PAGE_VIEWS) -> list[Record]:
+    """Per config, size and view: a revisit's page work (page_times) against the forward that feeds it. View 7 is
+    the trained model's (records named TRAINED_NAME, once per size), where both checkpoints load; else left out."""
+    todo = [(name, base, view) for name, base in specs.items() for view in views if view != "translate"]
+    if "translate" in views and trained_models_present():
+        todo.append((TRAINED_NAME, FigureSpec(model="zh-en"), "translate"))
+    records = []
+    for T in ctx.sizes:
+        forward: dict[str, list[float]] = {}
+        for name, base, view in todo:
+            spec = app_spec(base, sentence(source_tokens(T)), view)
+            key = model_fields(spec)
+            loaded = ctx.memo(("app_loaded", key), lambda key=key: load_model(key))  # as bench.app_figures keeps it
+            t = page_times(spec, rounds, loaded)
+            forward.setdefault(name, []).extend(t["forward_cpu"])
+            records += [
+                Record(f"{name}.page_{view}_ms", T, statistics.median(t["page"]) * 1e3, "ms"),
+                Record(f"{name}.page_{view}_cpu_ms", T, statistics.median(t["page_cpu"]) * 1e3, "ms"),
+                Record(f"{name}.page_{view}_ratio", T, _ratio(t["page_cpu"], t["forward_cpu"]), "x", PAGE_TARGET),
+            ]
+        records += [Record(f"{name}.page_forward_cpu_ms", T, statistics.median(f) * 1e3, "ms")
+                    for name, f in forward.items()]
+    return records
+
+
+@figure(
+    "page",
+    "A6. Page work of every view: a revisit (view_area rerun, the view's figures and forward pass cached) against "
+    "the traced forward that feeds it",
+    "AppTest opens a share link of each view (views 1-6 for each config, view 7 with the trained zh-en model, whose "
+    "max_len 64 cuts longer sentences), with the classroom server's settings, then reruns the st.fragment "
+    "'view-area' with nothing changed: the figures come from the server's view cache (kept here whatever their "
+    "size) and the forward pass from its run cache, so what is left is page work: Streamlit's elements, tables "
+    "(Styler, HTML), captions, notices, the view's own Python in app.py and ui/. page_<v>_ms = wall, _cpu_ms = CPU "
+    "time of the script thread; forward = lab.compute.run for the view's traced spec (view 7: greedy decoding "
+    "too), CPU time on the app's torch threads. ratio = page CPU / forward CPU, paired per round. Target (issue "
+    "#6): page work never dominates, <= 1.",
+)
+def app_page(ctx: Context) -> list[Record]:
+    specs = app_specs(ctx) or {"app": APP_SPECS["app"]}
+    return page_records(ctx, specs, rounds=3 if ctx.quick else 5)
 
 
 SESSION_COUNTS = (1, 10, 30, 60)  # open sessions: one student, a class, a large class, two classes

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 import torch
 
 import bench.app_figures  # noqa: F401  (the app's figures: stages, payload)
-import bench.apptest_rerun  # noqa: F401  (rerun)
+import bench.apptest_rerun  # noqa: F401  (rerun, sessions, page)
 import bench.browser  # noqa: F401  (browser)
 import bench.figures  # noqa: F401  (registers the built-in figures)
 from bench.app_figures import APP_SIZES
@@ -21,7 +21,7 @@ from bench.configs import CONFIGS, QUICK_CONFIGS, QUICK_SIZES, SIZES
 from bench.core import FIGURES, Context, Record, compare_table, machine_cores, pivot_table
 from model.device import pick_device
 
-APP_KEYS = ("stages", "payload", "rerun", "browser", "sessions")  # --app: the app end to end (app.py, browser)
+APP_KEYS = ("stages", "payload", "rerun", "browser", "sessions", "page")  # --app: the app end to end (app.py, browser)
 MODEL_KEYS = tuple(k for k in FIGURES if k not in APP_KEYS)  # the default run
 
 

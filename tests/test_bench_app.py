@@ -121,7 +121,7 @@ def test_payload_records_flag_only_512_tokens_against_the_1mb_target():
 
 
 def test_runner_keeps_the_model_figures_by_default_and_adds_the_app_ones_on_request():
-    assert set(APP_KEYS) == {"stages", "payload", "rerun", "sessions", "browser"}
+    assert set(APP_KEYS) == {"stages", "payload", "rerun", "sessions", "browser", "page"}
     assert not set(APP_KEYS) & set(MODEL_KEYS) and "stacks" in MODEL_KEYS
     assert parse_args(["--app"]).app and not parse_args([]).app
 
@@ -137,6 +137,45 @@ def test_session_costs_open_one_session_per_count_and_the_slope_is_per_session()
     assert objects_per_session(costs) == (costs[1]["tracked"] - costs[0]["tracked"]) / 2
     fake = [{"sessions": 1, "tracked": 100}, {"sessions": 11, "tracked": 600}, {"sessions": 31, "tracked": 1600}]
     assert objects_per_session(fake) == 50  # from the fewest to the most sessions
+
+
+def test_page_records_time_a_revisit_of_every_view_against_its_forward_and_build_no_view(builds):
+    """Per size and view a record of the revisit's wall and CPU time and its ratio to the forward that feeds it (one
+    round: exactly page CPU / forward CPU); view 7's under the trained model's name, once per size; and the timed
+    reruns are page work: each view is built once, when its link opens, never in a revisit."""
+    from bench.apptest_rerun import PAGE_TARGET, TRAINED_NAME, page_records, trained_models_present
+
+    assert trained_models_present()  # the checkpoints ship in assets/models
+    ctx = tiny_context(sizes=(4, 6))
+    views = ("tokens", "order", "translate")
+    records = page_records(ctx, {"app": APP}, rounds=2, views=views)
+    assert all(set(r.to_dict()) == set(RECORD_KEYS) for r in records)
+    json.dumps([r.to_dict() for r in records])
+    names = {("app", "tokens"), ("app", "order"), (TRAINED_NAME, "translate")}
+    expect = {(f"{n}.page_{v}_{what}", T) for n, v in names for what in ("ms", "cpu_ms", "ratio") for T in (4, 6)}
+    expect |= {(f"{n}.page_forward_cpu_ms", T) for n in ("app", TRAINED_NAME) for T in (4, 6)}
+    assert {(r.name, r.tokens) for r in records} == expect and len(records) == len(expect)
+    by = {(r.name, r.tokens): r for r in records}
+    for n, v in names:
+        for T in (4, 6):
+            ratio, cpu = by[(f"{n}.page_{v}_ratio", T)], by[(f"{n}.page_{v}_cpu_ms", T)]
+            assert ratio.unit == "x" and ratio.target == PAGE_TARGET and ratio.ok == (ratio.value <= 1)
+            assert cpu.value > 0 and by[(f"{n}.page_{v}_ms", T)].value > 0 and ratio.value > 0
+    # each view built once per size (the link's first run), none in the untimed or the timed revisits
+    for v in views:
+        assert len(builds[v]) == 2 and {len(s.sentence_a) for s in builds[v]} == {4, 6}
+    assert not any(builds[v] for v in builds if v not in views)
+
+
+def test_page_times_pair_one_forward_with_one_revisit_per_round(calls):
+    from bench.apptest_rerun import page_times
+
+    spec = app_spec(APP, sentence(5, salt=41), "attention")
+    times = page_times(spec, rounds=3)
+    assert set(times) == {"page", "page_cpu", "forward_cpu"}
+    assert all(len(v) == 3 and min(v) > 0 for v in times.values())
+    assert calls["sidebar"] == 1  # the link's first run alone: a revisit reruns view_area, not the whole script
+    assert calls["forward"] <= 1  # the app's forward, once when the link opens (none where a test ran it before)
 
 
 # -- browser: the longest main-thread task -----------------------------------------------------------
