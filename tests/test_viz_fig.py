@@ -232,6 +232,23 @@ def test_the_payload_is_orjson_s_and_the_same_as_the_json_module_s(tokens):
             assert json.loads(sent) == json.loads(pio.to_json(panel.figure, validate=False, engine="json"))
 
 
+def test_every_view_s_figures_stay_lean_so_their_payload_is_made_once():
+    """The app's view cache keeps a view's figures and each one's payload (viz.fig.payload_json), made once for every
+    session and rerun, where the figure is still lean (its plotly tree never built). View 6's pooled outputs built
+    theirs (fig.data[1].marker.line.color set after the theme) and were serialised again on every rerun of view 6."""
+    text = "你喜欢她我有一只猫"
+    models = Models(lambda fields: load_model(fields))
+    specs = [FigureSpec(d_model=16, n_heads=2, n_layers=1, d_ff=32, sentence_a=text, sentence_b=text[::-1], theme=t)
+             for t in ("default", "slide", "dark")]
+    specs.append(FigureSpec(model="zh-en", sentence_a="你喜欢她", sentence_b="她喜欢你"))
+    for spec in specs:
+        for view in (*VIEWS, "translate"):  # the trained model's view 7 too (a hint for the random model)
+            for panel in build_view(view, spec, models).panels:
+                if panel.figure is not None:
+                    assert vf._pending(panel.figure) is not None, (spec.theme, view, panel.key)
+                    assert vf.payload_json(panel.figure) is vf.payload_json(panel.figure), (view, panel.key)
+
+
 def test_reading_a_layout_value_leaves_a_shared_figure_as_the_view_cache_keeps_it():
     """ui/export reads a figure's height on every rerun of an open download box: reading fig.layout would
     build the lean figure's plotly tree on a figure every session shares, and its payload would change
