@@ -866,9 +866,10 @@ def _unline_thin_bars(fig: Fig, width: float) -> None:
         for trace in traces:  # a bar's own width (in x units: view 6's pooled B, half of A's), else bargap 0.2's share
             own = trace.get("width")
             share = own if isinstance(own, (int, float)) else 0.8 / (len(traces) if side_by_side else 1)
-            line = trace.child("marker").child("line")
-            if slot_px * share < THIN_BAR_PX and "width" not in line:
-                line["width"] = 0
+            if slot_px * share < THIN_BAR_PX:  # (child() makes the node: asked only here, no empty "line" left)
+                line = trace.child("marker").child("line")
+                if "width" not in line:
+                    line["width"] = 0
 
 
 def _set_margins(fig: Fig, t: dict, width: float, left: float, xs: list[Node], ys: list[Node]) -> None:
