@@ -1094,6 +1094,7 @@ def test_pooled_outputs_state_their_difference():
     )
     assert [t.name for t in fig.data] == ["你喜欢她", "她喜欢你"]
     assert "max |A − B| = 0.5" in header(fig)
+    assert "each 她喜欢你 bar is drawn inside its 你喜欢她 bar" in header(fig)  # which bar is whose in the overlay
 
 
 def test_decoder_self_attention_draws_the_mask_it_is_given():

@@ -224,7 +224,9 @@ def pooled_outputs_figure(
                 meta={"role": "bars"},
             )
         )
-    note = f"max |A − B| = {num(np.abs(a - b).max(initial=0.0))}"
+    # which bar is whose, beside the legend's colours: the overlay's inner bar is B's (a words check of the overlay)
+    note = (f"max |A − B| = {num(np.abs(a - b).max(initial=0.0))}; each {escape_text(name_b)} bar is drawn inside "
+            f"its {escape_text(name_a)} bar")
     fig.update_layout(
         barmode="overlay",
         title=title_layout(title, [note]),
