@@ -224,12 +224,14 @@ def pooled_outputs_figure(
                 meta={"role": "bars"},
             )
         )
-    # which bar is whose, beside the legend's colours: the overlay's inner bar is B's (a words check of the overlay)
-    note = (f"max |A − B| = {num(np.abs(a - b).max(initial=0.0))}; each {escape_text(name_b)} bar is drawn inside "
-            f"its {escape_text(name_a)} bar")
+    # which bar is whose, beside the legend's colours: the overlay's inner bar is B's (a words check of the overlay);
+    # a line of its own, so that twins with and without PE keep as many note lines as each other on a phone, where
+    # one line of both ("max |A − B| = 0.223; each B bar ...") wrapped for one twin only and left their plots unlevel
+    notes = [f"max |A − B| = {num(np.abs(a - b).max(initial=0.0))}",
+             f"each {escape_text(name_b)} bar is drawn inside its {escape_text(name_a)} bar"]
     fig.update_layout(
         barmode="overlay",
-        title=title_layout(title, [note]),
+        title=title_layout(title, notes),
         xaxis_title="dimension",
         yaxis_title="pooled output",
     )
