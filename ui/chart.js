@@ -195,7 +195,10 @@ const touchScreen = () => Boolean(window.matchMedia && window.matchMedia("(hover
 const TOUCH_REMOVED = ["zoom2d", "pan2d", "select2d", "lasso2d", "zoomIn2d", "zoomOut2d", "autoScale2d"];
 // chart scale k -> px: the widest toolbar plotly.js has drawn at that scale on this page, for a chart that has none yet
 // (a touch screen's buttons are sized by k, ui/style.py: 320's 157 px stood for 390's 134 after the phone turned)
+// Keyed by k to 2 decimals (scaleKey): a window dragged through many widths adds at most ~100 entries, not one per
+// width, and toolbars at scales that close differ by under a pixel.
 const toolbarSeen = new Map();
+const scaleKey = (k) => k.toFixed(2);
 
 // A layout's panels: its x axes (xaxis, xaxis2, ...), each on the y axis it names as its anchor ("y2": yaxis2).
 const isXAxis = (name) => /^xaxis\d*$/.test(name);
@@ -824,7 +827,7 @@ function draw(gd) {
   const [readable, traces] = readableType(sized, figure.data || [], k);
   const touch = touchScreen();
   const toolbar = fullscreen || touch
-    ? ((gd.querySelector(".modebar") || {}).offsetWidth || toolbarSeen.get(k) || (touch ? 140 : 300)) + 8 : 0;
+    ? ((gd.querySelector(".modebar") || {}).offsetWidth || toolbarSeen.get(scaleKey(k)) || (touch ? 140 : 300)) + 8 : 0;
   let titled = fitTitle(readable, sized.width, laidOut, toolbar);
   if (k < 1 || sized.width < laidOut) titled = fitLowerTitles(titled, figure.layout, sized.width);  // shrunk, narrower
   let [layout, under] = colorbarBelow(legendBelow(titled, sized.width), traces, sized.width);
@@ -856,7 +859,7 @@ function draw(gd) {
   gd.__lab.barsBelow = barsBelow;
   return window.Plotly.react(gd, data, layout, toolbarConfig(config, touch)).then(() => {
     const drawn = toolbar ? (gd.querySelector(".modebar") || {}).offsetWidth || 0 : 0;  // layout px: no CSS scale
-    toolbarSeen.set(k, Math.max(toolbarSeen.get(k) || 0, drawn));
+    toolbarSeen.set(scaleKey(k), Math.max(toolbarSeen.get(scaleKey(k)) || 0, drawn));
     return toolbar && drawn + 8 > toolbar + 1 ? draw(gd) : describe(gd);  // wrapped for too short a bar
   });
 }
