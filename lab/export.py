@@ -239,6 +239,19 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def out_problem(out: Path) -> str | None:
+    """Why --out cannot become the folder the files go into, said before any view is built or figure rendered
+    (under a file, the export found it only once every figure was rendered: a NotADirectoryError, exit 1); None
+    where it can. Nothing is made here: the folder is made when the files are written."""
+    try:
+        if out.exists():
+            return None if out.is_dir() else f"--out {out} exists and is not a folder"
+        above = next(p for p in out.absolute().parents if p.exists())  # the folder it would be made in, or a file
+    except OSError as exc:  # a folder on the way that this user may not look into
+        return f"--out {out}: {vx.one_line(exc)}"
+    return None if above.is_dir() else f"--out {out}: {above} is not a folder"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
 
@@ -251,8 +264,9 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, UnicodeDecodeError) as exc:
         return fail(f"cannot read {args.spec}: {vx.one_line(exc)}", 2)
     out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        return fail(f"--out {args.out} exists and is not a folder", 2)
+    problem = out_problem(out)
+    if problem:
+        return fail(problem, 2)
 
     models = cli_models()
     try:  # the whole spec is checked (and its views built) before a browser is asked for

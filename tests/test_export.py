@@ -991,10 +991,11 @@ def test_the_cli_prints_each_file_it_wrote_unless_quiet(tmp_path, monkeypatch, c
     assert capsys.readouterr().out == ""
 
 
-@pytest.mark.parametrize("fault", ["no spec file", "out is a file", "absent device"])
+@pytest.mark.parametrize("fault", ["no spec file", "out is a file", "out is under a file", "absent device"])
 def test_the_cli_says_in_one_line_why_it_cannot_start(tmp_path, monkeypatch, capsys, fault):
-    """A spec that cannot be read or a --out that is a file: exit 2, naming it. A device this machine
-    lacks (a spec written on a GPU machine, run on a laptop): exit 1, naming the devices it has."""
+    """A spec that cannot be read or a --out that is a file, or under one (it was found only once every figure was
+    rendered, a NotADirectoryError, exit 1): exit 2, naming it, nothing rendered. A device this machine lacks (a spec
+    written on a GPU machine, run on a laptop): exit 1, naming the devices it has."""
     from model.device import DEVICE_CHOICES, available_devices, pick_device
 
     monkeypatch.setattr(vx, "render", lambda *a, **k: pytest.fail("nothing is rendered"))
@@ -1007,15 +1008,21 @@ def test_the_cli_says_in_one_line_why_it_cannot_start(tmp_path, monkeypatch, cap
         spec = tmp_path / "nowhere.json"
     if fault == "out is a file":
         out.write_text("x")
+    if fault == "out is under a file":
+        out.write_text("x")
+        out = out / "figures"
+    monkeypatch.setattr(vx, "browser_available", lambda: True)
     code = lx.main([str(spec), "--out", str(out)])
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "Traceback" not in err, err
     said = {"no spec file": (2, f"lab.export: cannot read {spec}: "),
             "out is a file": (2, f"lab.export: --out {out} exists and is not a folder"),
+            "out is under a file": (2, f"lab.export: --out {out}: {out.parent} is not a folder"),
             "absent device": (1, f"lab.export: ValueError: device={absent[0]!r} is not available on this machine; "
                                  f"available: {available_devices()}")}[fault]
     assert code == said[0] and err.startswith(said[1]), err
     assert out.is_file() if fault == "out is a file" else not out.exists()
+    assert fault != "out is under a file" or out.parent.read_text() == "x"
     assert pick_device("auto") == pick_device(available_devices()[0])
     with pytest.raises(ValueError, match="device='tpu' is unknown"):
         pick_device("tpu")
