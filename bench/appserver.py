@@ -1,7 +1,7 @@
 """`streamlit run app.py` as a subprocess on a free loopback port, and what /proc says about it.
 
 Used by the browser figure (bench/browser.py) and the classroom load test (scripts/classroom_load.py).
-The server is always terminated: `with app_server() as server: ...` kills it on any exit.
+The server is always terminated and its log removed: `with app_server() as server: ...` on any exit.
 """
 
 from __future__ import annotations
@@ -132,6 +132,7 @@ def app_server(
     finally:
         stop(proc)
         log.close()
+        server.log_path.unlink(missing_ok=True)  # its tail is in a failed start's error; kept, one per run piled up in /tmp
 
 
 def stop(proc: subprocess.Popen, grace: float = 10.0) -> None:

@@ -331,3 +331,25 @@ def test_classroom_load_two_sessions_end_to_end(tmp_path):
     assert by["classroom.failed_checks"]["value"] == 0
     assert by["classroom.number_checks"]["value"] == 2 * (1 + 2)  # a load and two actions per session
     assert by["classroom.rss_peak_MiB"]["value"] > 0
+
+
+@pytest.mark.slow
+def test_the_app_server_leaves_no_log_behind_and_says_the_logs_end_when_it_cannot_start(tmp_path, monkeypatch):
+    """Every server the browser figure and the classroom load test started left its streamlit-*.log in /tmp (82 of
+    them on a machine of a few days' sessions): the log is read for the error that ends a failed start, then removed,
+    on any exit."""
+    import tempfile
+
+    from bench.appserver import app_server
+
+    logs = tmp_path / "tmp"
+    logs.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(logs))
+    app = tmp_path / "app.py"
+    app.write_text("import streamlit as st\nst.write('x')\n")
+    with app_server(app, start_timeout=120) as server:
+        assert server.log_path.parent == logs and server.log_path.exists()
+    assert server.proc.poll() is not None and not any(logs.iterdir())
+    with pytest.raises(RuntimeError, match="(?s)streamlit exited with .*does not exist"), app_server(tmp_path / "none.py"):
+        pass
+    assert not any(logs.iterdir())
