@@ -39,10 +39,10 @@ import time
 import tomllib
 from pathlib import Path
 
-from bench.app_figures import APP_SPECS, app_specs, sentence, source_tokens, spec_for
+from bench.app_figures import APP_SPECS, app_specs, loaded_model, sentence, source_tokens, spec_for
 from bench.appserver import APP, SERVER_FLAGS
-from bench.browser import app_spec
-from bench.core import Context, Record, figure
+from bench.browser import app_spec, share_query
+from bench.core import Context, Record, figure, median_ratio
 from lab.compute import Loaded, load_model, model_fields
 from lab.compute import run as lab_run
 from lab.spec import FigureSpec
@@ -122,9 +122,7 @@ def open_app(spec: FigureSpec, app: Path = APP):
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(app), default_timeout=TIMEOUT_S)
-    query = spec.to_query()
-    query["views"] = ",".join(spec.views)
-    for key, value in query.items():
+    for key, value in share_query(spec).items():
         at.query_params[key] = value
     at.run()
     _check(at, "the first run")
@@ -197,10 +195,6 @@ def rerun_times(spec: FigureSpec, tokens: int, rounds: int, app: Path = APP) -> 
     return out
 
 
-def _ratio(part: list[float], whole: list[float]) -> float:
-    return statistics.median(p / w for p, w in zip(part, whole, strict=True))
-
-
 RERUN_TARGET = "<= 0.2"  # a layer/head change vs a sentence change, both fragment reruns as on the server
 
 
@@ -210,25 +204,25 @@ def rerun_records(ctx: Context, specs: dict[str, FigureSpec], rounds: int) -> li
         for T in ctx.sizes:
             spec = app_spec(base, sentence(source_tokens(T)))
             t = rerun_times(spec, T, rounds)
-            for unit, suffix in (("", ""), ("_cpu", "_cpu")):
+            for unit in ("", "_cpu"):
                 records += [
-                    Record(f"{name}.rerun{suffix}_full_sentence_ms", T,
+                    Record(f"{name}.rerun{unit}_full_sentence_ms", T,
                            statistics.median(t["sentence" + unit]) * 1e3, "ms"),
-                    Record(f"{name}.rerun{suffix}_full_layer_head_ms", T,
+                    Record(f"{name}.rerun{unit}_full_layer_head_ms", T,
                            statistics.median(t["layer_head" + unit]) * 1e3, "ms"),
-                    Record(f"{name}.rerun{suffix}_full_layer_head_ratio", T,
-                           _ratio(t["layer_head" + unit], t["sentence" + unit]), "x"),
-                    Record(f"{name}.rerun{suffix}_fragment_sentence_ms", T,
+                    Record(f"{name}.rerun{unit}_full_layer_head_ratio", T,
+                           median_ratio(t["layer_head" + unit], t["sentence" + unit]), "x"),
+                    Record(f"{name}.rerun{unit}_fragment_sentence_ms", T,
                            statistics.median(t["fragment_sentence" + unit]) * 1e3, "ms"),
-                    Record(f"{name}.rerun{suffix}_fragment_layer_head_ms", T,
+                    Record(f"{name}.rerun{unit}_fragment_layer_head_ms", T,
                            statistics.median(t["fragment" + unit]) * 1e3, "ms"),
-                    Record(f"{name}.rerun{suffix}_fragment_layer_head_ratio", T,
-                           _ratio(t["fragment" + unit], t["fragment_sentence" + unit]), "x",
+                    Record(f"{name}.rerun{unit}_fragment_layer_head_ratio", T,
+                           median_ratio(t["fragment" + unit], t["fragment_sentence" + unit]), "x",
                            RERUN_TARGET if not unit else None),
-                    Record(f"{name}.rerun{suffix}_fragment_revisit_ms", T,
+                    Record(f"{name}.rerun{unit}_fragment_revisit_ms", T,
                            statistics.median(t["fragment_revisit" + unit]) * 1e3, "ms"),
-                    Record(f"{name}.rerun{suffix}_fragment_revisit_ratio", T,
-                           _ratio(t["fragment_revisit" + unit], t["fragment_sentence" + unit]), "x"),
+                    Record(f"{name}.rerun{unit}_fragment_revisit_ratio", T,
+                           median_ratio(t["fragment_revisit" + unit], t["fragment_sentence" + unit]), "x"),
                 ]
     return records
 
@@ -240,9 +234,9 @@ def rerun_records(ctx: Context, specs: dict[str, FigureSpec], rounds: int) -> li
     "AppTest runs app.py in-process on a share link, compiled once and with the classroom server's "
     "settings, as the server runs it; per round: sentence A changes as a full-script run (sidebar, "
     "forward, figures), then only the head or layer as a full-script rerun (AppTest's own .run()), then "
-    "as reruns of the st.fragment 'main' only (no sidebar), as the server does them: the head or layer "
-    "(cached forward), back to the head or layer drawn before (its figures from the server's view cache) "
-    "and a new sentence (a new forward). Time of the script run on the script "
+    "as the fragment reruns the server does (no sidebar): a new sentence (st.fragment 'main', a new forward), "
+    "the head or layer (st.fragment 'view-area' inside it, cached forward) and back to the head or layer "
+    "drawn before (its figures from the server's view cache). Time of the script run on the script "
     "thread (not AppTest's thread start, mock runtime and message parsing): wall, and (rerun_cpu_*) the "
     "script thread's CPU time, steadier on a busy machine. Medians; ratios paired per round. "
     "Target (issue #6): a layer/head change <= 0.2 of a sentence change, both fragment reruns.",
@@ -328,14 +322,12 @@ def page_records(ctx: Context, specs: dict[str, FigureSpec], rounds: int,
         forward: dict[str, list[float]] = {}
         for name, base, view in todo:
             spec = app_spec(base, sentence(source_tokens(T)), view)
-            key = model_fields(spec)
-            loaded = ctx.memo(("app_loaded", key), lambda key=key: load_model(key))  # as bench.app_figures keeps it
-            t = page_times(spec, rounds, loaded)
+            t = page_times(spec, rounds, loaded_model(ctx, model_fields(spec)))
             forward.setdefault(name, []).extend(t["forward_cpu"])
             records += [
                 Record(f"{name}.page_{view}_ms", T, statistics.median(t["page"]) * 1e3, "ms"),
                 Record(f"{name}.page_{view}_cpu_ms", T, statistics.median(t["page_cpu"]) * 1e3, "ms"),
-                Record(f"{name}.page_{view}_ratio", T, _ratio(t["page_cpu"], t["forward_cpu"]), "x", PAGE_TARGET),
+                Record(f"{name}.page_{view}_ratio", T, median_ratio(t["page_cpu"], t["forward_cpu"]), "x", PAGE_TARGET),
             ]
         records += [Record(f"{name}.page_forward_cpu_ms", T, statistics.median(f) * 1e3, "ms")
                     for name, f in forward.items()]

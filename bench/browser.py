@@ -5,9 +5,9 @@ free loopback port, one Chromium (Playwright, /usr/bin/chromium); each repeat op
 context on a share link of the attention view, waits until every chart is drawn, then types a new
 sentence A (Enter commits it) and waits until the charts show it; then picks only another head, and
 then only another layer, in their select boxes, and waits until the charts show that head / layer.
-The sentence boxes and the view, layer and head controls live in one st.fragment (app.py main_area),
-so all three changes rerun only the fragment, the sentence with a new forward pass: the head's and the
-layer's time over the sentence's (paired per repeat) has the target <= 0.2.
+The sentence boxes live in an st.fragment (app.py main_area) and the layer and head boxes in one inside
+it (view_area): a new sentence reruns main_area, with a new forward pass, and a head or layer view_area
+alone; the head's and the layer's time over the sentence's (paired per repeat) has the target <= 0.2.
 
 Each change is timed twice: until the charts on the screen show it (what the user waits for: ui/chart.py
 draws those first; the figure's plain names, and the redraw target) and until every chart of the view
@@ -32,7 +32,7 @@ import numpy as np
 
 from bench.app_figures import APP_SPECS, app_specs, sentence, source_tokens
 from bench.appserver import Server, app_server
-from bench.core import Context, Record, figure
+from bench.core import Context, Record, figure, median_ratio
 from lab.compute import load_model
 from lab.spec import FigureSpec
 from lab.views import Models, ViewResult, build_view
@@ -209,11 +209,14 @@ def app_spec(base: FigureSpec, text: str, view: str = "attention") -> FigureSpec
     return dataclasses.replace(base, sentence_a=text, sentence_b=text[::-1], views=(view,), theme=APP_THEME)
 
 
+def share_query(spec: FigureSpec) -> dict[str, str]:
+    """A share link's query of `spec` (ui/state.py share_query: non-default fields, the view always)."""
+    return {**spec.to_query(), "views": ",".join(spec.views)}
+
+
 def app_url(server_url: str, spec: FigureSpec) -> str:
-    """A share link of `spec` (ui/state.py share_query: non-default fields, the view always)."""
-    query = spec.to_query()
-    query["views"] = ",".join(spec.views)
-    return f"{server_url}?{urlencode(query)}"
+    """A share link of `spec` on the server at server_url."""
+    return f"{server_url}?{urlencode(share_query(spec))}"
 
 
 _models = Models(load_model)
@@ -366,10 +369,6 @@ def time_page(browser, server: Server, base: FigureSpec, tokens: int, repeats: i
     return timing
 
 
-def paired_ratio(numerators: list[float], denominators: list[float]) -> float:
-    return statistics.median(a / b for a, b in zip(numerators, denominators, strict=False))
-
-
 def browser_records(ctx: Context, specs: dict[str, FigureSpec], repeats: int,
                     app: Path | None = None) -> list[Record]:
     from playwright.sync_api import sync_playwright
@@ -399,7 +398,7 @@ def browser_records(ctx: Context, specs: dict[str, FigureSpec], repeats: int,
                             records += [
                                 Record(f"{name}.browser_{what}_ms", T, ms(times), "ms"),
                                 Record(f"{name}.browser_{what}_all_ms", T, ms(every), "ms"),
-                                Record(f"{name}.browser_{what}_ratio", T, paired_ratio(times, t.redraw_s), "x",
+                                Record(f"{name}.browser_{what}_ratio", T, median_ratio(times, t.redraw_s), "x",
                                        SWITCH_TARGET),
                             ]
                     interactive = INTERACTIVE_TARGET if T == INTERACTIVE_TOKENS else None

@@ -10,7 +10,7 @@ import math
 import os
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -101,15 +101,18 @@ class Timing:
         return len(self.samples)
 
 
-def paired_ratio(a: Timing, b: Timing) -> float:
-    """median_i(a_i / b_i) over the rounds of one measure() call.
+def median_ratio(parts: Sequence[float], wholes: Sequence[float]) -> float:
+    """median_i(parts_i / wholes_i): each pair measured back to back (one round, one repeat), so a slow spell of a
+    shared machine cancels out of the ratio instead of landing on one side of it (which the ratio of medians
+    allows)."""
+    return statistics.median(x / y for x, y in zip(parts, wholes, strict=True))
 
-    a_i and b_i ran back to back in round i, so a slow spell of a shared machine cancels out of
-    the ratio instead of landing on one side of it (which the ratio of medians allows).
-    """
+
+def paired_ratio(a: Timing, b: Timing) -> float:
+    """median_i(a_i / b_i) over the rounds of one measure() call (median_ratio)."""
     if a.repeats != b.repeats:
         raise ValueError("paired_ratio needs two timings from the same measure() call")
-    return statistics.median(x / y for x, y in zip(a.samples, b.samples, strict=True))
+    return median_ratio(a.samples, b.samples)
 
 
 def measure(
