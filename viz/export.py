@@ -210,13 +210,13 @@ def warm_up() -> None:
     if _SERVER.running or not browser_available():
         return
 
-    def go_() -> None:
+    def start_quietly() -> None:
         try:
             _SERVER.start()
         except ExportError:
             pass
 
-    threading.Thread(target=go_, name="kaleido-warm-up", daemon=True).start()
+    threading.Thread(target=start_quietly, name="kaleido-warm-up", daemon=True).start()
 
 
 def server_running() -> bool:
@@ -337,9 +337,9 @@ def render(fig: go.Figure | dict, fmt: str, *, width: int, height: int, scale: f
     so word processors and LaTeX place it at width/96 inches.
     """
     check_size(fmt, width, height, scale)
-    opts = {"format": fmt, "width": width, "height": height, "scale": scale if fmt == "png" else 1}
     data = alone(figure_dict(fig))
-    opts["height"] = round_height(data, width, height)
+    opts = {"format": fmt, "width": width, "height": round_height(data, width, height),
+            "scale": scale if fmt == "png" else 1}
     raw = _SERVER.render(pdf_fonts(data) if fmt == "pdf" else data, opts)
     if fmt == "svg":
         return _stable_svg(crisp_svg(raw))  # heatmaps crisp in any viewer (viz/crisp.py)
