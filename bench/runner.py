@@ -86,7 +86,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--only", metavar="KEYS", help=f"comma-separated figures, from {list(FIGURES)}")
     p.add_argument(
-        "--sizes", metavar="N,N", type=_ints, help="token counts (default 8,16,32,128,512)"
+        "--sizes", metavar="N,N", type=_ints, help="token counts (default 8,16,32,128,512; --app 8,32,128,512; --quick 8,32)"
     )
     p.add_argument("--configs", metavar="NAMES", help=f"comma-separated, from {list(CONFIGS)}")
     p.add_argument("--budget", type=float, help="seconds of timed calls per measurement")
