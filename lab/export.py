@@ -277,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - one line, never a traceback
         return fail(f"{type(exc).__name__}: {vx.one_line(exc)}", 1)
     if not vx.browser_available():
-        return fail(vx.INSTALL_HELP, 3)
+        return fail(vx.install_help(), 3)
     warn = None if args.quiet else (lambda m: print(f"note: {m}", file=sys.stderr))
     try:
         paths = export_spec(spec, out, trace_format=args.trace_format if args.trace else None,

@@ -624,7 +624,11 @@ def test_no_browser_is_a_one_line_install_hint(tmp_path, monkeypatch, capsys):
     assert lx.main([str(spec), "--out", str(tmp_path / "out")]) == 3
     err = capsys.readouterr().err.strip()
     assert "apt-get install -y chromium" in err and len(err.splitlines()) == 1
+    assert f"BROWSER_PATH={tmp_path / 'no-chromium-here'} is not an executable file" in err  # the fault, first
     assert not (tmp_path / "out").exists()
+    monkeypatch.delenv("BROWSER_PATH")  # unset, where none is found: the install hint alone
+    monkeypatch.setattr(vx, "find_browser", lambda: None)
+    assert vx.install_help() == vx.INSTALL_HELP
 
 
 # ---------------------------------------------------------------------------- the trace

@@ -71,7 +71,7 @@ def export_buttons(fig: go.Figure, key: str, spec: FigureSpec) -> None:
     server, says how to install one instead.
     """
     if _browser() is None:
-        st.caption(f"⚠️ {vx.INSTALL_HELP}")
+        st.caption(f"⚠️ {vx.install_help()}")
         return
     vx.warm_up()  # start Chromium in the background now, so the first click is fast
     fig_json = vx.figure_json(fig)  # a snapshot: later changes to fig do not leak into downloads

@@ -51,6 +51,15 @@ INSTALL_HELP = (
 )
 
 
+def install_help() -> str:
+    """INSTALL_HELP, led by what is wrong with BROWSER_PATH where it is set: find_browser() then looks nowhere else,
+    and 'install it' alone sent someone whose Chromium is installed looking for the wrong fault."""
+    env = os.environ.get("BROWSER_PATH")
+    if env and find_browser() is None:
+        return f"BROWSER_PATH={env} is not an executable file, and no other browser is looked for. {INSTALL_HELP}"
+    return INSTALL_HELP
+
+
 class ExportError(RuntimeError):
     """An export that cannot be done; the message says why in one line."""
 
@@ -134,7 +143,7 @@ class _Server:
                 return
             path = find_browser()
             if path is None:
-                raise NoBrowserError(INSTALL_HELP)
+                raise NoBrowserError(install_help())
             import kaleido
 
             quiet_chatty_loggers()
