@@ -3,6 +3,7 @@ specs that never leave half an export behind, and the whole trace on disk and ba
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import dataclasses
 import io
@@ -615,6 +616,70 @@ def test_write_atomic_leaves_no_temporary_file(tmp_path):
     vx.write_atomic(tmp_path / "a.svg", b"<svg></svg>")
     assert [p.name for p in tmp_path.iterdir()] == ["a.svg"]
     assert (tmp_path / "a.svg").read_bytes() == b"<svg></svg>"
+
+
+class _FakeKaleido:
+    """A kaleido.Kaleido whose open() takes open_s seconds; what was made and closed is kept."""
+
+    made: list = []
+    open_s = 0.0
+
+    def __init__(self, **_):
+        self.closed = False
+        _FakeKaleido.made.append(self)
+
+    async def open(self):
+        await asyncio.sleep(self.open_s)
+
+    async def close(self):
+        self.closed = True
+
+    async def calc_fig(self, fig, opts):
+        return b"drawn"
+
+
+@pytest.fixture
+def fake_kaleido(monkeypatch):
+    import kaleido
+
+    monkeypatch.setattr(kaleido, "Kaleido", _FakeKaleido)
+    monkeypatch.setattr(vx, "find_browser", lambda: "/usr/bin/chromium")
+    monkeypatch.setattr(_FakeKaleido, "made", [])
+    return _FakeKaleido
+
+
+def test_a_browser_that_does_not_open_in_time_is_closed_not_left_running(monkeypatch, fake_kaleido):
+    """A re-read of viz/export.py: a Chromium that did not open within START_TIMEOUT_S was given up with its
+    Kaleido never closed, so the browser it had started could run on, one more each try."""
+    monkeypatch.setattr(fake_kaleido, "open_s", 30.0)
+    monkeypatch.setattr(vx, "START_TIMEOUT_S", 0.2)
+    server = vx._Server()
+    with pytest.raises(vx.ExportError, match="could not start Chromium"):
+        server.start()
+    assert len(fake_kaleido.made) == 1 and fake_kaleido.made[0].closed
+    assert not server.running
+
+
+def test_a_render_whose_browser_another_render_stopped_fails_in_one_line_at_once(monkeypatch, fake_kaleido):
+    """A re-read of viz/export.py: render read the server's (loop, Kaleido) after start(), and a render on another
+    thread that stopped a wedged browser in between left it a None: an AttributeError, a traceback in the app.
+    start() hands the pair over under its lock, and a loop stopped since is said in one line, not waited on."""
+    server = vx._Server()
+    start = server.start
+
+    def start_then_stopped_elsewhere():
+        pair = start()
+        server.stop()  # what a timed-out render on another thread does
+        return pair
+
+    monkeypatch.setattr(server, "start", start_then_stopped_elsewhere)
+    began = time.monotonic()
+    with pytest.raises(vx.ExportError, match="restarted during this export"):
+        server.render({}, {})
+    assert time.monotonic() - began < 15
+    monkeypatch.setattr(server, "start", start)
+    assert server.render({}, {}) == b"drawn"  # the next export starts a fresh one
+    server.stop()
 
 
 def test_no_browser_is_a_one_line_install_hint(tmp_path, monkeypatch, capsys):

@@ -29,6 +29,7 @@ import threading
 import zlib
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -137,10 +138,12 @@ class _Server:
     def running(self) -> bool:
         return self._kaleido is not None
 
-    def start(self) -> None:
+    def start(self) -> tuple[asyncio.AbstractEventLoop, Any]:
+        """The running (loop, Kaleido), started first where none runs. Read under the lock: a render on another
+        thread that stops a wedged browser cannot leave this caller half of a server (a None where a Kaleido was)."""
         with self._lock:
             if self._kaleido is not None:
-                return
+                return self._loop, self._kaleido
             path = find_browser()
             if path is None:
                 raise NoBrowserError(install_help())
@@ -151,15 +154,24 @@ class _Server:
             thread = threading.Thread(target=loop.run_forever, name="kaleido-server", daemon=True)
             thread.start()
 
+            made = []  # the Kaleido, once made: closed if it does not open in time (its Chromium may have started)
+
             async def open_browser():
                 # mathjax=False: no CDN fetch (no network at run time); plotly.js comes from plotly.py
-                k = kaleido.Kaleido(n=1, timeout=RENDER_TIMEOUT_S, mathjax=False, path=path)
-                await k.open()
-                return k
+                made.append(kaleido.Kaleido(n=1, timeout=RENDER_TIMEOUT_S, mathjax=False, path=path))
+                await made[0].open()
+                return made[0]
 
+            opening = asyncio.run_coroutine_threadsafe(open_browser(), loop)
             try:
-                k = asyncio.run_coroutine_threadsafe(open_browser(), loop).result(START_TIMEOUT_S)
+                k = opening.result(START_TIMEOUT_S)
             except BaseException as exc:
+                opening.cancel()
+                if made:
+                    try:
+                        asyncio.run_coroutine_threadsafe(made[0].close(), loop).result(10)
+                    except BaseException:  # noqa: BLE001 - closing a half-opened browser may fail; we stop anyway
+                        pass
                 loop.call_soon_threadsafe(loop.stop)
                 thread.join(5)
                 raise ExportError(f"could not start Chromium at {path}: {one_line(exc)}") from None
@@ -168,10 +180,12 @@ class _Server:
             if not self._atexit:
                 atexit.register(self.stop)
                 self._atexit = True
+            return loop, k
 
     def render(self, fig: dict, opts: dict) -> bytes:
-        self.start()
-        loop, k = self._loop, self._kaleido
+        loop, k = self.start()
+        if not loop.is_running():  # stopped by a render on another thread since: a coroutine sent now would never run
+            raise ExportError("the browser was restarted during this export: try again")
         future = asyncio.run_coroutine_threadsafe(k.calc_fig(fig, opts=opts), loop)
         try:
             return future.result(RENDER_TIMEOUT_S + 5)
