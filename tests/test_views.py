@@ -720,6 +720,7 @@ def test_the_translate_views_figures_hold_the_sentences_own_steps_not_the_batchs
     assert list(p["cross"].table.columns) == ["0:你", "1:喜", "2:欢", "3:她"]
     # every head of the layer's cross-attention is one of the view's panels (so an export holds it too),
     # its head h the model's own weights of head h, the sentence's own steps and source tokens
+    import viz
     from lab.views import decoding_spec
     from model.analysis import record
 
@@ -735,6 +736,11 @@ def test_the_translate_views_figures_hold_the_sentences_own_steps_not_the_batchs
     lay = p["cross-heads"].figure.layout
     assert lay.yaxis.title.text == "decoding step (reads → writes)" and lay.xaxis4.title.text == "source token"
     assert p["cross"].figure.layout.yaxis.title.text == "decoding step (reads → writes)"
+    # in the same words: the chart above said "source token (encoder)" over the grid's "source token", as did the
+    # step chart under the slider (ui/translate.py), where every hover of them says "source token"
+    step_chart = viz.cross_attention_heatmap(every[0, :2, :4], target_labels=["[BOS]", "you"], source_labels=list("你喜欢她"),
+                                             step_labels=["[BOS]→you", "you→like"])
+    assert p["cross"].figure.layout.xaxis.title.text == step_chart.layout.xaxis.title.text == "source token"
     assert "decoding step" in heads[0].hovertemplate and "source token" in heads[0].hovertemplate
 
 

@@ -70,7 +70,7 @@ def cross_attention_heatmap(
         col_labels=source_labels,
         mask=mask,
         title=title,
-        x_title="source token (encoder)",
+        x_title="source token",  # as view 7's grid of every head and every hover of them say
         y_title="target token (decoder)" if step_labels is None else STEP_AXIS,
         axis_names=("query", "key") if step_labels is None else STEP_HOVER["source"],
         row_sums=row_sums,
