@@ -227,3 +227,21 @@ def test_view_6s_pooled_outputs_draw_each_dimension_as_a_bar_not_a_line_on_a_pho
     # and B's outline, where the theme keeps one, draws no stripe of the page's colour inside A's bar
     (fill_a, _, _), (_, stroke_b, width_b) = plot_page.evaluate(BAR_PAINT)
     assert width_b == 0 or stroke_b == fill_a, (fill_a, stroke_b, width_b)
+
+
+def test_hovering_a_pooled_output_bar_names_its_sentence_its_dimension_and_what_its_value_is(plot_page):
+    """A words walk: hovering a bar of view 6's pooled outputs said "B", "dim 0", "0.400000": a letter alone, a
+    number of no name with zeros no other hover writes. Each bar's label says whose sentence, which dimension, and
+    what the number is, as the others write it (B's core inside A's bar and A's edge beside it)."""
+    from viz.order import pooled_outputs_figure
+
+    fig = json.loads(pooled_outputs_figure(np.array([0.5, -0.3]), np.array([0.4, -0.35])).to_json())
+    fig["layout"].update(width=600, height=400)
+    cases = {(0.0, 0.2): "sentence Bdim 0pooled output 0.4", (0.38, 0.2): "sentence Adim 0pooled output 0.5",
+             (1.0, -0.1): "sentence Bdim 1pooled output -0.35"}  # plotly.js's hyphen, as in every hover
+    for (x, y), label in cases.items():
+        plot_page.mouse.move(0, 0)
+        px, py = plot_page.evaluate(PLACE, [fig, x, y])
+        plot_page.mouse.move(px, py)
+        plot_page.wait_for_function("() => document.querySelector('.hoverlayer .hovertext')")
+        assert plot_page.evaluate(HOVER_TEXT) == [label], (x, y)

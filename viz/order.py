@@ -220,7 +220,8 @@ def pooled_outputs_figure(
                 width=width,
                 name=escape_text(name),
                 marker_color=color,
-                hovertemplate=f"{escape_text(name)}<br>dim %{{x}}<br>%{{y:.6g}}<extra></extra>",
+                # whose bar, and what its number is: "B", "dim 0", "0.400000" said neither (a words walk)
+                hovertemplate=f"sentence {escape_text(name)}<br>dim %{{x}}<br>pooled output %{{y:.6~g}}<extra></extra>",
                 meta={"role": "bars"},
             )
         )
