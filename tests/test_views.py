@@ -698,6 +698,23 @@ def test_every_step_figure_says_which_head_it_shows_in_its_own_title(models):
         assert "— decoder self, layer 1, head 2" in viz.theme.unwrap(p[key].figure.layout.title.text), key
 
 
+def test_view_5s_variance_of_a_wide_heads_scores_is_written_in_digits(models):
+    """A numbers walk: one head of d_k 512 over 20 tokens said "raw scores have variance 1.23e+03"; it says the
+    number in digits, the one the scores have to 3 significant digits."""
+    spec = FigureSpec(sentence_a="我们今天去公园散步然后吃饭看电影回家睡觉", d_model=512, n_heads=1, d_ff=512,
+                      views=("query",))
+    p, _ = panels("query", spec, models)
+    said = re.search(r"raw scores have variance ([0-9,.]+);", p["query-bars"].caption)
+    run = models.run(spec)
+    from model.analysis import head_arrays, record
+
+    a = head_arrays(record(run.trace, "encoder self", 0), 0, 0)  # sentence A: the longer, its own queries all rows
+    scores = a["scores"][a["allowed"]]  # every (query, key) it may attend: B's [PAD] keys are masked
+    assert said and "e+" not in p["query-bars"].caption, p["query-bars"].caption[-120:]
+    assert scores.var() >= 1000 and float(said[1].replace(",", "")) == float(f"{scores.var():.3g}")
+
+
+
 @needs_trained
 def test_the_translation_line_shows_controls_as_code_points_so_an_override_cannot_turn_it_around(models):
     """"\u202e你喜欢她 → he likes her" drawn raw reads "reh sekil eh → 她欢喜你" in the browser."""

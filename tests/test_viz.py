@@ -1904,3 +1904,16 @@ def test_an_exact_zero_in_a_note_is_written_0_as_the_other_notes_write_it():
                                     context=np.array([0.5, -2.0]))
     said = " ".join(a.text for a in fig.layout.annotations)
     assert "max difference 0" in said and "e+00" not in said, said
+
+
+def test_a_large_number_in_a_note_is_written_in_digits_not_e_notation():
+    """A numbers walk: view 5 at d_model 512 (1 head, d_k 512) said "This head's raw scores have variance 1.23e+03",
+    an e-notation with an ASCII plus a student reads as something other than the 1,230 it is, where the notes write
+    small numbers "7.7e−08" and counts "20,000 tokens". A value num's significant digits would write with e+ is
+    written as the whole number they round it to, grouped as counts are; small ones as before."""
+    from viz.labels import num
+
+    assert num(1234.5) == "1,230" and num(10_600.0) == "10,600" and num(-2149.6) == "−2,150"
+    assert num(999.6) == "1,000" and num(123.4) == "123" and num(3.58e-07) == "3.58e−07"
+    assert num(61_234.0, ".2g") == "61,000" and num(1234.5, ".6g") == "1234.5"
+    assert num(1234.5, ".1e") == "1.2e+03"  # e notation asked for by name stays

@@ -63,10 +63,15 @@ def signed(text: str) -> str:
 def num(value: float, spec: str = ".3g") -> str:
     """A number for a title, note or caption: format(value, spec), minus signs true minus signs
     ("3.58e−07", "−0.25"), as the axes and cell values write them. An exact 0 in e notation is "0", as ".3g" writes
-    it: view 5's note said "max difference 0.0e+00" where view 6's said "= 0" (a words walk)."""
+    it: view 5's note said "max difference 0.0e+00" where view 6's said "= 0" (a words walk). A large value that a
+    "g" spec writes in e notation is written in the digits it rounds to, grouped as counts are: "1,230", where view 5
+    said "raw scores have variance 1.23e+03" (a numbers walk); e notation asked for by name ("e") stays."""
     if value == 0 and spec.endswith("e"):
         return "0"
-    return signed(format(value, spec))
+    text = format(value, spec)
+    if "e+" in text and spec.endswith("g") and abs(value) < 1e15:
+        text = format(float(text), ",.0f")  # "1.23e+03" -> "1,230": the same significant digits
+    return signed(text)
 
 
 def num_weight(value: float) -> str:
