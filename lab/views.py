@@ -42,6 +42,9 @@ from viz.fig import kept_bytes
 from viz.labels import count_of, named_surrogates, num, visible_controls
 from viz.theme import DOT
 
+# a translation of no words (greedy decoding wrote [EOS] first), said: "你喜欢她 → " read as a line the page failed to end
+NO_WORDS = "(no words: greedy decoding wrote [EOS] first)"
+
 
 class Panel:
     """One figure and/or table of a view.
@@ -782,8 +785,8 @@ def order_data(spec: FigureSpec, models: Models) -> OrderData:
     if with_pe.trained:
         translations = pd.DataFrame({
             "sentence": [named_surrogates(spec.sentence_a), named_surrogates(spec.sentence_b)],  # a table holds no lone one
-            "with PE (zh-en)": [with_pe.demo.translate(t) for t in sources],
-            "without PE (zh-en-nope)": [without.demo.translate(t) for t in sources],
+            "with PE (zh-en)": [with_pe.demo.translate(t) or NO_WORDS for t in sources],
+            "without PE (zh-en-nope)": [without.demo.translate(t) or NO_WORDS for t in sources],
         })
     return OrderData(compared, causal if causal.perm is not None else None, notices, translations)
 
@@ -993,7 +996,7 @@ def translate_view(spec: FigureSpec, models: Models) -> ViewResult:
                            "unlike them.")
     read = s.text if s.cut_from is None else f"{s.encoding.text}…"  # a long paste: what the model read
     # controls shown as ⟨U+XXXX⟩: a right-to-left override (U+202E) would turn "→ translation" around
-    out.panels.append(Panel("translation", "Greedy translation", caption=f"{visible_controls(read)} → {s.translation}"))
+    out.panels.append(Panel("translation", "Greedy translation", caption=f"{visible_controls(read)} → {s.translation or NO_WORDS}"))
     self_rec = trace.decoder.layers[layer].self_attn
     cross_rec = trace.decoder.layers[layer].cross_attn
     head = _clamp(spec.head, cross_rec.n_heads)

@@ -12,7 +12,7 @@ import torch
 
 from lab.compute import load_model
 from lab.spec import THEMES, FigureSpec
-from lab.views import Models, build_view, order_data, order_draws_attention
+from lab.views import NO_WORDS, Models, build_view, order_data, order_draws_attention
 from tests.conftest import needs_trained, trained_available
 from viz.labels import num as viz_num
 from viz.labels import unique_labels
@@ -714,6 +714,27 @@ def test_view_5s_variance_of_a_wide_heads_scores_is_written_in_digits(models):
     assert scores.var() >= 1000 and float(said[1].replace(",", "")) == float(f"{scores.var():.3g}")
 
 
+
+@needs_trained
+def test_a_translation_of_no_words_is_said_not_left_blank(models, monkeypatch):
+    """Greedy decoding that writes [EOS] at once (one step) translated to "": view 7's line read "你喜欢她 → ", an
+    arrow to nothing, as if the page had failed to draw it, and view 6's table left the cell blank. Both say it."""
+    from model.demo import DemoModel, Translation
+    from model.tokenizer import BOS_ID, EOS_ID
+
+    real = DemoModel.translate_ids
+
+    def translate_ids(self, text):  # greedy decoding writes [EOS] first
+        done = real(self, text)
+        return Translation(done.source, done.src_ids, done.src_pieces, (BOS_ID, EOS_ID), ("[BOS]", "[EOS]"), "")
+
+    monkeypatch.setattr(DemoModel, "translate_ids", translate_ids)
+    spec = FigureSpec(model="zh-en", sentence_a="你喜欢她", sentence_b="她喜欢你", views=("translate",))
+    p, _ = panels("translate", spec, models)
+    assert p["translation"].caption == f"你喜欢她 → {NO_WORDS}"
+    p, _ = panels("order", dataclasses.replace(spec, views=("order",)), models)
+    table = p["translations"].table
+    assert (table[["with PE (zh-en)", "without PE (zh-en-nope)"]] == NO_WORDS).all().all(), table
 
 @needs_trained
 def test_the_translation_line_shows_controls_as_code_points_so_an_override_cannot_turn_it_around(models):
