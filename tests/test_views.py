@@ -401,6 +401,18 @@ def test_query_view_reproduces_seed_002_for_the_journey_preset(models):
     assert "for 'journey' only (word 1" in p["journey-context"].caption
 
 
+def test_the_textbook_example_in_the_examples_menu_names_its_book_as_view_5s_panel_does(models):
+    """The Examples menu offered "Your journey starts with one step — the textbook's 3-d example": which textbook,
+    a student (or a teacher of another book) could not tell until view 5's panel named it (Raschka, §3.4). The
+    menu names its author, as the panel does, and the view that shows the book's numbers."""
+    from model.examples import JOURNEY_TEXT
+    from ui.state import PRESETS
+
+    label = next(k for k, (a, _) in PRESETS.items() if a == JOURNEY_TEXT)
+    p, _ = panels("query", FigureSpec(sentence_a=JOURNEY_TEXT, views=("query",)), models)
+    author = re.search(r"\((\w+), ", p["journey-bars"].title)[1]  # "(Raschka, Build a Large Language Model ..."
+    assert author in label and "view 5" in label, (author, label)
+
 @pytest.mark.parametrize("block", ["encoder self", "decoder self", "cross"])
 def test_the_textbook_panel_follows_the_word_of_the_pages_query_token(models, block):
     """The char tokenizer reads one character a token: the textbook panel followed the query's index, so the

@@ -38,7 +38,7 @@ PRESETS: dict[str, tuple[str, str]] = {
     "你喜欢她 / 她喜欢你 — same characters, opposite meaning": ("你喜欢她", "她喜欢你"),
     "我有一只猫 / 我爱我家 — a repeated character": ("我有一只猫", "我爱我家"),
     "春风拂面桃花盛开景色宜人 — a long line, clauses swapped": ("春风拂面桃花盛开景色宜人", "景色宜人桃花盛开春风拂面"),
-    "Your journey starts with one step — the textbook's 3-d example": (
+    "Your journey starts with one step — Raschka's 3-d example (view 5)": (
         "Your journey starts with one step", "step one with starts journey Your"),
     "I like her / her like I — English, repeated letters": ("I like her", "her like I"),
     "Emoji, right-to-left, HTML — text stays text": ("我爱🐱 and 👍🏽!", "שלום <b>bold?</b> مرحبا"),
