@@ -12,7 +12,7 @@ import torch
 
 from lab.compute import load_model
 from lab.spec import THEMES, FigureSpec
-from lab.views import NO_WORDS, Models, build_view, order_data, order_draws_attention
+from lab.views import NO_WORDS, VIEW_BUILDERS, Models, build_view, order_data, order_draws_attention
 from tests.conftest import needs_trained, trained_available
 from viz.labels import num as viz_num
 from viz.labels import unique_labels
@@ -747,6 +747,26 @@ def test_a_translation_of_no_words_is_said_not_left_blank(models, monkeypatch):
     p, _ = panels("order", dataclasses.replace(spec, views=("order",)), models)
     table = p["translations"].table
     assert (table[["with PE (zh-en)", "without PE (zh-en-nope)"]] == NO_WORDS).all().all(), table
+
+
+@needs_trained
+def test_no_hover_writes_a_number_with_trailing_zeros(models):
+    """A words walk: view 6's pooled bars said "0.400000" on hover, view 5's "score 16.3350" and "context
+    −0.281000": d3's "g" keeps the zeros of its significant digits ("~g" trims them), where the heatmaps' hovers
+    write "0.4". Every hover of every view (and the training runs' loss curves) trims them."""
+    import viz
+
+    g_format = re.compile(r"%\{[^}:]*:[^}~]*g\}")  # %{y:.6g}, not %{y:.6~g}
+    specs = {view: dataclasses.replace(SPEC, views=(view,)) for view in VIEW_BUILDERS}
+    specs["translate"] = FigureSpec(model="zh-en", views=("translate",))
+    specs["query-cross"] = dataclasses.replace(SPEC, views=("query",), block="cross")
+    figures = {"loss": viz.loss_curves({"with PE": [2.0, 1.5], "without PE": [2.1, 1.9]})}
+    for name, spec in specs.items():
+        p, _ = panels(spec.views[0], spec, models)
+        figures |= {(name, key): panel.figure for key, panel in p.items() if panel.figure is not None}
+    hovers = {(key, t.hovertemplate) for key, fig in figures.items() for t in fig.data if t.hovertemplate}
+    assert len(hovers) > 20
+    assert not [(key, h) for key, h in hovers if g_format.search(h)]
 
 @needs_trained
 def test_the_translation_line_shows_controls_as_code_points_so_an_override_cannot_turn_it_around(models):

@@ -711,7 +711,7 @@ def query_bars(
                 marker=marker,
                 customdata=[ticks[i] for i in x[ok]],
                 showlegend=False,
-                hovertemplate=f"key %{{customdata}}<br>{name} %{{y:.6g}}<extra></extra>",
+                hovertemplate=f"key %{{customdata}}<br>{name} %{{y:.6~g}}<extra></extra>",
                 meta={"role": role},
             ),
             row=row,
@@ -892,8 +892,8 @@ def context_vector_figure(
                                          fgopacity=1, size=max(6, round(0.5 * t["font_size"])), solidity=0.25)),
                 customdata=np.stack([np.full(V.shape[1], w[j]), V[j]], axis=1).astype(np.float32),
                 hovertemplate=(
-                    f"key {ticks[j]}<br>dim %{{x}}<br>w = %{{customdata[0]:.4g}} × "
-                    "v = %{customdata[1]:.4g}<br>= %{y:.4g}<extra></extra>"
+                    f"key {ticks[j]}<br>dim %{{x}}<br>w = %{{customdata[0]:.4~g}} × "
+                    "v = %{customdata[1]:.4~g}<br>= %{y:.4~g}<extra></extra>"
                 ),
                 meta={"role": "bars"},
             )
@@ -906,7 +906,7 @@ def context_vector_figure(
                 y=other.astype(np.float32),
                 name=f"{len(rest)} other keys (Σ w = {w[rest].sum():.3f})",
                 marker=dict(color=t["mask_bg"], line=dict(width=1, color=t["mask_fg"])),  # outlined, as masked bars
-                hovertemplate=f"{len(rest)} other keys<br>dim %{{x}}<br>Σ wⱼvⱼ = %{{y:.4g}}"
+                hovertemplate=f"{len(rest)} other keys<br>dim %{{x}}<br>Σ wⱼvⱼ = %{{y:.4~g}}"
                 "<extra></extra>",
                 meta={"role": "bars", "keys": rest},
             )
@@ -929,7 +929,7 @@ def context_vector_figure(
                 color=t["font_color"],
                 line=dict(width=1, color=t["paper_bgcolor"]),
             ),
-            hovertemplate="dim %{x}<br>context %{y:.6g}<extra></extra>",
+            hovertemplate="dim %{x}<br>context %{y:.6~g}<extra></extra>",
             meta={"role": "total"},
         )
     )

@@ -127,7 +127,7 @@ def pe_curves(
                 name=name,
                 line=dict(color=color, dash="solid" if sine else "dash"),
                 legendgroup=str(j),
-                hovertemplate=f"dim {j}<br>position %{{x:.3g}}<br>PE %{{y:.4f}}<extra></extra>",
+                hovertemplate=f"dim {j}<br>position %{{x:.3~g}}<br>PE %{{y:.4f}}<extra></extra>",
                 meta={"role": "line"},
             )
         )
@@ -260,7 +260,7 @@ def pe_dot_curve(
             name=f"PE(m){DOT}PE(m+k)",
             line=dict(color=QUALITATIVE[0]),
             marker=dict(size=4),
-            hovertemplate="k = %{x}<br>dot %{y:.4g}<extra></extra>",
+            hovertemplate="k = %{x}<br>dot %{y:.4~g}<extra></extra>",
             meta={"role": "line"},
         )
     )

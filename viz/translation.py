@@ -96,7 +96,7 @@ def loss_curves(
         fig.add_trace(vf.scatter(
             x=np.arange(1, y.size + 1), y=y.astype(np.float32), mode="lines", name=escape_text(name),
             line=dict(color=QUALITATIVE[i % len(QUALITATIVE)], dash=("solid", "dash", "dot")[i % 3]),
-            meta={"role": "line"}, hovertemplate=f"{escape_text(name)}<br>step %{{x}}<br>loss %{{y:.4g}}<extra></extra>",
+            meta={"role": "line"}, hovertemplate=f"{escape_text(name)}<br>step %{{x}}<br>loss %{{y:.4~g}}<extra></extra>",
         ))
     fig.update_layout(title=title_layout(title), xaxis_title="training step", yaxis_title=y_title,
                       legend=dict(orientation="h", x=0, xanchor="left", y=-0.25, yanchor="top"))
