@@ -795,7 +795,7 @@ function toolbarConfig(config, touch) {
   });
 }
 
-function draw(gd) {
+function draw(gd, again = false) {
   // The figure's own size, its width the container's unless it sets one; the whole screen in full screen.
   // Where that is narrower than the figure's design width (spec.design, design_width in Python: 1280 px
   // for slides), it is drawn at that width and shown shrunk to fit, as its export looks, rather than
@@ -820,8 +820,10 @@ function draw(gd) {
   // a tablet), where no pointer hovers and plotly.js shows the toolbar all the time: there the toolbar keeps
   // only the buttons a finger uses (TOUCH_REMOVED goes), so that the title keeps most of a phone's width.
   // Before plotly.js has drawn a toolbar in this chart, the widest one drawn so far at its scale stands for it; before
-  // any, a guess, and the chart is drawn again once its own is there where that was short (a narrow-screen walk: the
-  // guess of 100 px for a touch screen's 134 ran 820 px titles 12-31 px under it). All in the chart's own px, as the
+  // any, a guess, and the chart is drawn again (`again`) once its own is there where that was off: short (a
+  // narrow-screen walk: the guess of 100 px for a touch screen's 134 ran 820 px titles 12-31 px under it) or long (a
+  // keyboard walk: 140 for 134 wrapped view 5's title a line early on a phone, and the chart came back from full screen
+  // a line shorter than it left, its own toolbar measured then). All in the chart's own px, as the
   // title is laid out: the toolbar is inside the chart, and shown at its scale k with it (a phone walk: divided by k, as
   // if the screen's, 134 px read as 180 at 0.75, and titles kept ~45-95 px clear of it where 8 were meant).
   const [readable, traces] = readableType(sized, figure.data || [], k);
@@ -860,7 +862,8 @@ function draw(gd) {
   return window.Plotly.react(gd, data, layout, toolbarConfig(config, touch)).then(() => {
     const drawn = toolbar ? (gd.querySelector(".modebar") || {}).offsetWidth || 0 : 0;  // layout px: no CSS scale
     toolbarSeen.set(scaleKey(k), Math.max(toolbarSeen.get(scaleKey(k)) || 0, drawn));
-    return toolbar && drawn + 8 > toolbar + 1 ? draw(gd) : describe(gd);  // wrapped for too short a bar
+    // wrapped for a bar too short, or too long (a title a line longer than its next draw's): drawn again, once
+    return !again && toolbar && drawn && Math.abs(drawn + 8 - toolbar) > 1 ? draw(gd, true) : describe(gd);
   });
 }
 
