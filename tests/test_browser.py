@@ -551,9 +551,14 @@ def test_new_charts_on_the_screen_draw_at_once_and_a_new_width_redraws_every_cha
     page.evaluate(IDLE)
 
 
-@pytest.mark.parametrize("view", ["attention", "positional"])  # positional: the clock, only as tall as its circles
+# positional: the clock, only as tall as its circles; query: a lower row's panel titles wrapped again
+@pytest.mark.parametrize("view", ["attention", "positional", "query"])
 def test_on_a_phone_a_chart_not_yet_drawn_holds_the_height_it_will_take(browser, streamlit_url, view):
-    context = browser.new_context(viewport={"width": 390, "height": 844})
+    """A chart not yet drawn holds the height it will take, so the page does not jump when it draws. A review measured
+    the jump on a 390 px phone: 15-32 px for most charts of views 2-7 (each title, note or panel title the chart
+    wraps again, which the held height left out), and on a touch screen the first chart's title wrapped for a guessed
+    toolbar of 140 px where it is 134. The height held is the chart's layout as it is drawn, to the pixel."""
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
     tab = context.new_page()
     tab.add_init_script("window.__held = {}; new MutationObserver(() => document.querySelectorAll('.lab-chart-box')"
                         ".forEach(b => { const k = b.closest('[class*=\"st-key-chart-\"]'); if (b.style.minHeight && k)"
@@ -565,9 +570,8 @@ def test_on_a_phone_a_chart_not_yet_drawn_holds_the_height_it_will_take(browser,
     drawn = tab.evaluate("() => Object.fromEntries([...document.querySelectorAll('.lab-chart-box')].map(b => "
                          "[b.closest('[class*=\"st-key-chart-\"]').className, b.getBoundingClientRect().height]))")
     context.close()
-    assert len(held) >= 5, held
-    for key, height in held.items():  # within a few lines of title the narrow page wraps again
-        assert abs(height - drawn[key]) <= 0.12 * drawn[key], (key, height, drawn[key])
+    assert len(held) >= (3 if view == "query" else 5), held
+    assert all(abs(height - drawn[key]) <= 1 for key, height in held.items()), {k: (h, drawn[k]) for k, h in held.items()}
 
 
 @pytest.mark.parametrize("width", [390, 820])  # a phone; a tablet, where charts are not shrunk to fit

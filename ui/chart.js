@@ -199,6 +199,10 @@ const TOUCH_REMOVED = ["zoom2d", "pan2d", "select2d", "lasso2d", "zoomIn2d", "zo
 // width, and toolbars at scales that close differ by under a pixel.
 const toolbarSeen = new Map();
 const scaleKey = (k) => k.toFixed(2);
+// A touch screen's toolbar at scale k before any is drawn there, by ui/style.py's (hover: none) rule: each of its three
+// buttons an icon of max(22, 25 / k - 12) px and 6 px either side, and plotly.js's four groups (two left empty by
+// TOUCH_REMOVED) 8 px before each: 134 px at 0.75, 157 at 0.6
+const touchToolbar = (k) => 4 * 8 + 3 * (Math.max(22, 25 / k - 12) + 2 * 6);
 
 // A layout's panels: its x axes (xaxis, xaxis2, ...), each on the y axis it names as its anchor ("y2": yaxis2).
 const isXAxis = (name) => /^xaxis\d*$/.test(name);
@@ -212,7 +216,8 @@ const edgePx = (size) => Math.max(8, Math.round(0.5 * size));  // viz.theme.edge
 function fitTitle(layout, width, wrapped, reserve = 0) {
   // The layout (a copy where changed) with its title, notes and top subplot titles wrapped for `width`
   // px, and its height and top margin grown by the lines that adds; as it is at the width laid out for.
-  // reserve: px at the right end of the title's lines kept free (plotly.js's toolbar, in full screen).
+  // reserve: px at the right end of the title's lines kept free (plotly.js's toolbar, in full screen and on a touch
+  // screen: toolbarRoom).
   if (!wrapped || !width || (width >= wrapped - 1 && !reserve)) return layout;
   const family = familyOf(layout);
   const margin = layout.margin || {};
@@ -795,12 +800,50 @@ function toolbarConfig(config, touch) {
   });
 }
 
+function toolbarRoom(gd, k, fullscreen, touch) {
+  // px at the right end of the title's lines kept for plotly.js's toolbar (0: none). In full screen the title keeps
+  // clear of it (top right, shown while the pointer is on the chart): a projector's slide title laid out for 1280 px
+  // ran under it. So it does on a touch screen (a phone, a tablet), where no pointer hovers and plotly.js shows the
+  // toolbar all the time: there the toolbar keeps only the buttons a finger uses (TOUCH_REMOVED goes), so that the
+  // title keeps most of a phone's width. Before plotly.js has drawn a toolbar in this chart, the widest one drawn so
+  // far at its scale stands for it; before any, a guess (touchToolbar), and draw() draws the chart again (`again`)
+  // once its own is there where that was off: short (a narrow-screen walk: the guess of 100 px for a touch screen's
+  // 134 ran 820 px titles 12-31 px under it) or long (a keyboard walk: 140 for 134 wrapped view 5's title a line early
+  // on a phone, and the chart came back from full screen a line shorter than it left, its own toolbar measured then;
+  // its placeholder was a line taller than the chart drawn). All in the
+  // chart's own px, as the title is laid out: the toolbar is inside the chart, and shown at its scale k with it (a
+  // phone walk: divided by k, as if the screen's, 134 px read as 180 at 0.75, and titles kept ~45-95 px clear of it
+  // where 8 were meant).
+  if (!fullscreen && !touch) return 0;
+  const guess = touch ? touchToolbar(k) : 300;
+  return ((gd.querySelector(".modebar") || {}).offsetWidth || toolbarSeen.get(scaleKey(k)) || guess) + 8;
+}
+
+function fitted(gd, room, k, fullscreen, toolbar) {
+  // [layout, traces, the traces before colorbarBelow]: the figure fitted to the size it is drawn at, before the CSS
+  // scale k (sizedLayout), as draw() draws it but for its row's top (rowTop) and print's colours; placeholder() too
+  const {figure, wrapped, cellType} = gd.__lab.spec;
+  const sized = sizedLayout(figure.layout, room, k, fullscreen);
+  const laidOut = figure.layout.width || wrapped;
+  const [readable, traces] = readableType(sized, figure.data || [], k);
+  let titled = fitTitle(readable, sized.width, laidOut, toolbar);
+  if (k < 1 || sized.width < laidOut) titled = fitLowerTitles(titled, figure.layout, sized.width);  // shrunk, narrower
+  let [layout, under] = colorbarBelow(legendBelow(titled, sized.width), traces, sized.width);
+  layout = fitBottom(layout, under, sized.width, laidOut);
+  if (fullscreen) layout.height = window.innerHeight / k;  // the screen's, whatever the title takes
+  else {
+    const smallest = Math.max(cellType || 0, SMALLEST_PX) / k;  // thinTicks': the cells' type, as shown
+    layout = roundPanels(narrowPanels(layout, sized.width, laidOut, smallest), sized.width);
+  }
+  return [layout, under, traces];
+}
+
 function draw(gd, again = false) {
   // The figure's own size, its width the container's unless it sets one; the whole screen in full screen.
   // Where that is narrower than the figure's design width (spec.design, design_width in Python: 1280 px
   // for slides), it is drawn at that width and shown shrunk to fit, as its export looks, rather than
   // with its title cut and its labels crowded.
-  const {figure, config, row, wrapped, cellType} = gd.__lab.spec;
+  const {config, row, cellType} = gd.__lab.spec;
   const box = gd.parentElement;
   waiting.delete(gd);  // drawn now (also as a twin of the chart drawn, or in full screen): it waits no more
   delete box.dataset.waiting;
@@ -813,32 +856,9 @@ function draw(gd, again = false) {
   // 25 px to tap as shown), set before the toolbar is measured below (a review: a chart drawn again at 390 px after
   // 320 read its toolbar at 320's scale, 157 px for 134, and wrapped its title early)
   gd.style.setProperty("--lab-scale", String(k));
-  const sized = sizedLayout(figure.layout, room, k, fullscreen);
-  const laidOut = figure.layout.width || wrapped;
-  // in full screen the title keeps clear of plotly.js's toolbar (top right, shown while the pointer is on the
-  // chart): a projector's slide title laid out for 1280 px ran under it. So it does on a touch screen (a phone,
-  // a tablet), where no pointer hovers and plotly.js shows the toolbar all the time: there the toolbar keeps
-  // only the buttons a finger uses (TOUCH_REMOVED goes), so that the title keeps most of a phone's width.
-  // Before plotly.js has drawn a toolbar in this chart, the widest one drawn so far at its scale stands for it; before
-  // any, a guess, and the chart is drawn again (`again`) once its own is there where that was off: short (a
-  // narrow-screen walk: the guess of 100 px for a touch screen's 134 ran 820 px titles 12-31 px under it) or long (a
-  // keyboard walk: 140 for 134 wrapped view 5's title a line early on a phone, and the chart came back from full screen
-  // a line shorter than it left, its own toolbar measured then). All in the chart's own px, as the
-  // title is laid out: the toolbar is inside the chart, and shown at its scale k with it (a phone walk: divided by k, as
-  // if the screen's, 134 px read as 180 at 0.75, and titles kept ~45-95 px clear of it where 8 were meant).
-  const [readable, traces] = readableType(sized, figure.data || [], k);
   const touch = touchScreen();
-  const toolbar = fullscreen || touch
-    ? ((gd.querySelector(".modebar") || {}).offsetWidth || toolbarSeen.get(scaleKey(k)) || (touch ? 140 : 300)) + 8 : 0;
-  let titled = fitTitle(readable, sized.width, laidOut, toolbar);
-  if (k < 1 || sized.width < laidOut) titled = fitLowerTitles(titled, figure.layout, sized.width);  // shrunk, narrower
-  let [layout, under] = colorbarBelow(legendBelow(titled, sized.width), traces, sized.width);
-  layout = fitBottom(layout, under, sized.width, laidOut);
-  if (fullscreen) layout.height = window.innerHeight / k;  // the screen's, whatever the title takes
-  else {
-    const smallest = Math.max(cellType || 0, SMALLEST_PX) / k;  // thinTicks': the cells' type, as shown
-    layout = roundPanels(narrowPanels(layout, sized.width, laidOut, smallest), sized.width);
-  }
+  const toolbar = toolbarRoom(gd, k, fullscreen, touch);
+  let [layout, under, traces] = fitted(gd, room, k, fullscreen, toolbar);
   gd.__lab.ownTop = (layout.margin || {}).t || 0;
   gd.__lab.top = row && !fullscreen ? rowTop(row) : 0;
   if (gd.__lab.top > gd.__lab.ownTop) {  // the plot keeps its height: it starts and ends level with its twin's
@@ -1106,14 +1126,15 @@ if (window.matchMedia && !window.__attentionLabPrint) {  // once per page, howev
 }
 
 function placeholder(gd) {
-  // The height a chart not yet drawn will take (its figure's, with a legend put under the plot, its bottom margin
-  // and round panels cut to what they need as draw() does, shrunk as draw() shrinks it): what is on the screen is
-  // known before it draws, and the page does not jump when it does (titles wrapped again aside: a line or two).
-  const {figure, wrapped} = gd.__lab.spec;
+  // The height a chart not yet drawn will take: its layout as draw() fits it (fitted: titles and panel titles wrapped
+  // again, a legend or colour bars put under the plot, the bottom margin and round panels cut to what they need), its
+  // top level with its twins' (rowTop), shrunk as draw() shrinks it: what is on the screen is known before it draws,
+  // and the page does not jump when it does (a phone walk: 15-32 px a chart, views 2-7, its title wrapped again).
+  const {row} = gd.__lab.spec;
   const room = roomWidth(gd), k = shrinkFactor(gd, room);
-  const sized = sizedLayout(figure.layout, room, k, false), width = sized.width;
-  const [laid, data] = colorbarBelow(legendBelow(readableType(sized, [], k)[0], width), figure.data || [], width);
-  return Math.ceil(roundPanels(fitBottom(laid, data, width, figure.layout.width || wrapped), width).height * k);
+  const [layout] = fitted(gd, room, k, false, toolbarRoom(gd, k, false, touchScreen()));
+  const top = row ? rowTop(row) - ((layout.margin || {}).t || 0) : 0;
+  return Math.ceil((layout.height + Math.max(0, top)) * k);
 }
 
 function mount(parentElement) {

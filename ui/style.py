@@ -81,7 +81,8 @@ CSS = """
 @media (hover: none) {
   [data-testid="stElementContainer"]:has([data-testid="stDataFrame"]) { padding-top: 2.75rem; }
   .js-plotly-plot .modebar-btn { padding: 6px !important; height: auto !important; }  /* 34 px, or more shrunk: */
-  /* 25 px as shown, at the chart's scale (ui/chart.js draw: 0.75 on a 390 px phone, 0.68 at 360, 0.6 at 320) */
+  /* 25 px as shown, at the chart's scale (ui/chart.js draw: 0.75 on a 390 px phone, 0.68 at 360, 0.6 at 320); the
+     toolbar's width, before one is drawn, reckoned by these numbers (ui/chart.js touchToolbar) */
   .js-plotly-plot .modebar-btn svg { width: max(22px, 25px / var(--lab-scale, 1) - 12px);
     height: max(22px, 25px / var(--lab-scale, 1) - 12px); }
   [data-testid="stMain"] button kbd { display: none; }  /* the ◂ ▸ buttons' key hints (⇧←): no keyboard here */
