@@ -39,9 +39,9 @@ function decode(data) {
 }
 
 // The full-screen button's name and tooltip, for what pressing it does now: in full screen it leaves (a screen
-// reader's walk: named "Full screen" there too, it did not say that pressing it now leaves). Named again as full
-// screen comes and goes, by the button, Esc or the page (the chart's box hears fullscreenchange: paint), and at
-// each draw (describe), a new toolbar's button included.
+// reader's walk: named "Full screen" there too, it did not say that pressing it now leaves). Named at each draw
+// (describe), a new toolbar's button included: full screen coming and going, by the button, Esc or the page, draws
+// the chart again (its box hears fullscreenchange: follow).
 const FULLSCREEN_NAME = "Full screen (Esc leaves)", LEAVE_NAME = "Leave full screen (Esc)";
 
 function nameFullscreenButton(gd) {
@@ -645,7 +645,7 @@ function colorbarBelow(layout, data, width) {
 
 function shrink(gd, k, height, fullscreen) {
   // k < 1: the chart drawn `height` px tall is shown at k times its size (a CSS transform, which
-  // plotly.js's hover, zoom and selection follow), its box as tall as what is shown (draw sets --lab-scale first).
+  // plotly.js's hover, zoom and selection follow), its box as tall as what is shown.
   const box = gd.parentElement;
   gd.style.transform = k < 1 ? `scale(${k})` : "";
   gd.style.transformOrigin = k < 1 ? "0 0" : "";
@@ -1031,27 +1031,29 @@ function schedule(gd) {
 }
 
 function paint(gd) {
-  const box = gd.parentElement;
+  // Draw gd (and its row: drawRow), or say why it cannot be drawn; the first time, follow its size from then on
   try {
     drawRow(gd);
     say(gd, "");
   } catch (err) {
     say(gd, "This chart could not be drawn: " + err.message);
   }
-  box.style.minHeight = "";  // the placeholder height of a chart not yet drawn
-  if (!gd.__lab.observer) {  // first draw: follow the page's width, and the screen's size in full screen
-    const parent = box.parentElement;
-    gd.__lab.observer = new ResizeObserver(() => {
-      equalize(gd.__lab.spec.row);
-      if (parent.clientWidth && sizeKey(gd) !== gd.__lab.size) drawRow(gd);
-    });
-    gd.__lab.observer.observe(parent);
-    gd.__lab.observer.observe(box);
-    box.addEventListener("fullscreenchange", () => {  // back in its row: level it again
-      nameFullscreenButton(gd);
-      drawRow(gd);
-    });
-  }
+  gd.parentElement.style.minHeight = "";  // the placeholder height of a chart not yet drawn
+  if (!gd.__lab.observer) follow(gd);
+}
+
+function follow(gd) {
+  // After its first draw a chart follows the page's width (its column), and the screen's size in full screen (its
+  // box): drawn again where that changes what it is drawn at (sizeKey), and as it goes full screen and comes back in
+  // its row, where it is levelled again
+  const box = gd.parentElement, parent = box.parentElement;
+  gd.__lab.observer = new ResizeObserver(() => {
+    equalize(gd.__lab.spec.row);
+    if (parent.clientWidth && sizeKey(gd) !== gd.__lab.size) drawRow(gd);
+  });
+  gd.__lab.observer.observe(parent);
+  gd.__lab.observer.observe(box);
+  box.addEventListener("fullscreenchange", () => drawRow(gd));
 }
 
 // Printed (Ctrl+P, the app menu's Print, Save as PDF), a chart is drawn again at the paper's width: the browser lays
@@ -1155,8 +1157,8 @@ function mount(parentElement) {
   parentElement.append(title, box, caption);
   // gd.__lab, the chart's own state: text (the figure's JSON as it came) and spec (parsed: figure, config, title,
   // caption, row, design, wrapped, cellType; ui/chart.py chart), size (sizeKey as drawn last), observer (its
-  // ResizeObserver, from the first draw), inView (near the screen: sightline), message, title and caption (its
-  // elements); set by draw: scale (the CSS scale k), ownTop and top (its own top margin and its row's: rowTop),
+  // ResizeObserver from the first draw on: follow), inView (near the screen: sightline), message, title and caption
+  // (its elements); set by draw: scale (the CSS scale k), ownTop and top (its own top margin and its row's: rowTop),
   // barsBelow (its colour bars under the plot: colorbarBelow); cleanup, for the unmount
   gd.__lab = {text: null, spec: null, size: null, observer: null, inView: undefined, message, title, caption};
   sightline(box).observe(box);
