@@ -923,12 +923,14 @@ function describe(gd) {
 
 function drawRow(gd) {
   // Draw gd, then its twins again where the row's top margin changed: a twin drawn before this figure
-  // came, or at another width (a title wrapped again there takes another number of lines).
+  // came, or at another width (a title wrapped again there takes another number of lines). While a chart is in full
+  // screen the page's are hidden behind it: levelled as it comes back (its box hears fullscreenchange: follow), not
+  // drawn twice unseen (a review: a chart of a pair going full screen drew its twin at the twin's own top, and again
+  // level with it on leaving)
   draw(gd);
   const row = gd.__lab.spec.row;
-  for (let pass = 0; row && pass < 3; pass++) {
-    // in full screen a twin keeps its own top
-    const stale = twins(row).filter((g) => g._fullLayout && g.__lab.top !== rowTop(row) && !fullScreen(g));
+  for (let pass = 0; row && !document.fullscreenElement && pass < 3; pass++) {
+    const stale = twins(row).filter((g) => g._fullLayout && g.__lab.top !== rowTop(row));
     if (!stale.length) break;
     stale.forEach((g) => draw(g));
   }
