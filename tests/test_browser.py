@@ -954,6 +954,34 @@ def test_chart_titles_drawn_narrower_than_laid_out_wrap_again_rather_than_run_of
     assert legends["5 · One query"] >= 1 and legends["2 · Positional encoding"] >= 1, legends  # the case under test
 
 
+# each title or note line of a chart on the toolbar (shown all the time on a touch screen): [its text, px it reaches in]
+UNDER_TOOLBAR = """() => [...document.querySelectorAll('[data-testid="stMain"] .lab-chart')].flatMap((gd) => {
+    const bar = gd.querySelector('.modebar').getBoundingClientRect();
+    return [...gd.querySelectorAll('.main-svg .gtitle, .main-svg .annotation text')].map((t) =>
+        [t.textContent, t.getBoundingClientRect()]).filter(([, r]) => r.width > 0 && r.left < bar.right &&
+        bar.left < r.right && r.top < bar.bottom && bar.top < r.bottom).map(([t, r]) => [t, r.right - bar.left]); })"""
+
+
+@pytest.mark.skipif(not trained_available(), reason="the translate view needs the trained models")
+@pytest.mark.parametrize("touch", [False, True])
+def test_on_a_320_px_phone_titles_start_where_the_plot_does_and_keep_inside_the_chart_and_clear_of_its_toolbar(
+        browser, streamlit_url, touch):
+    """A review at 320 px: view 7's step chart's title "Decoder self-attention, layer 0, head 0" ran 7 px past the
+    chart's right edge, and on a touch screen two titles ran 7-13 px under the toolbar. Raised to a phone's type
+    (readableType) the y labels need more than the server's left margin, plotly.js's automargin moves the plot right
+    (up to 26 px of the chart's), and the title and notes, which start at the plot, were wrapped for the margin as laid
+    out. The margin it takes is kept, and the chart drawn again where its titles wrap otherwise."""
+    with opened_tab(browser, f"{streamlit_url}/?views=translate&model=zh-en", 320, 700,
+                    **({"is_mobile": True, "has_touch": True} if touch else {})) as tab:
+        draw_every_chart(tab, 200)
+        tab.wait_for_timeout(300)
+        cut, under = tab.evaluate(CUT_TITLES), tab.evaluate(UNDER_TOOLBAR) if touch else []
+        starts = tab.evaluate("""() => [...document.querySelectorAll('[data-testid="stMain"] .lab-chart')].map((gd) =>
+            gd._fullLayout._size.l - gd._fullLayout.margin.l)""")
+    assert len(starts) >= 5 and max(starts) >= 20, starts  # the case under test: plotly.js moved a plot right
+    assert cut == [] and under == [], (cut, under)
+
+
 def test_in_full_screen_the_arrow_keys_flip_heads_and_the_chart_stays_full_screen(page):
     """A projector demo: one chart full screen, → shows the next head in it, without leaving full screen."""
     open_view(page, "3 · Attention step by step")

@@ -819,11 +819,13 @@ function toolbarRoom(gd, k, fullscreen, touch) {
   return ((gd.querySelector(".modebar") || {}).offsetWidth || toolbarSeen.get(scaleKey(k)) || guess) + 8;
 }
 
-function fitted(gd, room, k, fullscreen, toolbar) {
+function fitted(gd, room, k, fullscreen, toolbar, left = 0) {
   // [layout, traces, the traces before colorbarBelow]: the figure fitted to the size it is drawn at, before the CSS
-  // scale k (sizedLayout), as draw() draws it but for its row's top (rowTop) and print's colours; placeholder() too
+  // scale k (sizedLayout), as draw() draws it but for its row's top (rowTop) and print's colours; placeholder() too.
+  // left: px more left margin than laid out, where plotly.js's automargin took them as drawn last (draw)
   const {figure, wrapped, cellType} = gd.__lab.spec;
   const sized = sizedLayout(figure.layout, room, k, fullscreen);
+  if (left > 0) sized.margin = Object.assign({}, sized.margin, {l: ((sized.margin || {}).l || 0) + left});
   const laidOut = figure.layout.width || wrapped;
   const [readable, traces] = readableType(sized, figure.data || [], k);
   let titled = fitTitle(readable, sized.width, laidOut, toolbar);
@@ -858,7 +860,9 @@ function draw(gd, again = false) {
   gd.style.setProperty("--lab-scale", String(k));
   const touch = touchScreen();
   const toolbar = toolbarRoom(gd, k, fullscreen, touch);
-  let [layout, under, traces] = fitted(gd, room, k, fullscreen, toolbar);
+  const at = `${gd.__lab.size} ${k}`;  // the size drawn at (gd.__lab.left's key)
+  const left = (gd.__lab.left || {}).at === at ? gd.__lab.left.px : 0;
+  let [layout, under, traces] = fitted(gd, room, k, fullscreen, toolbar, left);
   gd.__lab.ownTop = (layout.margin || {}).t || 0;
   gd.__lab.top = row && !fullscreen ? rowTop(row) : 0;
   if (gd.__lab.top > gd.__lab.ownTop) {  // the plot keeps its height: it starts and ends level with its twin's
@@ -882,10 +886,23 @@ function draw(gd, again = false) {
   return window.Plotly.react(gd, data, layout, toolbarConfig(config, touch)).then(() => {
     const drawn = toolbar ? (gd.querySelector(".modebar") || {}).offsetWidth || 0 : 0;  // layout px: no CSS scale
     toolbarSeen.set(scaleKey(k), Math.max(toolbarSeen.get(scaleKey(k)) || 0, drawn));
+    // plotly.js's automargin moves the plot right of the left margin where the y labels need more (readableType raised
+    // them: view 7's step charts on a 320 px phone, 22 px), and the title and notes start at the plot, wrapped for the
+    // margin: "head 0" ran 7 px past the chart's right edge. The margin it took is kept for this size and figure
+    // (gd.__lab.left), and the chart drawn again where its titles wrap otherwise with it
+    const pushed = Math.round(((gd._fullLayout || {})._size || {}).l - ((layout.margin || {}).l || 0));
+    if (pushed > 0) gd.__lab.left = {at, px: left + pushed};
+    const rewrapped = pushed > 1 && titleTexts(fitted(gd, room, k, fullscreen, toolbar, left + pushed)[0])
+      !== titleTexts(layout);
     // wrapped for a bar too short, or too long (a title a line longer than its next draw's): drawn again, once
-    return !again && toolbar && drawn && Math.abs(drawn + 8 - toolbar) > 1 ? draw(gd, true) : describe(gd);
+    const bar = toolbar && drawn && Math.abs(drawn + 8 - toolbar) > 1;
+    if (!again && (bar || rewrapped)) drawRow(gd, true);
+    else describe(gd);
   });
 }
+
+const titleTexts = (layout) => [(layout.title || {}).text].concat((layout.annotations || []).map((a) => a.text))
+  .join("\n");  // what draw() wraps again: the title, notes and subplot titles
 
 function plainText(markup) {
   // A figure's title or note as a screen reader should say it: its <br> a space, its tags gone, its entities
@@ -921,13 +938,13 @@ function describe(gd) {
   return gd;
 }
 
-function drawRow(gd) {
+function drawRow(gd, again = false) {
   // Draw gd, then its twins again where the row's top margin changed: a twin drawn before this figure
   // came, or at another width (a title wrapped again there takes another number of lines). While a chart is in full
   // screen the page's are hidden behind it: levelled as it comes back (its box hears fullscreenchange: follow), not
   // drawn twice unseen (a review: a chart of a pair going full screen drew its twin at the twin's own top, and again
   // level with it on leaving)
-  draw(gd);
+  draw(gd, again);
   const row = gd.__lab.spec.row;
   for (let pass = 0; row && !document.fullscreenElement && pass < 3; pass++) {
     const stale = twins(row).filter((g) => g._fullLayout && g.__lab.top !== rowTop(row));
@@ -1213,6 +1230,7 @@ export default function ({parentElement, data}) {
   const text = decode(data);
   if (text === gd.__lab.text) return gd.__lab.cleanup;  // the same figure: nothing to draw
   gd.__lab.text = text;
+  gd.__lab.left = null;  // the left margin plotly.js took for the figure before
   gd.__lab.spec = JSON.parse(text);
   tokenHover(gd.__lab.spec.figure);
   label(gd.__lab.title, gd.__lab.spec.title);
