@@ -810,10 +810,9 @@ function toolbarRoom(gd, k, fullscreen, touch) {
   // once its own is there where that was off: short (a narrow-screen walk: the guess of 100 px for a touch screen's
   // 134 ran 820 px titles 12-31 px under it) or long (a keyboard walk: 140 for 134 wrapped view 5's title a line early
   // on a phone, and the chart came back from full screen a line shorter than it left, its own toolbar measured then;
-  // its placeholder was a line taller than the chart drawn). All in the
-  // chart's own px, as the title is laid out: the toolbar is inside the chart, and shown at its scale k with it (a
-  // phone walk: divided by k, as if the screen's, 134 px read as 180 at 0.75, and titles kept ~45-95 px clear of it
-  // where 8 were meant).
+  // its placeholder was a line taller than the chart drawn). All in the chart's own px, as the title is laid out: the
+  // toolbar is inside the chart, and shown at its scale k with it (a phone walk: divided by k, as if the screen's, 134
+  // px read as 180 at 0.75, and titles kept ~45-95 px clear of it where 8 were meant).
   if (!fullscreen && !touch) return 0;
   const guess = touch ? touchToolbar(k) : 300;
   return ((gd.querySelector(".modebar") || {}).offsetWidth || toolbarSeen.get(scaleKey(k)) || guess) + 8;
@@ -1178,8 +1177,10 @@ function mount(parentElement) {
   // caption, row, design, wrapped, cellType; ui/chart.py chart), size (sizeKey as drawn last), observer (its
   // ResizeObserver from the first draw on: follow), inView (near the screen: sightline), message, title and caption
   // (its elements); set by draw: scale (the CSS scale k), ownTop and top (its own top margin and its row's: rowTop),
-  // barsBelow (its colour bars under the plot: colorbarBelow); cleanup, for the unmount
-  gd.__lab = {text: null, spec: null, size: null, observer: null, inView: undefined, message, title, caption};
+  // barsBelow (its colour bars under the plot: colorbarBelow), left (the left margin plotly.js took beyond the
+  // layout's, at a size, for this figure: fitted); cleanup, for the unmount
+  gd.__lab = {text: null, spec: null, size: null, observer: null, inView: undefined, left: null, message, title,
+              caption};
   sightline(box).observe(box);
   gd.__lab.cleanup = () => {  // the element left the page (another view): free plotly's state
     if (gd.__lab.observer) gd.__lab.observer.disconnect();
