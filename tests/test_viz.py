@@ -1917,3 +1917,37 @@ def test_a_large_number_in_a_note_is_written_in_digits_not_e_notation():
     assert num(999.6) == "1,000" and num(123.4) == "123" and num(3.58e-07) == "3.58e−07"
     assert num(61_234.0, ".2g") == "61,000" and num(1234.5, ".6g") == "1234.5"
     assert num(1234.5, ".1e") == "1.2e+03"  # e notation asked for by name stays
+
+
+@pytest.mark.parametrize("spec", [".3g", ".2g", ".4g"])
+def test_a_large_number_of_any_size_is_its_rounded_digits_grouped_and_its_negative_the_same_with_a_minus(spec):
+    """num's rule for a value a "g" spec writes with e+: the digits it rounds to, grouped in threes as counts are, at
+    every size a note may meet (a variance of 10⁵ or 10¹¹ as of 10³), and a negative value the same digits after a true
+    minus: −x reads as x does."""
+    from viz.labels import num
+
+    for x in (123_456.0, 9_876_543.0, 3.3e11, 4.44e13):
+        assert "e+" in format(x, spec)  # a value the rule is for
+        text = num(x, spec)
+        assert re.fullmatch(r"[1-9]\d{0,2}(,\d{3})*", text), (x, spec, text)
+        assert float(text.replace(",", "")) == float(format(x, spec))  # its significant digits, the rest zeros
+        assert num(-x, spec) == f"−{text}", (x, spec)
+    for x in (2.5e20, 7.0e-9, 0.5, 1234.5):  # any size a note may hold, in whatever form it takes
+        assert num(-x, spec) == f"−{num(x, spec)}", (x, spec)
+
+
+def test_the_context_bars_hover_names_each_keys_weight_w_and_value_v_whose_product_is_the_bar():
+    """View 5's w × v bars: the hover of key j's bar at dimension d says "w = wⱼ × v = vⱼ[d] = the bar": w its
+    weight (the same on every dimension), v its value vector's dimension d, not one named for the other."""
+    w = np.array([0.7, 0.2, 0.1])
+    v = np.array([[1.5, -2.0, 3.0], [4.0, 0.5, -1.0], [-3.0, 2.5, 0.25]])
+    fig = viz.context_vector_figure(w, v, key_labels=list("abc"))
+    bars = [t for t in fig.data if (t.meta or {}).get("role") == "bars" and "keys" not in t.meta]
+    assert bars
+    for trace in bars:
+        j = "abc".index(re.search(r"key (?:\d+:)?(\w)", trace.hovertemplate)[1])
+        named = dict(re.findall(r"(\w) = %\{customdata\[(\d)\]", trace.hovertemplate))
+        data = np.asarray(trace.customdata, dtype=float)
+        np.testing.assert_allclose(data[:, int(named["w"])], w[j], rtol=1e-6)
+        np.testing.assert_allclose(data[:, int(named["v"])], v[j], rtol=1e-6)
+        np.testing.assert_allclose(np.asarray(trace.y, dtype=float), w[j] * v[j], rtol=1e-6)
