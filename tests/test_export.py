@@ -161,6 +161,19 @@ def test_every_figure_type_exports_as_svg_pdf_and_png(server, figures, view):
 
 
 @needs_browser
+def test_a_vector_file_is_width_by_height_whatever_the_png_scale(server):
+    """render: SVG and PDF at width × height CSS px, PNG at that × scale (its docstring): the scale of a spec that
+    asks for a 300 dpi PNG does not make its SVG or PDF three times as large."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure(go.Heatmap(z=[[0.0, 1.0], [1.0, 0.0]], x=["0:你", "1:喜"], y=["0:你", "1:喜"]))
+    svg = vx.render(fig, "svg", width=480, height=360, scale=3.125).decode()
+    assert 'width="480"' in svg and 'height="360"' in svg
+    box = re.search(rb"/MediaBox\s*\[\s*0 0 ([0-9.]+) ([0-9.]+)", vx.render(fig, "pdf", width=480, height=360, scale=3.125))
+    assert (float(box[1]), float(box[2])) == pytest.approx((480 * 72 / 96, 360 * 72 / 96), abs=1)  # points
+
+
+@needs_browser
 @pytest.mark.parametrize("theme", ["slide", "paper-sans"])
 def test_sans_themes_embed_the_sans_cjk_font_and_no_type3_font(server, models, theme):
     spec = FigureSpec(theme=theme, **SMALL)
@@ -690,11 +703,48 @@ def test_no_browser_is_a_one_line_install_hint(tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err.strip()
     assert "apt-get install -y chromium" in err and len(err.splitlines()) == 1
     assert f"BROWSER_PATH={tmp_path / 'no-chromium-here'} is not an executable file" in err  # the fault, first
+    assert err.startswith(f"lab.export: BROWSER_PATH={tmp_path / 'no-chromium-here'} "), err
     assert not (tmp_path / "out").exists()
     monkeypatch.delenv("BROWSER_PATH")  # unset, where none is found: the install hint alone
     monkeypatch.setattr(vx, "find_browser", lambda: None)
     assert vx.install_help() == vx.INSTALL_HELP
 
+
+
+def test_a_download_without_the_browser_browser_path_names_says_what_is_wrong_with_it(tmp_path, monkeypatch):
+    """install_help() leads with BROWSER_PATH's fault only where it has one: a download asked of the browser server
+    (an app's PNG button) says it as the CLI does, and a BROWSER_PATH that is an executable is not called one that
+    is not."""
+    monkeypatch.setenv("BROWSER_PATH", str(tmp_path / "no-chromium-here"))
+    with pytest.raises(vx.NoBrowserError) as raised:
+        vx._Server().start()
+    assert str(raised.value) == vx.install_help() and str(raised.value).startswith("BROWSER_PATH=")
+    monkeypatch.setenv("BROWSER_PATH", sys.executable)  # an executable file: found, nothing wrong with it
+    assert vx.find_browser() == sys.executable and vx.install_help() == vx.INSTALL_HELP
+
+
+def test_warm_up_starts_a_browser_only_where_one_exists_and_none_runs(tmp_path, monkeypatch):
+    """viz.export.warm_up (each export panel calls it): a thread that starts Chromium where a browser exists and the
+    shared one is not running yet; where none exists, or one runs already, no thread is started at all."""
+    started = []
+
+    class Thread:  # the thread warm_up would start: named, not run
+        def __init__(self, *, target, name, daemon):
+            self.name = name
+
+        def start(self):
+            started.append(self.name)
+
+    monkeypatch.setattr(vx.threading, "Thread", Thread)
+    monkeypatch.setenv("BROWSER_PATH", str(tmp_path / "no-chromium-here"))
+    vx.warm_up()  # no browser
+    monkeypatch.setenv("BROWSER_PATH", sys.executable)  # a browser (an executable file), and the shared one running
+    monkeypatch.setattr(vx._Server, "running", property(lambda self: True))
+    vx.warm_up()
+    assert started == []
+    monkeypatch.setattr(vx._Server, "running", property(lambda self: False))  # a browser, none running: started
+    vx.warm_up()
+    assert started == ["kaleido-warm-up"]
 
 # ---------------------------------------------------------------------------- the trace
 @pytest.mark.parametrize("fmt", ["npz", "safetensors"])
@@ -872,6 +922,7 @@ def test_export_buttons_offer_every_format_or_explain_the_install(present, tmp_p
         assert [b.proto.id.split("-")[-1] for b in buttons]  # keyed widgets
     else:
         assert not buttons and "apt-get install -y chromium" in captions
+        assert f"BROWSER_PATH={path} is not an executable file" in captions  # what is wrong, as the CLI says it
 
 
 def test_the_download_cache_renders_a_file_once_and_keeps_at_most_its_bytes(monkeypatch):
@@ -1095,6 +1146,23 @@ def test_the_cli_says_in_one_line_why_it_cannot_start(tmp_path, monkeypatch, cap
     assert pick_device("auto") == pick_device(available_devices()[0])
     with pytest.raises(ValueError, match="device='tpu' is unknown"):
         pick_device("tpu")
+
+
+def test_out_may_be_folders_not_made_yet_and_a_path_that_cannot_be_looked_up_is_said_in_one_line(
+        tmp_path, monkeypatch, capsys):
+    """lab.export.out_problem: --out may be any number of folders not made yet (export_spec makes them, parents
+    and all); under a file, the file it would have to be made in is named, however deep; a path the system cannot
+    look up (a name longer than a file name may be) is an exit 2 in one line, not a traceback."""
+    assert lx.out_problem(tmp_path / "new" / "figures" / "2026") is None
+    (tmp_path / "paper.pdf").write_text("x")
+    said = lx.out_problem(tmp_path / "paper.pdf" / "a" / "b")
+    assert said == f"--out {tmp_path / 'paper.pdf' / 'a' / 'b'}: {tmp_path / 'paper.pdf'} is not a folder"
+    monkeypatch.setattr(vx, "render", lambda *a, **k: pytest.fail("nothing is rendered"))
+    spec = write_spec(tmp_path / "spec.json", {"views": ["attention"], **SMALL})
+    out = tmp_path / ("x" * 300) / "figures"  # ENAMETOOLONG: os.stat raises, as for a folder this user may not read
+    assert lx.main([str(spec), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"lab.export: --out {out}: ") and len(err.splitlines()) == 1 and "Traceback" not in err
 
 
 def test_the_old_command_says_where_it_moved_and_fails():
