@@ -119,6 +119,20 @@ def test_meets_and_record_ok():
         meets(1.0, "about 1")
 
 
+def test_median_ratio_pairs_each_part_with_the_whole_timed_beside_it():
+    """bench.core.median_ratio: median_i(parts_i / wholes_i), each pair from one round. Rounds at three speeds of a
+    shared machine, the part half its whole in two of them: the paired median is 1/2, where the ratio of the medians
+    (1.5 / 2 = 0.75) and the mean of the ratios (0.58) let the one slow spell on the part's side in; lists of
+    different lengths pair nothing and are refused, not cut to the shorter."""
+    from bench.core import median_ratio
+
+    parts, wholes = [1.0, 3.0, 1.5], [2.0, 6.0, 2.0]
+    assert median_ratio(parts, wholes) == 0.5
+    assert median_ratio(wholes, parts) == 2.0  # the whole over the part: the inverse
+    with pytest.raises(ValueError):
+        median_ratio(parts, wholes[:2])
+
+
 def test_compare_table_shows_the_change():
     old = [Record("a.ms", 8, 2.0, "ms"), Record("gone", 8, 1.0, "ms")]
     new = [Record("a.ms", 8, 3.0, "ms"), Record("new", 8, 1.0, "ms")]
@@ -269,6 +283,31 @@ def test_rerun_figure_runs_each_kind_as_the_server_does(calls, builds):
     # with two layers), but the revisits: back to what the round's fragment sentence drew
     built = builds["attention"]
     assert len(built) == 9 and len({*built}) == 9
+
+
+def test_rerun_records_pair_each_change_with_the_sentence_change_of_its_own_kind(monkeypatch):
+    """The rerun figure's ratios: a layer/head change over a new sentence, full-script run over full-script run and
+    fragment rerun over fragment rerun (the target, issue #6: both fragment reruns, <= 0.2), a revisit over the
+    fragment sentence; wall time and (_cpu) CPU time each over its own kind. Each kind here takes its own time, so
+    a ratio of two other kinds could not come out the same."""
+    import bench.apptest_rerun as ar
+    from bench.app_figures import APP_SPECS
+
+    wall = {"sentence": 1.0, "layer_head": 0.5, "fragment": 0.1, "fragment_revisit": 0.03, "fragment_sentence": 0.8}
+    cpu = {f"{k}_cpu": v / 4 * (1 + i) for i, (k, v) in enumerate(wall.items())}  # not a multiple of the wall's
+    monkeypatch.setattr(ar, "rerun_times", lambda spec, tokens, rounds, app=None: {
+        k: [v] * rounds for k, v in (wall | cpu).items()})
+    ctx = Context(configs={"app": DEFAULT_APP_CONFIG}, sizes=(4,), budget_s=0.0, min_repeats=1, max_repeats=1)
+    by = {r.name: r for r in ar.rerun_records(ctx, {"app": APP_SPECS["app"]}, rounds=3)}
+    for unit, t in (("", wall), ("_cpu", {k[:-4]: v for k, v in cpu.items()})):
+        assert by[f"app.rerun{unit}_full_sentence_ms"].value == pytest.approx(t["sentence"] * 1e3)
+        assert by[f"app.rerun{unit}_full_layer_head_ratio"].value == pytest.approx(t["layer_head"] / t["sentence"])
+        assert by[f"app.rerun{unit}_fragment_layer_head_ratio"].value == pytest.approx(
+            t["fragment"] / t["fragment_sentence"])
+        assert by[f"app.rerun{unit}_fragment_revisit_ratio"].value == pytest.approx(
+            t["fragment_revisit"] / t["fragment_sentence"])
+    target = {name for name, r in by.items() if r.target is not None}
+    assert target == {"app.rerun_fragment_layer_head_ratio"} and by[next(iter(target))].target == ar.RERUN_TARGET
 
 
 def test_the_header_warns_when_payloads_are_made_without_orjson(monkeypatch):

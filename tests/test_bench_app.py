@@ -167,6 +167,37 @@ def test_page_records_time_a_revisit_of_every_view_against_its_forward_and_build
     assert not any(builds[v] for v in builds if v not in views)
 
 
+def test_page_records_ratio_is_the_pages_cpu_over_its_own_forward_and_the_forward_record_the_forwards(monkeypatch):
+    """page_<v>_ratio is median_i(page CPU_i / forward CPU_i) (the PAGE_TARGET compares CPU with CPU, paired per
+    round), not the page's wall time; page_forward_cpu_ms is the forward's CPU time over every view of the size; and
+    the model of a config is loaded once for all its views and sizes. Page wall, page CPU and forward CPU take
+    different times here, each view its own."""
+    import bench.app_figures
+    import bench.apptest_rerun as ar
+
+    loads = []
+    monkeypatch.setattr(bench.app_figures, "load_model", lambda key: loads.append(key) or "model")
+    monkeypatch.setattr(ar, "load_model", lambda key: loads.append(key) or "model")
+    cost = {"tokens": 1.0, "attention": 2.0}
+
+    def page_times(spec, rounds, loaded=None, app=None):
+        assert loaded == "model"
+        c = cost[spec.views[0]]
+        return {"page": [0.9 * c] * rounds, "page_cpu": [0.3 * c] * rounds, "forward_cpu": [0.1 * c] * rounds}
+
+    monkeypatch.setattr(ar, "page_times", page_times)
+    records = ar.page_records(tiny_context(sizes=(4, 6)), {"app": APP}, rounds=2, views=tuple(cost))
+    by = {(r.name, r.tokens): r.value for r in records}
+    for T in (4, 6):
+        for v, c in cost.items():
+            assert by[(f"app.page_{v}_ratio", T)] == pytest.approx(0.3 / 0.1)
+            assert by[(f"app.page_{v}_cpu_ms", T)] == pytest.approx(0.3 * c * 1e3)
+            assert by[(f"app.page_{v}_ms", T)] == pytest.approx(0.9 * c * 1e3)
+        # the median over both views' rounds: 0.1 s and 0.2 s twice each
+        assert by[("app.page_forward_cpu_ms", T)] == pytest.approx(0.15 * 1e3)
+    assert len(loads) == 1, loads
+
+
 def test_page_times_pair_one_forward_with_one_revisit_per_round(calls):
     from bench.apptest_rerun import page_times
 
@@ -211,6 +242,17 @@ def test_share_link_and_expected_ticks_follow_the_view():
     assert FigureSpec.from_query(dict(parse_qsl(urlsplit(url).query))) == spec  # the app reads it back
     ticks = expected_ticks(build_view("attention", spec, Models(load_model)), "attention")
     assert ticks[chart_key("attention", "attention-weights")] == [["0:我", "1:有", "2:一", "3:只"]] * 2
+
+
+def test_a_share_query_opens_the_spec_it_was_made_of_and_always_names_its_views():
+    """bench.browser.share_query, as ui/state.py share_query: the spec's non-default fields and the views always, so
+    the app reads back the spec, whatever its views: several (in their order), or the default one alone."""
+    from bench.browser import share_query
+
+    for views in (("query", "attention"), ("attention",)):
+        spec = FigureSpec(sentence_a="我有一只", views=views, theme="slide")
+        query = share_query(spec)
+        assert query["views"] == ",".join(views) and FigureSpec.from_query(query) == spec
 
 
 def test_long_sentences_are_told_apart_by_z_values_when_labels_are_positions():
