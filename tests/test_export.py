@@ -632,20 +632,27 @@ def test_write_atomic_leaves_no_temporary_file(tmp_path):
 
 
 class _FakeKaleido:
-    """A kaleido.Kaleido whose open() takes open_s seconds; what was made and closed is kept."""
+    """A kaleido.Kaleido whose open() takes open_s seconds and close() close_s; what was made, what it did (events:
+    "opened", "closing", "closed", in order) and whether it was closed are kept."""
 
     made: list = []
     open_s = 0.0
+    close_s = 0.0
 
     def __init__(self, **_):
         self.closed = False
+        self.events = []
         _FakeKaleido.made.append(self)
 
     async def open(self):
         await asyncio.sleep(self.open_s)
+        self.events.append("opened")
 
     async def close(self):
+        self.events.append("closing")
+        await asyncio.sleep(self.close_s)
         self.closed = True
+        self.events.append("closed")
 
     async def calc_fig(self, fig, opts):
         return b"drawn"
@@ -671,6 +678,19 @@ def test_a_browser_that_does_not_open_in_time_is_closed_not_left_running(monkeyp
         server.start()
     assert len(fake_kaleido.made) == 1 and fake_kaleido.made[0].closed
     assert not server.running
+
+
+def test_a_browser_given_up_stops_opening_before_it_is_closed(monkeypatch, fake_kaleido):
+    """The opening a late Chromium was given up on is stopped first, then the browser closed: left going on during
+    the close, an open() that ends while close() still runs starts the browser after its close began, and it runs
+    on (here: open ends at 1 s, after the 0.2 s given up on it; the close takes until 2.2 s)."""
+    monkeypatch.setattr(fake_kaleido, "open_s", 1.0)
+    monkeypatch.setattr(fake_kaleido, "close_s", 2.0)
+    monkeypatch.setattr(vx, "START_TIMEOUT_S", 0.2)
+    with pytest.raises(vx.ExportError, match="could not start Chromium"):
+        vx._Server().start()
+    (k,) = fake_kaleido.made
+    assert k.events == ["closing", "closed"], k.events  # never opened: not after its close began, not at all
 
 
 def test_a_render_whose_browser_another_render_stopped_fails_in_one_line_at_once(monkeypatch, fake_kaleido):
