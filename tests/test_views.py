@@ -957,6 +957,24 @@ def test_order_token_output_maps_share_one_colour_range_that_holds_both(models):
     assert max(tops) == pytest.approx(axes["aligned-pe"].cmax, rel=1e-6)  # no wider than it needs to be
 
 
+@pytest.mark.parametrize("theme", ["default", "dark"])
+def test_view_6s_two_maps_of_the_token_outputs_difference_draw_it_in_the_same_colours(models, theme):
+    """The token outputs' |A − B| panel and the |f(B) − P f(A)| map below it hold the same numbers (row for row, in A's
+    order and in B's), but the first drew them on the outputs' diverging scale, the second on the magnitude scale:
+    zero white in one and navy in the other, and without PE (all zero) a white block on the dark page, where the
+    dark theme's bright means large. |A − B| takes the magnitude scale of the map below (and of the attention
+    weights' |A − B|, dark at 0), A and B keep the diverging one."""
+    p, _ = panels("order", dataclasses.replace(SPEC, theme=theme), models)
+    for slug in ("pe", "nope"):
+        fig, below = p[f"aligned-{slug}"].figure, p[f"diff-{slug}"].figure
+        a, b, diff = [t for t in fig.data if (t.meta or {}).get("role") == "values"]
+        assert a.coloraxis == b.coloraxis != diff.coloraxis, (a.coloraxis, diff.coloraxis)
+        shared, own = fig.layout[a.coloraxis], fig.layout[diff.coloraxis]
+        assert shared.cmin == -shared.cmax and own.cmin == 0 and own.cmax == shared.cmax
+        assert [c for _, c in own.colorscale] == [c for _, c in below.data[0].colorscale], slug
+        assert np.nanmax(np.asarray(diff.z, dtype=float)) <= own.cmax
+
+
 def test_a_mask_that_masks_nothing_says_where_to_see_one_and_the_advice_works(models):
     same = dataclasses.replace(SPEC, sentence_a="你喜欢她", sentence_b="她喜欢你", mask="paper", block="encoder self")
     p, _ = panels("attention", same, models)

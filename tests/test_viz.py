@@ -1071,7 +1071,9 @@ def test_a_difference_larger_than_the_reference_widens_the_range_rather_than_bei
     assert "max |f(B) − P f(A)| = 2.54 (colour range 0 … 2.54)" in header(fig)
 
 
-def test_aligned_outputs_use_one_scale_and_state_the_max_difference():
+def test_aligned_outputs_share_one_top_and_state_the_max_difference():
+    """A and B on one diverging colour axis, |A − B| on a magnitude one from 0 to the same top (its zero dark, as
+    the |f(B) − P f(A)| map's: test_views' view 6 colour test)."""
     a = RNG.normal(size=(4, 6))
     perm = [3, 1, 2, 0]
     fig = viz.aligned_outputs_figure(
@@ -1082,7 +1084,8 @@ def test_aligned_outputs_use_one_scale_and_state_the_max_difference():
         positions_b=perm,
     )
     heats = values_traces(fig)
-    assert len(heats) == 3 and {t.coloraxis for t in heats} == {"coloraxis"}
+    assert len(heats) == 3 and [t.coloraxis for t in heats] == ["coloraxis", "coloraxis", "coloraxis2"]
+    assert fig.layout.coloraxis2.cmin == 0 and fig.layout.coloraxis2.cmax == fig.layout.coloraxis.cmax
     # B's row i is B's token at perm[i], labelled with B's own position: the same piece as A's row i
     assert list(fig.layout.yaxis2.ticktext) == ["3:你", "1:喜", "2:欢", "0:她"]
     assert "max |A − B| = 0.001" in header(fig)

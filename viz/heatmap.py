@@ -1088,13 +1088,15 @@ def unique_notes(notes: Sequence[str | None]) -> list[str]:
 
 @dataclass
 class ValuePanel:
-    """One (tokens × dimensions) matrix of a row of panels sharing one colour axis."""
+    """One (tokens × dimensions) matrix of a row of panels sharing one colour axis (or its own: coloraxis, kind)."""
 
     matrix: np.ndarray
     rows: list[str]  # display labels of the matrix rows
     y_title: str = ""
     show_y_labels: bool = True
     value_name: str = "value"
+    coloraxis: str = "coloraxis"
+    kind: str = "values"  # color_range's kind of the matrix: "magnitude" for a |difference|
 
 
 def add_value_panels(fig: Fig, panels: Sequence[ValuePanel], *, theme: str, cell_values: bool = True,
@@ -1119,8 +1121,8 @@ def add_value_panels(fig: Fig, panels: Sequence[ValuePanel], *, theme: str, cell
             grid,
             row=1,
             col=c + 1,
-            kind="values",
-            coloraxis="coloraxis",
+            kind=p.kind,
+            coloraxis=p.coloraxis,
             value_name=p.value_name,
             x_name="dim",
             y_name="token",

@@ -88,9 +88,10 @@ def aligned_outputs_figure(
     zmax: float | None = None,
     theme: str = "default",
 ) -> go.Figure:
-    """A's outputs, B's outputs aligned to A's tokens, and |A − B| (tokens × d_model), all on
-    one diverging scale: ±zmax where given and it holds every value (a figure beside it, of another model, uses
-    the same), else the values' own.
+    """A's outputs, B's outputs aligned to A's tokens, and |A − B| (tokens × d_model): A and B on one diverging
+    scale, ±zmax where given and it holds every value (a figure beside it, of another model, uses the same), else
+    the values' own; |A − B| on the magnitude scale from 0 to the same top, as order_difference_heatmap draws the
+    same numbers (zero dark in both: on the diverging scale it was white, a bright block on a dark page).
 
     outputs_b row i must be the output of the token that matches A's token i; positions_b gives
     each such row's original position in B. labels_b are B's pieces in B's own order, so row i is
@@ -107,9 +108,11 @@ def aligned_outputs_figure(
         rows_b = [own[int(p)] for p in positions_b]  # (T,) in A's order
     else:
         rows_b = display_labels(labels_b, b.shape[0])
-    # One diverging scale for all three panels: |A − B| is in the outputs' own units, so float
-    # rounding (~1e-7) stays white instead of filling a scale of its own (and the scale holds it).
+    # One top for all three panels: |A − B| is in the outputs' own units, so float rounding (~1e-7) stays at the
+    # colour of 0 instead of filling a scale of its own (and the scale holds it). A and B diverge about 0; |A − B|,
+    # never negative, on the magnitude scale of the |f(B) − P f(A)| map, which holds the same numbers
     lo, hi, scale = color_range("values", [a, b], zmax=max(zmax or 0.0, symmetric_range(a, b, diff)))
+    _, _, magnitude = color_range("magnitude", [diff], zmax=hi)
     # B's labels differ from A's (its own positions): they sit between panels 1 and 2. The
     # |A − B| panel's rows are A's, so it repeats no labels.
     fig = subplots(
@@ -118,20 +121,24 @@ def aligned_outputs_figure(
         subplot_titles=(escape_text(name_a), escape_text(f"{name_b} (aligned)"), "|A − B|"),
     )
     set_column_gaps(fig, [label_gap(rows_b, theme, cols=3), 0.04])
-    panels = [(a, rows_a, "output"), (b, rows_b, "output"), (diff, rows_a, "|A − B|")]
+    panels = [(a, rows_a, "output", "coloraxis", "values"), (b, rows_b, "output", "coloraxis", "values"),
+              (diff, rows_a, "|A − B|", "coloraxis2", "magnitude")]
     notes = add_value_panels(
         fig,
-        [ValuePanel(m, rows, y_title="token" if c == 0 else "", show_y_labels=c < 2, value_name=name)
-         for c, (m, rows, name) in enumerate(panels)],
+        [ValuePanel(m, rows, y_title="token" if c == 0 else "", show_y_labels=c < 2, value_name=name,
+                    coloraxis=axis, kind=kind)
+         for c, (m, rows, name, axis, kind) in enumerate(panels)],
         theme=theme,
         cell_values=False,
     )
     largest = float(np.nanmax(diff)) if np.isfinite(diff).any() else float("nan")
     notes.append(f"max |A − B| = {num(largest)}")
-    fig.update_layout(
-        coloraxis=coloraxis_layout(lo, hi, scale, "output, |A − B|"),
-        title=title_layout(title, notes),
-    )
+    # the two colour bars one above the other, at the right edge where one stood
+    half = dict(len=0.46, lenmode="fraction", yref="paper")
+    outputs, difference = coloraxis_layout(lo, hi, scale, "output"), coloraxis_layout(0.0, hi, magnitude, "|A − B|")
+    outputs["colorbar"].update(half, y=1.0, yanchor="top")
+    difference["colorbar"].update(half, y=0.0, yanchor="bottom")
+    fig.update_layout(coloraxis=outputs, coloraxis2=difference, title=title_layout(title, notes))
     return apply_theme(fig, theme)
 
 
