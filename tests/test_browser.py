@@ -1759,6 +1759,60 @@ def test_on_a_phone_heatmaps_take_the_width_with_their_colour_bar_under_the_plot
     assert len({round(c["plot"]) for c in steps}) == 1, [(c["title"], c["plot"]) for c in steps]  # columns in line
 
 
+# In each chart matched: its box, the bottom of the texts under its plot, and each colour bar's fill, title, numbers
+# and whole group, as drawn on the screen
+COLOUR_BARS = r"""(sel) => [...document.querySelectorAll(sel)].map(gd => {
+  const rect = (e) => e.getBoundingClientRect().toJSON();
+  const plots = [...gd.querySelectorAll('.draglayer .nsewdrag')].map(rect);
+  return {box: gd.parentElement.getBoundingClientRect().toJSON(),
+          plot: [Math.min(...plots.map(r => r.left)), Math.max(...plots.map(r => r.right))],
+          under: Math.max(...[...gd.querySelectorAll('.xaxislayer-above text, [class^="g-x"][class$="title"] text')]
+                            .map(t => rect(t).bottom)),
+          bars: [...gd.querySelectorAll('.colorbar')].map(cb => ({whole: rect(cb),
+            fill: rect(cb.querySelector('.cbfill')),
+            title: [...cb.querySelectorAll('.cbtitle text')].map(t => [t.textContent, rect(t)]),
+            numbers: [...cb.querySelectorAll('.cbaxis text, .xtick text')].map(rect)}))};
+})"""
+
+
+def overlap(a: dict, b: dict) -> bool:
+    """Whether two boxes ({left, right, top, bottom}) share more than a pixel each way."""
+    return min(a["right"], b["right"]) - max(a["left"], b["left"]) > 1 and \
+        min(a["bottom"], b["bottom"]) - max(a["top"], b["top"]) > 1
+
+
+@pytest.mark.parametrize("width", [390, 320])
+def test_on_a_phone_view_6s_two_colour_bars_lie_side_by_side_under_the_plot(browser, streamlit_url, width):
+    """View 6's token outputs draw A and B on one diverging scale and |A − B| on the magnitude scale: two colour bars.
+    On a phone ui/chart.js colorbarBelow put every bar under the plot as long as the plot, in one place: the two bars,
+    their numbers and their titles ("output", "|A − B|") were drawn on top of each other. They share the plot's length
+    side by side now, each its title and bar in its own slot, under the x axis, inside the chart."""
+    with opened_tab(browser, f"{streamlit_url}/?views=order&sentence_a=你喜欢她&sentence_b=她喜欢你", width, 844,
+                    is_mobile=True, has_touch=True) as tab:
+        draw_every_chart(tab, 200)
+        charts = tab.evaluate(COLOUR_BARS, ".st-key-chart-order-aligned-pe .lab-chart, "
+                                           ".st-key-chart-order-aligned-nope .lab-chart")
+        tab.locator(".st-key-chart-order-aligned-pe").scroll_into_view_if_needed()
+        tab.screenshot(path=str(SCREENSHOTS / f"browser-phone-{width}-order-colour-bars.png"))
+    assert len(charts) == 2, charts  # with PE and without
+    for c in charts:
+        bars, box = c["bars"], c["box"]
+        assert [[t for t, _ in b["title"]] for b in bars] == [["output"], ["|A − B|"]], bars
+        left, right = bars
+        assert left["fill"]["right"] < right["fill"]["left"], bars  # side by side, in the panels' order
+        parts = [[b["fill"], *(r for _, r in b["title"]), *b["numbers"]] for b in bars]
+        assert not any(overlap(p, q) for p in parts[0] for q in parts[1]), bars  # nothing of one on the other
+        # the two share the plot's length: each a bar to read (the numbers, "−2 0 2", apart), not a stub
+        assert right["fill"]["right"] - left["title"][0][1]["left"] >= 0.8 * (c["plot"][1] - c["plot"][0]), c
+        for b, own in zip(bars, parts, strict=True):
+            assert b["fill"]["width"] >= 45, b
+            _, title = b["title"][0]
+            assert title["right"] <= b["fill"]["left"] + 1, b  # its title beside it, not on it
+            for r in own:  # inside the chart, under the x axis's labels and title
+                assert box["left"] - 1 <= r["left"] and r["right"] <= box["right"] + 1, (r, box)
+                assert c["under"] - 1 <= r["top"] and r["bottom"] <= box["bottom"] + 1, (r, c["under"], box)
+
+
 def test_slide_tables_are_html_in_projector_type_with_words_for_booleans_and_markup_as_text(browser, streamlit_url):
     """In the slide theme a table that is the panel (the tokens; view 6's numbers and translations) is drawn as
     st.table: HTML, in the page's projector-sized type (ui/style.py; st.dataframe's canvas keeps 14 px whatever

@@ -611,17 +611,20 @@ function fitBottom(layout, data, width, laidOut) {
 }
 
 function colorbarBelow(layout, data, width) {
-  // [layout, data] with each colour bar under the plot, as long as the plot, where drawn NARROW_WIDTH wide or less (a
-  // phone): beside it, it took as much of the width as the plot (a teacher's walk at 390 px: view 3's weights had
-  // ~150 px, the colour bar and the row sums the rest, the keys' short labels turned on their side). The right margin
-  // is the server's for that (viz.theme NARROW_COLORBAR: the row sums' room only; view 3's five matrices keep one,
-  // their columns in line); the bottom one holds what is under the plot, measured here, and the bar with its numbers,
-  // and the figure grows by what that gains, so the plot keeps its height.
+  // [layout, data] with each colour bar under the plot, where drawn NARROW_WIDTH wide or less (a phone): beside it,
+  // it took as much of the width as the plot (a teacher's walk at 390 px: view 3's weights had ~150 px, the colour bar
+  // and the row sums the rest, the keys' short labels turned on their side). The right margin is the server's for that
+  // (viz.theme NARROW_COLORBAR: the row sums' room only; view 3's five matrices keep one, their columns in line); the
+  // bottom one holds what is under the plot, measured here, and the bars with their numbers, and the figure grows by
+  // what that gains, so the plot keeps its height. One bar is as long as the plot; several (view 6's outputs and their
+  // |A − B|, each of its own scale) share its length side by side, in their order, two letters apart, each its title
+  // and bar in its slot (each as long as the plot, they were drawn on top of each other, titles and numbers).
   const narrow = (layout.meta || {}).narrow_colorbar;
   if (!narrow || !width || width > NARROW_WIDTH) return [layout, data];
   const margin = Object.assign({}, layout.margin, {r: narrow.r});
   const bars = Object.keys(layout).filter((key) => /^coloraxis\d*$/.test(key) && layout[key]
-                                                   && layout[key].showscale !== false);
+                                                   && layout[key].showscale !== false)
+    .sort((a, b) => Number(a.slice(9) || 1) - Number(b.slice(9) || 1));  // coloraxis, coloraxis2, ...: their order
   const heatmaps = data.map((t) => t.type === "heatmap" && !t.coloraxis && t.showscale !== false);
   const shown = bars.map((key) => layout[key].colorbar || {}).concat(data.filter((_, i) => heatmaps[i])
                                                                          .map((t) => t.colorbar || {}));
@@ -629,18 +632,23 @@ function colorbarBelow(layout, data, width) {
   if (!shown.length) return [out, data];  // view 3's mask: the others' right margin only
   // the bar, its numbers and their pads
   const bar = Math.max(...shown.map((b) => (b.thickness || 30) + 1.3 * sizeOf(b.tickfont, layout) + 14));
-  const edge = edgePx(sizeOf(null, layout));
-  margin.b = Math.max(Math.ceil(edge + belowPlot(layout, width - (margin.l || 0) - margin.r) + bar), margin.b || 0);
+  const size = sizeOf(null, layout), edge = edgePx(size);
+  const plotW = width - (margin.l || 0) - margin.r;
+  const n = shown.length, gap = n > 1 ? 2 * size / plotW : 0;  // a gap of two letters between slots, of the plot
+  const slot = (1 - (n - 1) * gap) / n;
+  margin.b = Math.max(Math.ceil(edge + belowPlot(layout, plotW) + bar), margin.b || 0);
   if (out.height) out.height += margin.b - ((layout.margin || {}).b || 0);
-  // at the figure's bottom edge, its title beside it, left ("side: right" draws it there): plotly.js 4.1.1 set a
-  // title over an h bar onto the bar, and one under it by the figure's height, onto its numbers; hung from the plot
-  // instead (yref paper), the bar pushed the bottom margin by far more than it took (view 4's layer 0 plot, 5 rows,
-  // squeezed to ~60 px over a blank band)
-  const below = (colorbar) => Object.assign({}, colorbar, {orientation: "h", xref: "paper", x: 0.5, xanchor: "center",
-    yref: "container", y: 0, yanchor: "bottom", len: 1, lenmode: "fraction",
+  // at the figure's bottom edge, its title beside it, left ("side: right" draws it there; plotly.js fits title and bar
+  // in len): plotly.js 4.1.1 set a title over an h bar onto the bar, and one under it by the figure's height, onto its
+  // numbers; hung from the plot instead (yref paper), the bar pushed the bottom margin by far more than it took (view
+  // 4's layer 0 plot, 5 rows, squeezed to ~60 px over a blank band)
+  const below = (colorbar, i) => Object.assign({}, colorbar, {orientation: "h", xref: "paper",
+    x: i * (slot + gap) + slot / 2, xanchor: "center", yref: "container", y: 0, yanchor: "bottom", len: slot,
+    lenmode: "fraction",
     title: Object.assign({}, (colorbar || {}).title, {side: "right"})});
-  bars.forEach((key) => { out[key] = Object.assign({}, layout[key], {colorbar: below(layout[key].colorbar)}); });
-  return [out, data.map((t, i) => (heatmaps[i] ? Object.assign({}, t, {colorbar: below(t.colorbar)}) : t))];
+  bars.forEach((key, i) => { out[key] = Object.assign({}, layout[key], {colorbar: below(layout[key].colorbar, i)}); });
+  let i = bars.length;
+  return [out, data.map((t, j) => (heatmaps[j] ? Object.assign({}, t, {colorbar: below(t.colorbar, i++)}) : t))];
 }
 
 function shrink(gd, k, height, fullscreen) {
