@@ -65,7 +65,8 @@ def num(value: float, spec: str = ".3g") -> str:
     ("3.58e−07", "−0.25"), as the axes and cell values write them. An exact 0 in e notation is "0", as ".3g" writes
     it: view 5's note said "max difference 0.0e+00" where view 6's said "= 0" (a words walk). A large value that a
     "g" spec writes in e notation is written in the digits it rounds to, grouped as counts are: "1,230", where view 5
-    said "raw scores have variance 1.23e+03" (a numbers walk); e notation asked for by name ("e") stays."""
+    said "raw scores have variance 1.23e+03" (a numbers walk), below 1e15 (past it, 16 digits or more in a row are
+    harder to read than e+15); e notation asked for by name ("e") stays."""
     if value == 0 and spec.endswith("e"):
         return "0"
     text = format(value, spec)
