@@ -1005,7 +1005,7 @@ def test_a_chart_says_why_when_plotly_js_cannot_load(browser, streamlit_url):
     context = browser.new_context(viewport={"width": 1500, "height": 1000})
     try:
         tab = context.new_page()
-        tab.route("**/app/static/**", lambda route: route.abort())
+        tab.route("**/app/static/plotly-*", lambda route: route.abort())  # the charts' own script still loads
         tab.goto(f"{streamlit_url}/?views=attention")
         wait_idle(tab)
         message = tab.locator(".lab-chart-message").first
@@ -1015,6 +1015,30 @@ def test_a_chart_says_why_when_plotly_js_cannot_load(browser, streamlit_url):
         assert tab.locator('[data-testid="stException"]').count() == 0
         # said to a screen reader as it comes, as Streamlit's own notices are (a screen reader's walk: it was silent)
         assert tab.get_by_role("status").filter(has_text="plotly.js did not load").count() >= 1
+    finally:
+        context.close()
+
+
+def test_a_chart_says_why_when_its_script_cannot_load_and_draws_once_it_can(browser, streamlit_url):
+    """The charts' script comes from the static folder (ui/chart.py ensure_chart_js), as plotly.js does."""
+    from ui.chart import CHART_JS_PREFIX
+
+    context = browser.new_context(viewport={"width": 1500, "height": 1000})
+    try:
+        tab = context.new_page()
+        blocked = [True]
+        tab.route(f"**/app/static/{CHART_JS_PREFIX}*",
+                  lambda route: route.abort() if blocked[0] else route.continue_())
+        tab.goto(f"{streamlit_url}/?views=attention")
+        wait_idle(tab)
+        message = tab.locator(".lab-chart-message").first
+        message.wait_for(state="attached")
+        assert "its script did not load" in message.inner_text() and "enableStaticServing" in message.inner_text()
+        assert tab.get_by_role("status").filter(has_text="its script did not load").count() >= 1
+        assert tab.locator('[data-testid="stException"]').count() == 0
+        blocked[0] = False  # the next rerun tries again, and draws
+        tab.locator(".st-key-view button", has_text="4 · Heads").click()
+        tab.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length >= 3")
     finally:
         context.close()
 

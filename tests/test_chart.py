@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import filecmp
 import json
+import re
 import tomllib
 from pathlib import Path
 
@@ -50,6 +51,45 @@ def test_streamlit_serves_the_folder_plotly_js_is_copied_to():
     assert config["server"]["enableStaticServing"] is True
     assert Path(file_util.get_app_static_dir(str(APP))) == ui.chart.STATIC
     assert f'"app/static/{ui.chart.PLOTLY_JS}"' in ui.chart._script()
+
+
+def test_the_charts_script_is_written_once_under_its_hash_and_older_copies_go(tmp_path):
+    stale = tmp_path / f"{ui.chart.CHART_JS_PREFIX}0123456789abcdef.js"
+    stale.write_text("// an older chart.js", encoding="utf-8")
+    target = ui.chart.ensure_chart_js(tmp_path)
+    assert target.read_text(encoding="utf-8") == ui.chart._script()
+    assert [p.name for p in tmp_path.iterdir()] == [target.name]  # the stale copy gone, no temporary file
+    stamp = target.stat().st_mtime_ns
+    assert ui.chart.ensure_chart_js(tmp_path) == target and target.stat().st_mtime_ns == stamp
+
+
+def test_each_chart_carries_a_loader_of_the_script_in_the_static_folder_not_the_script(make_app):
+    """The script (~70 KB) went inline with every chart of every rerun: ~440 of the ~520 KB one change of the
+    attention or heads view sent. The browser now loads it once, from where the loader says."""
+    at = make_app(view="attention", sentence_a="你喜欢她", sentence_b="她喜欢你", **SMALL)
+    sent = [e.proto for e in at.get("bidi_component") if e.proto.component_name == ui.chart.NAME]
+    assert len(sent) == 6
+    for proto in sent:
+        assert len(proto.js_content) < 2000 and "loadPlotly" not in proto.js_content
+        assert proto.ByteSize() < len(proto.bytes) + 3000  # the figure, and little besides
+    (name,) = set(re.findall(r'"app/static/([^"]+\.js)"', sent[0].js_content))
+    assert (ui.chart.STATIC / name).read_text(encoding="utf-8") == ui.chart._script()
+
+
+def test_a_static_folder_that_cannot_take_the_script_sends_it_with_each_chart(monkeypatch, caplog):
+    def read_only(static=None):
+        raise PermissionError(13, "Read-only file system", str(ui.chart.STATIC))
+
+    registered = {}
+    monkeypatch.setattr(ui.chart, "ensure_chart_js", read_only)
+    monkeypatch.setattr(ui.chart.st.components.v2, "component", lambda name, **kw: registered.update(kw) or print)
+    ui.chart._component.cache_clear()
+    try:
+        with caplog.at_level("ERROR", logger="attention_lab"):
+            ui.chart._component()
+        assert registered["js"] == ui.chart._script() and "the charts' script" in caplog.text
+    finally:
+        ui.chart._component.cache_clear()
 
 
 def _state(text: str) -> dict:

@@ -10,7 +10,9 @@ measured in Chromium; plotly.js alone draws the same six figures in ~115 ms). St
 identity is its key: the same key keeps the same <div>, and a new figure goes through
 Plotly.react, which updates the drawn chart instead of rebuilding it. Its script is ui/chart.js
 (sizing, twins side by side, a phone's type, print, screen readers), which takes a few of Python's
-values (_script).
+values (_script). That script (~70 KB) is served once per browser from the static folder too
+(`ensure_chart_js`); each chart's element carries only a loader of a few hundred bytes (LOADER): carried
+inline, the script went with every chart of every rerun, ~440 of the ~520 KB a class's change sent.
 
 plotly.js is the copy inside the plotly Python package (the version the figures were built for),
 served once per browser from the app's static folder (`server.enableStaticServing`, set in
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import filecmp
 import functools
+import hashlib
 import json
 import logging
 import os
@@ -135,16 +138,81 @@ def _script() -> str:
     return JS.replace("__FROM_PYTHON__", json.dumps(values, separators=(",", ":")))
 
 
+CHART_JS_PREFIX = "attention-lab-chart-"  # + the script's hash: a browser never keeps an old copy
+
+# What each chart's element carries: the script from the static folder, imported once per page (a module: one
+# copy of its state for every chart), then called as Streamlit calls a component's script; until it has come,
+# the chart's cleanup waits for it. A script that cannot load says so in the chart's place, and the next rerun
+# tries again (under another URL: the browser keeps a failed import's failure).
+LOADER = """let chart = null, loading = null, failed = 0;
+export default function (args) {
+  if (chart) return chart.default(args);
+  const url = new URL(__URL__ + (failed ? "?try=" + failed : ""), document.baseURI).href;  // a failed import is kept
+  loading ??= import(url).then((m) => (chart = m), (err) => {
+    loading = null;
+    failed += 1;
+    throw err;
+  });
+  let cleanup = null, gone = false;
+  const said = () => args.parentElement.querySelector(":scope > .lab-chart-box[data-loader]");
+  loading.then((m) => {
+    if (gone) return;
+    said()?.remove();
+    cleanup = m.default(args);
+  }, () => {  // said as the script says plotly.js did not load: in a box with an empty chart, to a screen reader too
+    if (gone || said()) return;
+    const box = document.createElement("div"), gd = document.createElement("div"), message = document.createElement("div");
+    box.className = "lab-chart-box";
+    box.dataset.loader = "";
+    gd.className = "lab-chart";
+    message.className = "lab-chart-message";
+    message.setAttribute("role", "status");
+    message.textContent = "This chart could not be drawn: its script did not load from " + __URL__ + ". The app " +
+      "serves it from its static folder: server.enableStaticServing must stay on (.streamlit/config.toml next to app.py).";
+    box.append(gd, message);
+    args.parentElement.append(box);
+  });
+  return () => { gone = true; if (cleanup) cleanup(); };
+}
+"""
+
+
+def ensure_chart_js(static: Path = STATIC) -> Path:
+    """static/attention-lab-chart-<hash>.js: the charts' script (_script), written if missing or different, older
+    copies removed; the path. Written to a temporary file and renamed, as plotly.js is."""
+    text = _script().encode("utf-8")
+    target = static / f"{CHART_JS_PREFIX}{hashlib.sha256(text).hexdigest()[:16]}.js"
+    if not target.is_file() or target.read_bytes() != text:
+        static.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=static, suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            f.write(text)
+        os.replace(tmp, target)
+    for old in static.glob(f"{CHART_JS_PREFIX}*.js"):
+        if old != target:
+            old.unlink(missing_ok=True)
+    return target
+
+
+def loader(script: Path) -> str:
+    """LOADER for the script at `script` (in the static folder, served at app/static/)."""
+    return LOADER.replace("__URL__", json.dumps(f"app/static/{script.name}"))
+
+
 @functools.cache
 def _component():
-    """Registered once per process; plotly.js put in place first (if the folder cannot be written, the
-    log says so and each chart says plotly.js did not load). Styles not isolated: plotly.js puts its
-    own (modebar, hover labels) in the page's <head>, which a shadow root would not see."""
+    """Registered once per process; plotly.js and the charts' script put in place first. Where the folder
+    cannot be written, the log says so, each chart carries the whole script (as before ensure_chart_js) and
+    says that plotly.js did not load. Styles not isolated: plotly.js puts its own (modebar, hover labels) in
+    the page's <head>, which a shadow root would not see."""
     try:
         ensure_plotly_js()
+        js = loader(ensure_chart_js())
     except OSError:
-        log.exception("Attention Lab could not put plotly.js in %s: the charts cannot draw", STATIC)
-    return st.components.v2.component(NAME, js=_script(), css=CSS, isolate_styles=False)
+        log.exception("Attention Lab could not put plotly.js and the charts' script in %s: the charts cannot draw",
+                      STATIC)
+        js = _script()
+    return st.components.v2.component(NAME, js=js, css=CSS, isolate_styles=False)
 
 
 def design_width(theme: str) -> int:
