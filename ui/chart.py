@@ -22,20 +22,17 @@ st.plotly_chart sends (plotly.io.to_json), as bytes, with the same config.
 
 from __future__ import annotations
 
-import filecmp
 import functools
 import hashlib
 import json
 import logging
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import plotly
 import streamlit as st
 
 from viz import crisp
+from viz.export import write_atomic
 from viz.fig import payload_json
 from viz.theme import (
     APP_HEIGHT,
@@ -87,13 +84,15 @@ def ensure_plotly_js(static: Path = STATIC) -> Path:
 
     Written to a temporary file and renamed, so a browser never reads half a file."""
     source = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
-    target = static / PLOTLY_JS
-    if not target.is_file() or not filecmp.cmp(source, target, shallow=False):
-        static.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=static, suffix=".tmp")
-        os.close(fd)
-        shutil.copyfile(source, tmp)
-        os.replace(tmp, target)
+    return _put_static(static / PLOTLY_JS, source.read_bytes())
+
+
+def _put_static(target: Path, data: bytes) -> Path:
+    """target (in the static folder) holding data: written where missing or different, through viz.export's
+    write_atomic (a temporary file renamed, so a browser never reads half a file); the path."""
+    if not (target.is_file() and target.read_bytes() == data):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(target, data)
     return target
 
 
@@ -179,15 +178,9 @@ export default function (args) {
 
 def ensure_chart_js(static: Path = STATIC) -> Path:
     """static/attention-lab-chart-<hash>.js: the charts' script (_script), written if missing or different, older
-    copies removed; the path. Written to a temporary file and renamed, as plotly.js is."""
+    copies removed; the path. Written as plotly.js is (_put_static)."""
     text = _script().encode("utf-8")
-    target = static / f"{CHART_JS_PREFIX}{hashlib.sha256(text).hexdigest()[:16]}.js"
-    if not target.is_file() or target.read_bytes() != text:
-        static.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=static, suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            f.write(text)
-        os.replace(tmp, target)
+    target = _put_static(static / f"{CHART_JS_PREFIX}{hashlib.sha256(text).hexdigest()[:16]}.js", text)
     for old in static.glob(f"{CHART_JS_PREFIX}*.js"):
         if old != target:
             old.unlink(missing_ok=True)
