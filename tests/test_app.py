@@ -1176,6 +1176,36 @@ def test_translate_shows_the_steps_greedy_decoding_took_whatever_the_sidebars_ma
 
 
 @needs_trained
+def test_the_train_panels_positional_encoding_is_named_apart_from_the_sidebars_and_neither_moves_the_other(make_app):
+    """A student's walk of view 7: the sidebar's "Positional encoding" picks the shipped model the charts show (zh-en or
+    zh-en-nope) and the training panel had a radio of the same name for the model trained there: a student set one and
+    looked for the change under the other. The panel's is named for what it does, its help names the sidebar's choice
+    as it stands, and neither control moves the other or what the other drives."""
+    at = make_app(view="translate", model="zh-en")
+    clean(at)
+    labels = [w.label for w in (*at.selectbox, *at.radio) if "ositional encoding" in w.label]
+    assert labels.count("Positional encoding") == 1, labels  # the sidebar's alone
+    panel = at.radio(key="train_positional")
+    assert panel.label == "Train with positional encoding" and panel.options == ["yes (sinusoidal)", "no"]
+    assert "now: zh-en, sinusoidal" in panel.help and "does not change" in panel.help, panel.help
+    assert "Train it yourself" in at.sidebar.selectbox(key="positional").help  # the sidebar's says there is another
+    drawn = [title(f) for f in figures(at)]
+    panel.set_value("none").run()
+    clean(at)
+    assert at.session_state["positional"] == "sinusoidal" and [title(f) for f in figures(at)] == drawn
+    assert any("trained zh-en " in plain(c.value) for c in at.caption)  # the model line: still the shipped zh-en
+    at.sidebar.selectbox(key="positional").set_value("none").run()
+    clean(at)
+    assert at.session_state["train_positional"] == "none"  # the panel's own, as the student left it
+    assert "now: zh-en-nope, none" in at.radio(key="train_positional").help
+    assert any("trained zh-en-nope" in plain(c.value) for c in at.caption)  # the charts' model did change
+    at.sidebar.selectbox(key="model").set_value("random").run()  # no charts above: the help does not speak of them
+    clean(at)
+    random = at.radio(key="train_positional").help
+    assert "(now: none) is the random model's" in random and "charts above show the shipped model" not in random
+
+
+@needs_trained
 def test_train_panel_trains_a_fresh_model_and_leaves_the_shipped_one_alone(make_app):
     from model.demo import load_demo
 

@@ -76,7 +76,8 @@ def model_section(trained_problem: str | None, notes: list[str]) -> None:
                  format_func=(lambda p: {"sinusoidal": "sinusoidal (zh-en)", "none": "none (zh-en-nope)"}[p])
                  if trained else str,
                  help=" ".join(f"{k}: {v}" for k, v in POSITIONAL_HELP.items() if k in positionals)
-                 + (" zh-en-nope is zh-en trained the same way without it." if trained else ""))
+                 + (" zh-en-nope is zh-en trained the same way without it." if trained else "")
+                 + " (View 7's “Train it yourself” has its own choice, for the model it trains.)")
     st.selectbox("Mask", list(MASKS), key="mask", **focus.let_go("mask"),
                  help=" ".join(f"**{k}**: {v}" for k, v in MASK_HELP.items()))
     with st.expander("Model size (random model)", expanded=False, key="model-size"):

@@ -66,6 +66,26 @@ def _train(steps: int, positional: str, theme: str, chart) -> dict:
     return {"losses": losses, "table": table, "steps": steps, "positional": positional}
 
 
+# The panel's own choice of positional encoding, named apart from the sidebar's "Positional encoding" (a student's walk:
+# two controls of one name, one of them choosing the shipped model the charts above show, zh-en or zh-en-nope, the
+# other the fresh model trained here; a student set one and looked for the change under the other)
+TRAIN_PE_LABEL = "Train with positional encoding"
+TRAIN_PE_OPTIONS = {"sinusoidal": "yes (sinusoidal)", "none": "no"}
+
+
+def train_pe_help(spec: FigureSpec) -> str:
+    """The panel's radio's help: what it chooses, and that the sidebar's Positional encoding (its choice named) is
+    another control, for the model the charts above show; neither changes the other."""
+    if spec.model != "zh-en":  # no charts above: the view's hint asks for zh-en
+        return ("For the fresh model trained here only. The sidebar's Positional encoding (now: "
+                f"{spec.positional}) is the random model's, and with Model zh-en it picks the shipped translator "
+                "that the charts above show (zh-en or zh-en-nope): neither choice changes the other.")
+    shown = {"sinusoidal": "zh-en, sinusoidal", "none": "zh-en-nope, none"}.get(spec.positional, spec.positional)
+    return ("For the fresh model trained here only. The charts above show the shipped model that the sidebar's "
+            f"Positional encoding picks (now: {shown}): this choice does not change them, and that one does not "
+            "change what is trained here.")
+
+
 def run_name(positional: str, steps: int) -> str:
     """A run as its column and its loss line are named: "with PE, after 150 steps", "no PE, after 150 steps"."""
     return f"{'no PE' if positional == 'none' else 'with PE'}, after {steps} steps"
@@ -101,8 +121,9 @@ def train_panel(spec: FigureSpec) -> None:
     left, middle, right = st.columns([2, 2, 1])
     with left:
         st.slider("Training steps", 10, 600, step=10, key="train_steps")
-    with middle:
-        st.radio("Positional encoding", ["sinusoidal", "none"], key="train_positional", horizontal=True)
+    with middle:  # not the sidebar's Positional encoding, which picks the model the charts above show (train_help)
+        st.radio(TRAIN_PE_LABEL, ["sinusoidal", "none"], key="train_positional", horizontal=True,
+                 format_func=TRAIN_PE_OPTIONS.get, help=train_pe_help(spec))
     with right:
         go = st.button("Train", key="train_go", type="primary", icon=":material/play_arrow:")
     results = st.session_state.setdefault("train_results", {})  # positional -> its last run
@@ -121,8 +142,8 @@ def train_panel(spec: FigureSpec) -> None:
     if not go or len(losses) > 1:  # (one run just drawn live is its own chart)
         render_panel(Panel("loss", "Training loss", viz.loss_curves(losses, y_title=LOSS_AXIS, theme=theme), by_step),
                      "train", spec)
-    other = "none" if "sinusoidal" in results else "sinusoidal"
+    other = f"{TRAIN_PE_LABEL}: {TRAIN_PE_OPTIONS['none' if 'sinusoidal' in results else 'sinusoidal']}"
     render_panel(Panel("translations", "Translations after training", table=table,
                        caption="The last run with each positional encoding is kept, side by side." + (
-                           "" if len(losses) > 1 else f" Train with positional encoding '{other}' too to compare "
-                                                      "the two.")), "train", spec)
+                           "" if len(losses) > 1 else f" Train again with “{other}” to compare the two.")),
+                 "train", spec)
