@@ -13,7 +13,7 @@ import tracemalloc
 
 import plotly.io as pio
 import pytest
-from conftest import SMALL, charts, needs_trained, unique_sentence
+from conftest import SMALL, charts, figures, needs_trained, title, unique_sentence
 
 import lab.views
 from bench.app_figures import APP_SPECS, spec_for
@@ -196,3 +196,38 @@ def test_the_memory_bound_counts_what_a_cached_view_holds(view):
     assert counted >= held / 2.5, (held, counted)
     held, counted = _held_per_view(view, 128, n=4)
     assert counted >= held, (held, counted)
+
+
+@needs_trained
+def test_view_7s_step_charts_are_built_once_per_what_they_show(make_app, monkeypatch):
+    """A profile of view 7: its two step charts (ui/translate.py) were built on every rerun, the head's projections
+    replayed and both figures drawn again, where nothing they show had changed: the training panel's slider, a head
+    flipped and back. They are kept (ui.translate.step_panels) by what they show: a rerun that changes none of it
+    builds none, a new head, layer, step or theme builds the two of it, and what a kept pair draws is what it drew."""
+    import viz
+
+    built = []
+    for name in ("decoder_self_attention_heatmap", "cross_attention_heatmap"):
+        real = getattr(viz, name)
+        monkeypatch.setattr(viz, name, lambda *a, real=real, name=name, **k: (built.append(name), real(*a, **k))[1])
+
+    def step_titles(at) -> list[str]:
+        return [t for t in (title(f) for f in figures(at)) if t.endswith(f"step {at.slider(key='translate_step').value}")]
+
+    at = make_app(view="translate", model="zh-en")
+    head0, drawn = step_titles(at), sent(at)
+    assert head0 == ["Decoder self-attention, layer 0, head 0, step 1", "Cross-attention, layer 0, head 0, step 1"]
+    built.clear()
+    at.slider(key="train_steps").set_value(300).run()  # the training panel, below: nothing the step charts show
+    assert not at.exception and built == [], built
+    assert sent(at) == drawn
+    at.selectbox(key="head").set_value(1).run()  # another head: its two step charts (and the view's own charts)
+    assert step_titles(at) == [t.replace("head 0", "head 1") for t in head0]
+    assert built.count("decoder_self_attention_heatmap") == 2 and built.count("cross_attention_heatmap") == 2, built
+    built.clear()
+    at.selectbox(key="head").set_value(0).run()  # back: the view's charts and the step charts, all kept
+    assert built == [], built
+    assert sent(at) == drawn
+    at.slider(key="translate_step").set_value(2).run()  # another step: its two, the view's own kept
+    assert sorted(built) == ["cross_attention_heatmap", "decoder_self_attention_heatmap"], built
+    assert step_titles(at) == [t.replace("step 1", "step 2") for t in head0]

@@ -3,17 +3,19 @@ the view's figures, every head of cross-attention included, are lab.views.transl
 
 from __future__ import annotations
 
+import cachetools
 import streamlit as st
 
 import viz
-from lab.compute import Run
+from lab.compute import Run, model_fields
 from lab.spec import FigureSpec
-from lab.views import Panel
+from lab.views import Panel, ViewResult, decoding_spec
 from model.analysis import head_arrays
-from ui import focus
+from ui import cache, focus
 from ui.panels import render_panel
 from ui.state import LINKED_STEP
 from ui.text import md
+from viz.fig import payload_json
 from viz.labels import count_of
 from viz.theme import theme_spec
 
@@ -73,8 +75,7 @@ def decoding_steps(run: Run, spec: FigureSpec) -> None:
     """
     row = run.shown_row(spec.sentence)
     sentence = run.sentences[row]
-    n_dec, n_src = len(sentence.tgt_ids), len(sentence.src_ids)
-    tgt, src, steps = list(sentence.tgt_pieces), list(sentence.encoding.pieces), sentence.step_labels()
+    n_dec, tgt, steps = len(sentence.tgt_ids), list(sentence.tgt_pieces), sentence.step_labels()
     predicted = sentence.predicted  # what greedy decoding wrote at each step (lab.compute.prepare), as labelled
     st.subheader("Watch it decode, one step at a time", anchor=False)
     step = step_slider(sentence.text, n_dec)
@@ -87,8 +88,38 @@ def decoding_steps(run: Run, spec: FigureSpec) -> None:
     decoders = run.trace.decoder.layers
     layer = max(0, min(spec.layer, len(decoders) - 1))
     head = max(0, min(spec.head, decoders[layer].self_attn.n_heads - 1))
-    sa = head_arrays(decoders[layer].self_attn, row, head)
-    ca = head_arrays(decoders[layer].cross_attn, row, head)
+    self_panel, cross_panel = step_panels(run, spec, row, layer, head, step).panels
+    left, right = st.columns(2)
+    with left:
+        render_panel(self_panel, "translate", spec, row="translate-step")
+    with right:
+        render_panel(cross_panel, "translate", spec, row="translate-step")
+
+
+# The step charts kept, by ViewResult.nbytes: ~0.1 MB each at the trained model's short sentences, a few MB at its
+# longest input; a class stepping through one sentence with the teacher needs a few dozen
+STEP_CACHE_BYTES = 8 * 2**20
+
+
+def _step_key(run: Run, spec: FigureSpec, row: int, layer: int, head: int, step: int) -> tuple:
+    """step_panels' key: what the two charts show, and no more: the run (its model's fields, A and B, the paper's
+    masks: ui.cache.run_for's key), the sentence's row, the layer, the head, the step and the theme."""
+    traced = decoding_spec(spec)
+    return cachetools.keys.hashkey(model_fields(traced), traced.sentence_a, traced.sentence_b, row, layer, head, step,
+                                   spec.theme)
+
+
+@cache.shared(STEP_CACHE_BYTES, ViewResult.nbytes, key=_step_key, info=True)
+def step_panels(run: Run, spec: FigureSpec, row: int, layer: int, head: int, step: int) -> ViewResult:
+    """The step's two charts (decoder self-attention, cross-attention: the first `step` rows of `row`'s decoding at
+    `layer` and `head`), with their numbers and payloads, once per _step_key for the whole server, as ui.cache's views
+    are (read-only from here on): built on every rerun, a change of the training panel's slider, an expander opened or
+    a head flipped and flipped back replayed the head's projections and drew both charts again, the same."""
+    sentence = run.sentences[row]
+    n_src = len(sentence.src_ids)
+    tgt, src, steps = list(sentence.tgt_pieces), list(sentence.encoding.pieces), sentence.step_labels()
+    sa = head_arrays(run.trace.decoder.layers[layer].self_attn, row, head)
+    ca = head_arrays(run.trace.decoder.layers[layer].cross_attn, row, head)
     self_w = sa["weights"][:step, :step]  # (t, t): what the decoder's own tokens attend to so far
     cross_w = ca["weights"][:step, :n_src]  # (t, Ts): each step over the source
     # the rows' Σ: in a theme with a size of its own (slide, paper, paper-sans), each chart drawn at its theme's width
@@ -97,20 +128,20 @@ def decoding_steps(run: Run, spec: FigureSpec) -> None:
     # and "paper" by name left paper-sans without them)
     sums = theme_spec(spec.theme)["width"] is not None
     # each chart's own title names the step: a download of it is read away from the slider (a researcher's walk)
-    left, right = st.columns(2)
-    with left:
-        render_panel(Panel(
-            f"step{step}-self", f"Step {step}: decoder self-attention",
-            viz.decoder_self_attention_heatmap(self_w, target_labels=tgt[:step], step_labels=steps[:step],
-                                               mask=sa["allowed"][:step, :step], row_sums=sums,
-                                               title=f"Decoder self-attention, layer {layer}, head {head}, step {step}",
-                                               theme=spec.theme),
-            viz.matrix_frame(self_w, steps[:step], tgt[:step])), "translate", spec, row="translate-step")
-    with right:
-        render_panel(Panel(
-            f"step{step}-cross", f"Step {step}: cross-attention",
-            viz.cross_attention_heatmap(cross_w, target_labels=tgt[:step], source_labels=src, step_labels=steps[:step],
-                                        row_sums=sums,
-                                        title=f"Cross-attention, layer {layer}, head {head}, step {step}",
-                                        theme=spec.theme),
-            viz.matrix_frame(cross_w, steps[:step], src)), "translate", spec, row="translate-step")
+    result = ViewResult(panels=[
+        Panel(f"step{step}-self", f"Step {step}: decoder self-attention",
+              viz.decoder_self_attention_heatmap(self_w, target_labels=tgt[:step], step_labels=steps[:step],
+                                                 mask=sa["allowed"][:step, :step], row_sums=sums,
+                                                 title=f"Decoder self-attention, layer {layer}, head {head}, step {step}",
+                                                 theme=spec.theme),
+              viz.matrix_frame(self_w, steps[:step], tgt[:step])),
+        Panel(f"step{step}-cross", f"Step {step}: cross-attention",
+              viz.cross_attention_heatmap(cross_w, target_labels=tgt[:step], source_labels=src,
+                                          step_labels=steps[:step], row_sums=sums,
+                                          title=f"Cross-attention, layer {layer}, head {head}, step {step}",
+                                          theme=spec.theme),
+              viz.matrix_frame(cross_w, steps[:step], src)),
+    ])
+    for panel in result.panels:
+        payload_json(panel.figure)  # made once, as ui.cache.view_result's
+    return result
