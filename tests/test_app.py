@@ -808,7 +808,8 @@ def test_order_view_uses_the_trained_models_and_shows_both_translations(make_app
     view(at, "order")
     clean(at)
     assert at.session_state["model"] == "zh-en"
-    translations = next(d.value for d in at.dataframe if "without PE (zh-en-nope)" in d.value.columns)
+    # a table of text: HTML at every width, where it wraps (ui/panels.py _prose)
+    translations = next(as_shown(t.value) for t in at.table if "without PE (zh-en-nope)" in as_shown(t.value).columns)
     with_pe, without = list(translations["with PE (zh-en)"]), list(translations["without PE (zh-en-nope)"])
     assert with_pe[0] != with_pe[1]  # 你喜欢她 / 她喜欢你: with PE, two meanings
     assert without[0] == without[1]  # without PE the encoder sees the same bag of characters
@@ -1217,16 +1218,17 @@ def test_train_panel_trains_a_fresh_model_and_leaves_the_shipped_one_alone(make_
     clean(at)
     loss = figure_titled(at, "Training loss")
     assert decode_array(loss["data"][0]["y"]).shape == (10,)
-    assert "with PE, after 10 steps" in at.dataframe[-1].value.columns
+    translations = as_shown(at.table[-1].value).reset_index()  # text alone: HTML, which wraps (ui/panels.py _prose)
+    assert "with PE, after 10 steps" in translations.columns
 
-    outputs = list(at.dataframe[-1].value["with PE, after 10 steps"])
+    outputs = list(translations["with PE, after 10 steps"])
     assert all(o.strip() for o in outputs)  # an empty translation ([EOS] at once, early on) is said: NOTHING_YET
     # the lesson: "train with and without PE and compare" (a teacher's walk: each run replaced the last)
     at.radio(key="train_positional").set_value("none")
     at.slider(key="train_steps").set_value(20)
     at.button(key="train_go").click().run()
     clean(at)
-    table = at.dataframe[-1].value
+    table = as_shown(at.table[-1].value).reset_index()
     assert list(table.columns) == ["Chinese", "reference", "with PE, after 10 steps", "no PE, after 20 steps"]
     assert list(table["with PE, after 10 steps"]) == outputs  # the first run kept as it was
     lines = [t for t in figure_titled(at, "Training loss")["data"] if (t.get("meta") or {}).get("role") == "line"]

@@ -1511,6 +1511,36 @@ def test_on_a_phone_view_1s_token_tables_show_their_first_columns_whole_and_name
     assert not any("wider screen" in c for c in wide["captions"]), wide
 
 
+@pytest.mark.skipif(not trained_available(), reason="the translations are the trained models'")
+def test_on_a_phone_a_long_sentences_translations_table_shows_every_translation_whole(browser, streamlit_url):
+    """A phone walk (390 px): view 6's translations of a long sentence (24 characters) in st.dataframe showed the
+    sentence and the start of one translation; the translations, the table's point, were a scroll inside the table
+    that nothing hinted at (view 7's after training likewise: the Chinese and the reference). A table of text alone is
+    HTML, which wraps: every column's heading on the screen, nothing scrolled, at 390 and 320 px, and in a wide
+    window too (where a long sentence cut st.dataframe's too)."""
+    long = "我们的朋友昨天没有保护猫我的老师昨天没有保护他们"
+    url = f"{streamlit_url}/?views=order&model=zh-en&sentence_a={long}&sentence_b=她喜欢你"
+    seen = {}
+    with opened_tab(browser, url, 390, 844, is_mobile=True, has_touch=True) as tab:
+        for width in (390, 320):
+            if width != 390:
+                tab.set_viewport_size({"width": width, "height": 640})
+                tab.wait_for_timeout(500)
+            tables = tab.evaluate(TABLES_SHOWN)["tables"]
+            seen[width] = ([t for t in tables if "with PE (zh-en)" in " ".join(t[1]) or t[0] == "stDataFrame"],
+                           tab.evaluate("() => document.documentElement.clientWidth"))
+            if width == 390:
+                tab.get_by_role("heading", name="Translations").scroll_into_view_if_needed()
+                tab.screenshot(path=str(SCREENSHOTS / "browser-phone-order-translations.png"))
+    for width, (tables, screen) in seen.items():
+        translations = [t for t in tables if t[0] == "stTable"]
+        assert len(translations) == 1 and not [t for t in tables if t[0] == "stDataFrame" and t[3] > screen - 1 and
+                                                t[2] > 1], (width, tables)  # no st.dataframe of them cut
+        kind, columns, scroll, right = translations[0]
+        assert columns == ["sentence", "with PE (zh-en)", "without PE (zh-en-nope)"], (width, columns)
+        assert scroll <= 1 and right <= screen, (width, translations)
+
+
 def test_slide_twins_stack_where_side_by_side_would_show_them_at_under_half_their_size(browser, streamlit_url):
     """Slide charts are laid out for 1280 px: in half of a 1500 px window's main area (~520 px) they would
     be shown at ~0.4 of that, so there the twins stack, each the full width (0.8); so they do in a 1920 px

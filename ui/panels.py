@@ -83,7 +83,7 @@ def _table(panel: Panel, key: str, *, numbers: bool, slide: bool = False) -> Non
     if cells > limit:
         st.caption(f"{table.shape[0]:,} × {table.shape[1]:,} numbers: too many to show here; "
                    "download them as CSV.")
-    elif slide and table.shape[0] <= SLIDE_TABLE_ROWS:
+    elif (slide or (not numbers and _prose(table))) and table.shape[0] <= SLIDE_TABLE_ROWS:
         _slide_table(table, panel)
     else:
         _dataframe(table, panel, key, numbers=numbers)
@@ -122,6 +122,14 @@ def _dataframe(table: pd.DataFrame, panel: Panel, key: str, *, numbers: bool) ->
             others = [str(c) for c in table.columns if c not in phone]
             st.caption(md(f"{'Columns' if len(others) > 1 else 'Column'} {', '.join(others)}: in the CSV below, or on "
                           "a wider screen."))
+
+
+def _prose(table: pd.DataFrame) -> bool:
+    """A panel's own table of text alone (the translations: view 6's, view 7's after training), shown as HTML at every
+    width, where it wraps (a phone walk: at 390 px st.dataframe showed a long sentence, or the Chinese and the
+    reference, and the translations, the table's point, were a scroll inside it that nothing hinted at)."""
+    return table.shape[1] > 1 and not any(pd.api.types.is_numeric_dtype(table[c]) or pd.api.types.is_bool_dtype(table[c])
+                                          for c in table.columns)
 
 
 def _turns(table: pd.DataFrame) -> bool:
