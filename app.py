@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Callable
 from urllib.parse import urlencode
 
 import streamlit as st
@@ -148,7 +149,10 @@ def model_line(spec: FigureSpec) -> None:
     ))
 
 
-def view_body(view: str, spec: FigureSpec) -> None:
+def view_body(view: str, spec: FigureSpec, under_figures: Callable[[FigureSpec], None] | None = None) -> None:
+    """The view's panels, then under_figures(spec) (the model line, on a projector), then view 7's training panel:
+    the line describes the shipped model the figures show, not the one trained below it (a teacher's walk: under the
+    panel, 'positional encoding: sinusoidal' sat right below its 'Train with positional encoding: no')."""
     models = cache.models()
     chosen, other = (spec.sentence_a, spec.sentence_b) if spec.sentence == "a" else (spec.sentence_b, spec.sentence_a)
     if view in look.USES["sentence"] and not chosen.strip() and other.strip():  # the views of one sentence
@@ -164,6 +168,9 @@ def view_body(view: str, spec: FigureSpec) -> None:
     render_result(result, view, spec, after=after, side_by_side=view == "order")
     if view == "translate":
         linked_step_waits(spec)
+    if under_figures is not None:
+        under_figures(spec)
+    if view == "translate":
         st.divider()
         train_panel(spec)
 
@@ -322,9 +329,7 @@ def _view_area(trained_ok: bool) -> None:
         slide = spec.theme == "slide"  # a projector: the figures first, the model's description under them
         if not slide:
             model_line(spec)
-        view_body(view, spec)
-        if slide:
-            model_line(spec)
+        view_body(view, spec, under_figures=model_line if slide else None)
     except Exception as exc:  # a bug: say so in one line (the log has the traceback), keep the spec below
         log.exception("Attention Lab could not draw the %s view for %s", view, spec.to_json())
         st.error(md(f"This view could not be drawn ({type(exc).__name__}: {str(exc)[:300]}). The spec below "

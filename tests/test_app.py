@@ -1206,6 +1206,34 @@ def test_the_train_panels_positional_encoding_is_named_apart_from_the_sidebars_a
     assert "(now: none) is the random model's" in random and "charts above show the shipped model" not in random
 
 
+CHART = "attention_lab_chart"  # ui.chart.NAME
+
+
+def in_order(node) -> list:
+    """The elements under an AppTest node, in the order the page shows them."""
+    children = getattr(node, "children", None)
+    if not children:
+        return [node]
+    return [e for _, child in sorted(children.items()) for e in in_order(child)]
+
+
+@needs_trained
+def test_on_a_projector_view_7s_model_line_is_under_the_shipped_models_figures_not_under_the_training_panel(make_app):
+    """A teacher's walk (slide theme, where the model line goes under the figures): in view 7 it came after the
+    training panel, so "Model: trained zh-en … positional encoding: sinusoidal" sat right under that panel's "Train
+    with positional encoding: no", as if it described the model trained there. It comes after the shipped model's
+    figures and before the panel; elsewhere it stays above the figures."""
+    for theme in ("slide", "default"):
+        at = make_app(view="translate", model="zh-en", theme=theme)
+        clean(at)
+        shown = in_order(at.main)
+        line = next(i for i, e in enumerate(shown) if e.type == "caption" and plain(e.value).startswith("Model: trained zh-en"))
+        panel = next(i for i, e in enumerate(shown) if e.type == "subheader" and e.value == "Train it yourself")
+        charts = [i for i, e in enumerate(shown) if e.type == "bidi_component" and e.proto.component_name == CHART]
+        assert line < panel, theme
+        assert (line > max(charts)) if theme == "slide" else (line < min(charts)), (theme, line, charts)
+
+
 @needs_trained
 def test_train_panel_trains_a_fresh_model_and_leaves_the_shipped_one_alone(make_app):
     from model.demo import load_demo
