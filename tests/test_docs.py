@@ -246,7 +246,8 @@ def _labels_drawn() -> set[str]:
 LABELS = {
     "README.md": ["Examples", "Swap A ↔ B", "Share this view", "Model size (random model)", "LayerNorm placement",
                   "Export size", "PNG scale", "Device", "A 20-minute lesson"],
-    "docs/lesson.md": ["A 20-minute lesson", "Train it yourself", "Train", "Share this view", "Model"],
+    "docs/lesson.md": ["A 20-minute lesson", "Train it yourself", "Train", "Train with positional encoding",
+                       "Share this view", "Model"],
     "docs/classroom.md": ["A 20-minute lesson", "Device"],
 }
 

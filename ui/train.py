@@ -69,7 +69,7 @@ def _train(steps: int, positional: str, theme: str, chart) -> dict:
 # The panel's own choice of positional encoding, named apart from the sidebar's "Positional encoding" (a student's walk:
 # two controls of one name, one of them choosing the shipped model the charts above show, zh-en or zh-en-nope, the
 # other the fresh model trained here; a student set one and looked for the change under the other)
-TRAIN_PE_LABEL = "Train with positional encoding"
+TRAIN_PE_LABEL = "Train with positional encoding"  # the radio's label (written out there: tests/test_docs.py reads it)
 TRAIN_PE_OPTIONS = {"sinusoidal": "yes (sinusoidal)", "none": "no"}
 
 
@@ -122,7 +122,7 @@ def train_panel(spec: FigureSpec) -> None:
     with left:
         st.slider("Training steps", 10, 600, step=10, key="train_steps")
     with middle:  # not the sidebar's Positional encoding, which picks the model the charts above show (train_help)
-        st.radio(TRAIN_PE_LABEL, ["sinusoidal", "none"], key="train_positional", horizontal=True,
+        st.radio("Train with positional encoding", ["sinusoidal", "none"], key="train_positional", horizontal=True,
                  format_func=TRAIN_PE_OPTIONS.get, help=train_pe_help(spec))
     with right:
         go = st.button("Train", key="train_go", type="primary", icon=":material/play_arrow:")
