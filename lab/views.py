@@ -996,7 +996,11 @@ def translate_view(spec: FigureSpec, models: Models) -> ViewResult:
                            "unlike them.")
     read = s.text if s.cut_from is None else f"{s.encoding.text}…"  # a long paste: what the model read
     # controls shown as ⟨U+XXXX⟩: a right-to-left override (U+202E) would turn "→ translation" around
-    out.panels.append(Panel("translation", "Greedy translation", caption=f"{visible_controls(read)} → {s.translation or NO_WORDS}"))
+    # which of the pair translated, in the heading: the sidebar's Positional encoding swaps zh-en for zh-en-nope and the
+    # page looked the same but for the model line, under the figures on a projector (a teacher's walk)
+    name = models.model(decoding_spec(spec)).name
+    heading = f"Greedy translation by {name}" + (" (no positional encoding)" if name == "zh-en-nope" else "")
+    out.panels.append(Panel("translation", heading, caption=f"{visible_controls(read)} → {s.translation or NO_WORDS}"))
     self_rec = trace.decoder.layers[layer].self_attn
     cross_rec = trace.decoder.layers[layer].cross_attn
     head = _clamp(spec.head, cross_rec.n_heads)

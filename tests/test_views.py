@@ -779,6 +779,17 @@ def test_the_translation_line_shows_controls_as_code_points_so_an_override_canno
 
 
 @needs_trained
+def test_the_translation_heading_names_the_model_of_the_pair_that_translated(models):
+    """A teacher's walk: the sidebar's Positional encoding swaps zh-en for zh-en-nope, and view 7 read "Greedy
+    translation" either way, only the model line (under the figures on a projector) saying which translated."""
+    for positional, heading in (("sinusoidal", "Greedy translation by zh-en"),
+                                ("none", "Greedy translation by zh-en-nope (no positional encoding)")):
+        spec = FigureSpec(model="zh-en", positional=positional, sentence_a="你喜欢她", views=("translate",))
+        p, _ = panels("translate", spec, models)
+        assert p["translation"].title == heading, p["translation"].title
+
+
+@needs_trained
 def test_the_translate_views_figures_hold_the_sentences_own_steps_not_the_batchs_padding(models):
     spec = FigureSpec(model="zh-en", sentence_a="你喜欢她", sentence_b="我们都喜欢老师和学生", views=("translate",))
     p, _ = panels("translate", spec, models)
