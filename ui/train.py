@@ -121,7 +121,7 @@ def train_panel(spec: FigureSpec) -> None:
     left, middle, right = st.columns([2, 2, 1])
     with left:
         st.slider("Training steps", 10, 600, step=10, key="train_steps")
-    with middle:  # not the sidebar's Positional encoding, which picks the model the charts above show (train_help)
+    with middle:  # not the sidebar's Positional encoding, which picks the model the charts above show (train_pe_help)
         st.radio("Train with positional encoding", ["sinusoidal", "none"], key="train_positional", horizontal=True,
                  format_func=TRAIN_PE_OPTIONS.get, help=train_pe_help(spec))
     with right:

@@ -96,8 +96,9 @@ def decoding_steps(run: Run, spec: FigureSpec) -> None:
         render_panel(cross_panel, "translate", spec, row="translate-step")
 
 
-# The step charts kept, by ViewResult.nbytes: ~0.1 MB each at the trained model's short sentences, a few MB at its
-# longest input; a class stepping through one sentence with the teacher needs a few dozen
+# The step charts kept, by ViewResult.nbytes: a step's two ~0.1 MB (你喜欢她; 24 or 64 characters: 0.11), ~0.27 MB at
+# the 63rd step of a translation cut at the length limit (我): ~30-80 steps of heads and sentences, where a class
+# following the teacher through one sentence's 4 steps and 4 heads needs 16
 STEP_CACHE_BYTES = 8 * 2**20
 
 
