@@ -245,3 +245,45 @@ def test_hovering_a_pooled_output_bar_names_its_sentence_its_dimension_and_what_
         plot_page.mouse.move(px, py)
         plot_page.wait_for_function("() => document.querySelector('.hoverlayer .hovertext')")
         assert plot_page.evaluate(HOVER_TEXT) == [label], (x, y)
+
+
+# Every text of a figure as drawn, with the px between it and the figure's left and right edges.
+TEXT_EDGES = """async (f) => {
+    const d = document.getElementById('d');
+    Plotly.purge(d);
+    await Plotly.newPlot(d, f.data, f.layout, {});
+    const box = d.querySelector('.main-svg').getBoundingClientRect();
+    return [...d.querySelectorAll('.main-svg text')].filter((t) => t.textContent.trim()).map((t) => {
+        const b = t.getBoundingClientRect();
+        return [t.textContent, b.left - box.left, box.right - b.right];
+    });
+}"""
+LONG_SENTENCE = ("The students in the classroom read the sentence, and every word looks at every other word to decide "
+                 "what it means.")  # 39 BPE tokens
+
+
+def test_no_text_of_a_paper_figure_at_a_long_sentence_runs_past_the_figures_edge(plot_page):
+    """A researcher's walk: view 3's weights at 39 BPE tokens, exported in the paper theme, had its title's first
+    line end in "— encoder" 9 px past the PNG's right edge, its last letter cut. viz.theme._fit_title wrapped a
+    title to the width right of the left labels' estimate, not right of the plot (the margin adds the figure's
+    edge and a pad), and kept no edge of white at the right: a title could run to 2 px past the figure. Drawn as
+    `python -m lab.export` and the app's downloads draw it (viz.export.alone, round_height, the export size)."""
+    from viz import export as vx
+    from viz.fig import layout_value
+
+    spec = FigureSpec(sentence_a=LONG_SENTENCE, sentence_b="Every word looks at every other word.",
+                      tokenizer="bpe", theme="paper")
+    m = models_for(spec)
+    checked = 0
+    for view in VIEWS:
+        for panel in build_view(view, spec, m).panels:
+            if panel.figure is None:
+                continue
+            data = vx.alone(json.loads(vx.figure_json(panel.figure)))
+            width, height = spec.export_size(layout_value(panel.figure, "height"))
+            data["layout"].update(width=width, height=vx.round_height(data, width, height))
+            for text, left, right in plot_page.evaluate(TEXT_EDGES, data):
+                assert left >= 0 and right >= 0, (view, panel.key, text, round(left), round(right))
+            checked += 1
+    assert checked >= 15
+

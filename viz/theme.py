@@ -911,7 +911,11 @@ def _fit_title(fig: Fig, t: dict, width: float, left: float, xs: list[Node]) -> 
     old = [a for a in fig.layout.get("annotations") or () if a.get("name") == "notes"]
     lines = [unwrap(x) for x in (old[0].get("text").split("<br>") if old else [])] + rest
     notes_px = note_size(t)
-    room = width - left - edge_px(t["font_size"]) - 4
+    # from where the plot starts (the left margin _set_margins gives: the labels, the figure's edge and a pad) to
+    # the figure's edge of white at the right, as ui/chart.js's fitTitle counts it (width - margin.l - edge - 4):
+    # from the labels' end it let a line run 2 px past the figure (view 3's weights at 39 tokens: "encoder" cut)
+    edge = edge_px(t["font_size"])
+    room = width - round(edge + left + 6) - edge - 4
     first = soft_wrap(first, room, t["title_size"]) if first else first
     notes = "<br>".join(soft_wrap(x, room, notes_px) for x in lines)
     title_lines = _lines(first) if first else 0
