@@ -22,7 +22,8 @@ from conftest import CHROMIUM
 
 from lab.compute import load_model, model_fields, run
 from lab.spec import FigureSpec
-from lab.views import Models, build_view
+from lab.views import Models, build_view, pe_reference
+from viz.positional import pe_rotation
 from viz.theme import design_size
 
 pytestmark = [
@@ -287,3 +288,43 @@ def test_no_text_of_a_paper_figure_at_a_long_sentence_runs_past_the_figures_edge
             checked += 1
     assert checked >= 15
 
+
+# Each number written beside a clock's points (view 2's PE rotation), measured against its own panel: px from the
+# panel's y axis line (left), to its x axis line (bottom), and below the panel's title (ω = ...).
+CLOCK_NUMBERS = """async (f) => {
+    const d = document.getElementById('d');
+    Plotly.purge(d);
+    await Plotly.newPlot(d, f.data, f.layout, {});
+    const L = d._fullLayout, svg = d.querySelector('.main-svg').getBoundingClientRect();
+    const titles = [...d.querySelectorAll('.annotation')].filter((a) => a.textContent.startsWith('ω'))
+        .map((a) => a.getBoundingClientRect());
+    return [...d.querySelectorAll('.subplot')].flatMap((sp) => {
+        const [, x, y] = sp.getAttribute('class').match(/subplot x(\\d*)y(\\d*)/);
+        const xa = L['xaxis' + x], ya = L['yaxis' + y];
+        const title = titles.find((b) => b.left - svg.left < xa._offset + xa._length && b.right - svg.left > xa._offset);
+        return [...sp.querySelectorAll('.textpoint text')].filter((t) => t.textContent).map((t) => {
+            const b = t.getBoundingClientRect();
+            return [x, t.textContent, b.left - svg.left - xa._offset, ya._offset + ya._length - (b.bottom - svg.top),
+                    b.top - title.bottom];
+        });
+    });
+}"""
+
+
+@pytest.mark.parametrize("theme", ["paper", "default", "slide"])
+def test_the_clocks_numbers_stay_inside_their_panel_clear_of_its_axes_and_title(plot_page, theme):
+    """A researcher's walk: view 2's clocks in the paper theme wrote "3" (ω = 57.3°) and "10" (ω = 18.1°) under
+    the circle across the panel's x axis line, "0" at the top 3 px under the panel's title, "5" on the y axis line:
+    the axes spanned ±1.4 (1.6 above) units in every theme, which holds a number beside the circle at the default
+    theme's 14 px type and ~51 px a unit, not at the paper's 18 px and ~41 px a unit. Drawn as exported."""
+    from viz import export as vx
+
+    ref = pe_reference(12, 64)
+    fig = pe_rotation(ref.table[:12], pairs=ref.pairs, omegas=ref.omegas, error=ref.rotation_error, theme=theme)
+    data = json.loads(vx.figure_json(fig))
+    width, height = design_size(theme, fig)
+    data["layout"].update(width=width, height=vx.round_height(data, width, height))
+    numbers = plot_page.evaluate(CLOCK_NUMBERS, data)
+    assert {panel for panel, *_ in numbers} == {"", "2", "3"} and len(numbers) >= 10
+    for panel, text, left, bottom, under_title in numbers:
+        assert left >= 0 and bottom >= 0 and under_title >= 0, (theme, panel, text, left, bottom, under_title)

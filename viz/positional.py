@@ -367,6 +367,36 @@ def _outward(sin: np.ndarray, cos: np.ndarray) -> list[str]:
     return out
 
 
+CLOCK_SPAN = (1.4, 1.6)  # the least the axes span each side of the centre: ±1.4, 1.6 above (under the title)
+
+
+def _clock_ranges(written, marker: np.ndarray, pw: float, ph: float, font_px: float) -> tuple[list[float], list[float]]:
+    """The x and y ranges of every clock panel: at least CLOCK_SPAN, and wide enough that each number written
+    beside a point (written: per panel (sin, cos, numbers, textposition)) lies inside the axes, its x axis line
+    under it and its y axis line left of it, and under the panel's title, at the px a unit the panel then has
+    (pw x ph px, the circles kept round: the narrower of pw / x span and ph / y span). A number takes its line of
+    type (1.3 em) past its marker's edge, and its digits' width beside it (a researcher's walk: ±1.4 held the
+    numbers at the default theme's 14 px and ~51 px a unit; at the paper's 18 px and ~41 px "3" and "10" crossed
+    the x axis line and "0" touched the title). The same ranges on every panel, so the circles are one size."""
+    lo_x, hi_y, lo_y = -CLOCK_SPAN[0], CLOCK_SPAN[1], -CLOCK_SPAN[0]
+    for _ in range(4):  # the px a unit shrinks as the ranges grow: a few rounds settle it
+        unit = min(pw / (CLOCK_SPAN[0] - lo_x), ph / (hi_y - lo_y))
+        need = {"left": -lo_x, "top": hi_y, "bottom": -lo_y}
+        for sin, cos, numbers, where in written:
+            for x, y, number, side, size in zip(sin, cos, numbers, where, marker, strict=True):
+                if not number:
+                    continue
+                clear = size / 2 + 1.3 * font_px  # px past the point: the marker's edge, then a line of type
+                if side == "bottom center":
+                    need["bottom"] = max(need["bottom"], -y + clear / unit)
+                elif side == "top center":  # and under the panel's title, whose box reaches ~0.4 em into the plot
+                    need["top"] = max(need["top"], y + (clear + 0.5 * font_px) / unit)
+                elif side == "middle left":
+                    need["left"] = max(need["left"], -x + (size / 2 + 4 + text_width(number, font_px)) / unit)
+        lo_x, hi_y, lo_y = -need["left"], need["top"], -need["bottom"]
+    return [round(float(lo_x), 3), CLOCK_SPAN[0]], [round(float(lo_y), 3), round(float(hi_y), 3)]
+
+
 def pe_rotation(
     pe: np.ndarray,
     *,
@@ -416,11 +446,17 @@ def pe_rotation(
         horizontal_spacing=5.5 * t["font_size"] / (t["width"] or NARROW_WIDTH),
         subplot_titles=[f"ω = {math.degrees(w):.3g}°" for w in omegas],  # the axis titles name the dims
     )
-    for c, (i, omega) in enumerate(zip(pairs, omegas, strict=True), start=1):
+    marker = np.where(np.arange(n) == 0, 1.6, 1.0) * 0.55 * t["font_size"]  # px across: position 0's larger
+    written = []  # each panel's numbers, their points and where each goes
+    for i, omega in zip(pairs, omegas, strict=True):
         sin, cos = p[:n, 2 * i], p[:n, 2 * i + 1]  # PE(pos, 2i), PE(pos, 2i+1)
         # position numbers, each only where it keeps clear of those before it on its circle (see unit_px)
         numbers = [s.split(":", 1)[0] if keep else ""
                    for s, keep in zip(text, spaced(omega * np.arange(n), unit_px, t["font_size"]), strict=True)]
+        written.append((sin, cos, numbers, _outward(sin, cos)))
+    x_range, y_range = _clock_ranges(written if n <= 12 else [], marker, pw, ph, t["font_size"])
+    for c, ((i, omega), (sin, cos, numbers, where)) in enumerate(zip(zip(pairs, omegas, strict=True), written,
+                                                                      strict=True), start=1):
         fig.add_trace(vf.scatter(x=np.sin(circle), y=np.cos(circle), mode="lines", hoverinfo="skip",
                                  showlegend=False, line=dict(color=t["grid_color"] if t["grid"] else "#d0d0d0",
                                                              width=1), meta={"role": "circle"}),
@@ -429,21 +465,21 @@ def pe_rotation(
             x=sin.astype(np.float32), y=cos.astype(np.float32),
             mode="lines+markers+text" if n <= 12 else "lines+markers",
             text=numbers,
-            textposition=_outward(sin, cos), cliponaxis=False,
+            textposition=where, cliponaxis=False,
             customdata=text, showlegend=False,
             line=dict(color=QUALITATIVE[c % len(QUALITATIVE)], width=t["line_width"] * 0.6),
-            marker=dict(size=np.where(np.arange(n) == 0, 1.6, 1.0).astype(np.float32) * 0.55 * t["font_size"]),
+            marker=dict(size=marker.astype(np.float32)),
             hovertemplate=f"position %{{customdata}}, ω = {omega:.4g} rad"
                           f"<br>PE(pos, {2 * i}) = sin = %{{x:.4f}}"
                           f"<br>PE(pos, {2 * i + 1}) = cos = %{{y:.4f}}<extra></extra>",
             meta={"role": "positions", "pair": int(i)},
         ), row=1, col=c)
-        # ±1.4 (1.6 above): room for the numbers outside the unit circle, below the panel's title; both axes
-        # keep their range and give up domain instead, so a wide panel draws a round circle, not ±2 of x.
+        # room for the numbers outside the unit circle, inside the axes and below the panel's title (_clock_ranges);
+        # both axes keep their range and give up domain instead, so a wide panel draws a round circle, not ±2 of x.
         # Ticks at ±1 only: a "0" tick beside the circle read as part of the number next to it ("011").
-        fig.update_xaxes(range=[-1.4, 1.4], zeroline=True, showgrid=False, title_text=f"sin (dim {2 * i})",
+        fig.update_xaxes(range=x_range, zeroline=True, showgrid=False, title_text=f"sin (dim {2 * i})",
                          constrain="domain", tickvals=[-1, 1], row=1, col=c)
-        fig.update_yaxes(range=[-1.4, 1.6], zeroline=True, showgrid=False, scaleanchor=f"x{'' if c == 1 else c}",
+        fig.update_yaxes(range=y_range, zeroline=True, showgrid=False, scaleanchor=f"x{'' if c == 1 else c}",
                          scaleratio=1, constrain="domain", constraintoward="top",  # under its title
                          title_text=f"cos (dim {2 * i + 1})", tickvals=[-1, 1],
                          row=1, col=c)
