@@ -328,3 +328,42 @@ def test_the_clocks_numbers_stay_inside_their_panel_clear_of_its_axes_and_title(
     assert {panel for panel, *_ in numbers} == {"", "2", "3"} and len(numbers) >= 10
     for panel, text, left, bottom, under_title in numbers:
         assert left >= 0 and bottom >= 0 and under_title >= 0, (theme, panel, text, left, bottom, under_title)
+
+
+# The x tick labels of each panel of a one-row figure as drawn: [x axis, [[left, right] of each label]], each label
+# given to the panel its centre lies over.
+X_TICKS = """async (f) => {
+    const d = document.getElementById('d');
+    Plotly.purge(d);
+    await Plotly.newPlot(d, f.data, f.layout, {});
+    const L = d._fullLayout, svg = d.querySelector('.main-svg').getBoundingClientRect();
+    const axes = Object.keys(L).filter((k) => /^xaxis\\d*$/.test(k)).map((k) => [k, L[k]._offset, L[k]._length]);
+    const labels = [...d.querySelectorAll('.xaxislayer-above text')].filter((t) => t.textContent)
+        .map((t) => { const b = t.getBoundingClientRect(); return [b.left - svg.left, b.right - svg.left]; });
+    return axes.map(([k, at, length]) => [k, labels.filter(([l, r]) => (l + r) / 2 >= at && (l + r) / 2 <= at + length)]);
+}"""
+
+
+@pytest.mark.parametrize("theme", ["paper", "default", "slide"])
+def test_neighbouring_panels_tick_labels_stand_apart_as_two_numbers(plot_page, models, theme):
+    """A researcher's walk: in the paper theme the QKV figure's "15" (Q's last dimension tick) stood ~8 px from K's
+    "0", and the token outputs' and embedding + PE's "60" from the next panel's "0": read as "150" and "600" at a
+    column's width. Panels of values whose x axes are both labelled were 0.04 of the plot apart (0.05 for the
+    embedding + PE); viz.heatmap.value_gap holds half of each label and an em between them."""
+    spec, m = models
+    spec = dataclasses.replace(spec, theme=theme)
+    figures = {**{p.key: p.figure for p in build_view("attention", spec, m).panels},
+               **{p.key: p.figure for p in build_view("positional", spec, m).panels},
+               **{p.key: p.figure for p in build_view("order", spec, m).panels}}
+    from viz.theme import theme_spec
+
+    font = theme_spec(theme)["font_size"]
+    for key in ("attention-qkv", "embedding-pe", "aligned-pe", "aligned-nope"):
+        fig = json.loads(figures[key].to_json())
+        width, height = design_size(theme, figures[key])
+        fig["layout"].update(width=width, height=height)
+        panels = sorted(plot_page.evaluate(X_TICKS, fig), key=lambda p: int(p[0][5:] or 1))
+        assert len(panels) == 3 and all(len(ticks) >= 2 for _, ticks in panels), (key, panels)
+        for (_, before), (_, after) in zip(panels, panels[1:], strict=False):
+            apart = min(left for left, _ in after) - max(right for _, right in before)
+            assert apart >= 0.9 * font, (theme, key, round(apart, 1))

@@ -31,7 +31,6 @@ from viz.heatmap import (
     grid_heatmaps,
     heatmap_figure,
     keep_plot_height,
-    label_gap,
     matrix_axes,
     panel_px,
     plot_px,
@@ -46,6 +45,7 @@ from viz.heatmap import (
     text_fits,
     tick_budget,
     title_layout,
+    value_gap,
 )
 from viz.labels import Markup, display_labels, escape_text, markup, num, num_weight, sub
 from viz.theme import (
@@ -282,7 +282,9 @@ def qkv_figure(
     # Q's own (self-attention); otherwise Q's labels name every row of all three panels.
     k_labels = k_text != q_text
     fig = subplots(rows=1, cols=3, subplot_titles=("Q", "K", "V"))
-    set_column_gaps(fig, [label_gap(k_text, theme, cols=3) if k_labels else 0.04, 0.04])
+    dims = max(a.shape[1] for a in mats)  # each pair of panels' facing x tick labels ("15", "0") an em apart
+    set_column_gaps(fig, [value_gap(dims, theme, cols=3, labels=k_text if k_labels else ()),
+                          value_gap(dims, theme, cols=3)])
     notes = add_value_panels(
         fig,
         [

@@ -1052,6 +1052,22 @@ def label_gap(labels: Sequence[str], theme: str, *, cols: int) -> float:
     return min(0.6 / max(cols - 1, 1), max(0.04, (longest + 0.5 * f + 16) / max(plot_w, 40.0)))
 
 
+def value_gap(dims: int, theme: str, *, cols: int, labels: Sequence[str] = ()) -> float:
+    """make_subplots horizontal_spacing between two panels of values (tokens × dims) whose x axes are both labelled
+    (plotly.js's few ticks: "0 20 40 60"): room for the one's last tick label and the next one's "0", which stand at
+    or near the panels' ends, an em apart (0.04 of the plot left "15 0" and "60 0" ~8 px apart in the paper theme's
+    QKV, token outputs and embedding + PE figures, read as "150" and "600"), and for `labels` as y tick labels of the
+    second panel where it has any (label_gap). A fraction of the plot's width, at least label_gap's."""
+    t = theme_spec(theme)
+    f = t["font_size"]
+    w = design_size(theme)[0]
+    longest = widest(labels, f) if labels else 0.0
+    plot_w = w - 2 * edge_px(f) - (longest + 1.5 * f + 12) - (t["colorbar_thickness"] + 3.5 * f)
+    ticks = (text_width(str(max(dims - 1, 0)), f) + text_width("0", f)) / 2 + f  # half of each, an em between
+    floor = label_gap(labels, theme, cols=cols) if labels else 0.04
+    return min(0.6 / max(cols - 1, 1), max(floor, ticks / max(plot_w, 40.0)))
+
+
 def set_column_gaps(fig: Fig, gaps: Sequence[float]) -> None:
     """Re-space a one-row make_subplots figure: gaps[i] (a fraction of the plot width) between
     columns i and i + 1, panels equally wide; subplot titles move with their panels."""

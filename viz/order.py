@@ -29,6 +29,7 @@ from viz.heatmap import (
     symmetric_range,
     tick_budget,
     title_layout,
+    value_gap,
 )
 from viz.labels import display_labels, escape_text, num
 from viz.theme import QUALITATIVE, WEIGHTS_COLORSCALE, apply_theme, theme_spec
@@ -120,7 +121,8 @@ def aligned_outputs_figure(
         cols=3,
         subplot_titles=(escape_text(name_a), escape_text(f"{name_b} (aligned)"), "|A − B|"),
     )
-    set_column_gaps(fig, [label_gap(rows_b, theme, cols=3), 0.04])
+    dims = max(a.shape[1], b.shape[1])  # each pair of panels' facing x tick labels ("60", "0") an em apart
+    set_column_gaps(fig, [value_gap(dims, theme, cols=3, labels=rows_b), value_gap(dims, theme, cols=3)])
     panels = [(a, rows_a, "output", "coloraxis", "values"), (b, rows_b, "output", "coloraxis", "values"),
               (diff, rows_a, "|A − B|", "coloraxis2", "magnitude")]
     notes = add_value_panels(

@@ -23,6 +23,7 @@ from viz.heatmap import (
     panel_px,
     symmetric_range,
     title_layout,
+    value_gap,
 )
 from viz.labels import display_labels, num
 from viz.theme import DOT, NARROW_WIDTH, QUALITATIVE, ROUND, apply_theme, text_width, theme_spec
@@ -318,7 +319,8 @@ def embedding_pe_figure(
     fig = subplots(
         rows=1,
         cols=3,
-        horizontal_spacing=0.05,
+        # the facing x tick labels of two panels ("60", "0") an em apart (0.05 left "60 0" ~9 px apart in paper)
+        horizontal_spacing=max(0.05, value_gap(e.shape[1], theme, cols=3)),
         subplot_titles=("token embedding", "+ positional encoding", "= sum"),
     )
     rows = display_labels(labels, e.shape[0])
