@@ -367,3 +367,36 @@ def test_neighbouring_panels_tick_labels_stand_apart_as_two_numbers(plot_page, m
         for (_, before), (_, after) in zip(panels, panels[1:], strict=False):
             apart = min(left for left, _ in after) - max(right for _, right in before)
             assert apart >= 0.9 * font, (theme, key, round(apart, 1))
+
+
+# px of the figure left blank under its lowest text (or legend mark) and plot.
+BLANK_UNDER = """async (f) => {
+    const d = document.getElementById('d');
+    Plotly.purge(d);
+    await Plotly.newPlot(d, f.data, f.layout, {});
+    const box = d.querySelector('.main-svg').getBoundingClientRect();
+    let low = 0;
+    for (const t of d.querySelectorAll('.main-svg text, .legend .layers path, .draglayer .nsewdrag')) {
+        const b = t.getBoundingClientRect();
+        if (b.height) low = Math.max(low, b.bottom - box.top);
+    }
+    return box.height - low;
+}"""
+
+
+def test_view_5s_bars_at_a_long_sentence_leave_no_blank_band_under_their_key_labels(plot_page):
+    """A researcher's walk: view 5's bars at 39 BPE tokens, exported in the paper theme, ended in ~61 px of white
+    under the 'key' axis title (13-14 px under every other figure's lowest text): viz.theme's bottom margin holds key
+    labels that do not fit side by side turned 90°, as the heatmaps' axes turn them (autotickangles [0, 90]), but the
+    bars' axes let plotly.js turn them 30°, ~45 px shorter. The bars' axes turn them as the estimate does."""
+    from viz import export as vx
+    from viz.fig import layout_value
+    from viz.theme import edge_px, theme_spec
+
+    spec = FigureSpec(sentence_a=LONG_SENTENCE, sentence_b="Every word looks at every other word.",
+                      tokenizer="bpe", theme="paper")
+    bars = {p.key: p for p in build_view("query", spec, models_for(spec)).panels}["query-bars"].figure
+    data = vx.alone(json.loads(vx.figure_json(bars)))
+    width, height = spec.export_size(layout_value(bars, "height"))
+    data["layout"].update(width=width, height=height)
+    assert plot_page.evaluate(BLANK_UNDER, data) <= 2 * edge_px(theme_spec("paper")["font_size"])

@@ -795,6 +795,9 @@ def query_bars(
         showgrid=False,
         zeroline=False,
         range=[-0.5, n - 0.5],
+        # labels that do not fit side by side turned 90°, as the heatmaps' and as viz.theme's bottom margin counts
+        # them: plotly.js's own 30° left ~45 px of white under the 'key' title of a 39-token export (paper)
+        autotickangles=[0, 90],
     )
     fig.update_xaxes(title_text="key", row=3, col=1)
     default = (f"Query {query_label}: s" if query_label else "S") + (
