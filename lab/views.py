@@ -289,7 +289,7 @@ def _sinusoidal_panels(out: ViewResult, d: int, n: int, sentence, th: str) -> No
     turns = table[:max(n, ROTATION_MIN)]  # (positions, d): the sentence's, and at least ROTATION_MIN
     pair_dims = [2 * i + j for i in ref.pairs for j in (0, 1)]  # each pair's sin and cos dimension
     out.panels.append(Panel(
-        "pe-rotation", "Each (sin, cos) pair turns by a fixed angle per position: PE(pos + k) = R_k · PE(pos)",
+        "pe-rotation", "Each (sin, cos) pair turns by a fixed angle per position: PE(pos + k) = Rₖ · PE(pos)",
         viz.pe_rotation(turns, pairs=ref.pairs, omegas=ref.omegas, labels=list(sentence.encoding.pieces),
                         error=ref.rotation_error, theme=th),
         lambda: pd.DataFrame(
@@ -299,7 +299,7 @@ def _sinusoidal_panels(out: ViewResult, d: int, n: int, sentence, th: str) -> No
             columns=[f"PE(pos, {j})" for j in pair_dims]),
         caption="Pair i of dimensions (2i, 2i+1) holds (sin ωᵢ·pos, cos ωᵢ·pos): a point on the unit circle that "
                 "turns by ωᵢ radians from one position to the next. So moving k positions is a fixed rotation "
-                "R_k, the same at every position, which is why PE(m)·PE(n) depends only on n − m (below) and "
+                "Rₖ, the same at every position, which is why PE(m)·PE(n) depends only on n − m (below) and "
                 "attention can learn relative offsets (§3.5).",
     ))
     own = table[:n]  # (n, d): the sentence's positions
