@@ -118,6 +118,8 @@ def model_switch_notice(view: str) -> None:
     if ss.pop("_switched_model", False):
         why = ("this view also compares the two models' translations; the equivariance below holds for the random "
                "model as well" if view == "order" else "translating needs a trained model")
+        if view == "translate" and ss.get("positional") == "none":  # the pair's twin translates: say which (a walk)
+            why += "; Positional encoding is 'none', so it is zh-en-nope, the twin trained without it, that translates"
         st.info(f"Switched to the trained zh-en model (with and without positional encoding): {why}. Choose "
                 "'random' under Model, in the sidebar, to go back.",
                 icon=":material/swap_horiz:")

@@ -841,6 +841,13 @@ def test_back_from_the_order_view_the_page_says_once_that_it_shows_the_trained_m
     view(translate, "translate")
     assert any("Switched to the trained zh-en model" in t and "translating needs a trained model" in t
                for t in alerts(translate.info))
+    assert not any("zh-en-nope" in t for t in alerts(translate.info))  # zh-en translates: its twin not named
+    nope = make_app(**SMALL)
+    nope.sidebar.selectbox(key="positional").set_value("none").run()
+    view(nope, "translate")  # the random model without PE: the switch lands on zh-en-nope, and says so
+    assert nope.session_state["positional"] == "none"
+    assert any("Switched to the trained zh-en model" in t and "zh-en-nope, the twin trained without it, that "
+               "translates" in t for t in alerts(nope.info)), alerts(nope.info)
     view(at, "attention")
     clean(at)
     assert at.session_state["model"] == "zh-en"
