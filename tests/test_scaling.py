@@ -73,8 +73,8 @@ def test_query_bars_draw_the_unscaled_weights_over_the_weights_and_skip_masked_k
     np.testing.assert_allclose(np.asarray(lines.y, dtype=float), u[:4], rtol=1e-6)
     assert lines.yaxis == "y3"  # on the weights' panel
     note = " ".join(a.text for a in fig.layout.annotations if a.name == "notes")
-    plain = re.sub(r"<[^<>]*>", "", note)  # as it reads: "÷ √dk" drawn with a subscript k
-    assert f"largest weight {w.max():.3g}; without ÷ √dk it would be {u.max():.3g}" in plain
+    plain = re.sub(r"<[^<>]*>", "", note)  # as it reads: "÷√dk" drawn with a subscript k
+    assert f"largest weight {w.max():.3g}; without ÷√dk it would be {u.max():.3g}" in plain
     plain = viz.query_bars(s, scaled, w, key_labels=list("abcde"), mask=mask)
     assert not [t for t in plain.data if (t.meta or {}).get("role") == "unscaled_weights"]
     with pytest.raises(ValueError, match="unscaled_weights has 3 keys"):

@@ -776,9 +776,9 @@ def query_bars(
         notes.append("weights hold NaN or ±∞ where a key is not masked: as in the input")
     if u is not None:  # an outline over each weight bar, as wide: where the weight would be without ÷√d_k
         outline = dict(color="rgba(0,0,0,0)", line=dict(width=max(1.5, t["line_width"]), color=t["font_color"]))
-        ok = bars(u, 3, f"without ÷ {ROOT}{D_K}: softmax(score)", outline, "unscaled_weights")
+        ok = bars(u, 3, f"without ÷{ROOT}{D_K}: softmax(score)", outline, "unscaled_weights")
         if ok.any():
-            notes.append(f"largest weight {num_weight(np.nanmax(w[ok]))}; without ÷ {ROOT}{D_K} it would be "
+            notes.append(f"largest weight {num_weight(np.nanmax(w[ok]))}; without ÷{ROOT}{D_K} it would be "
                          f"{num_weight(u[ok].max())}")
     fig.update_yaxes(range=[-peak, peak], row=1, col=1)
     fig.update_yaxes(range=[-peak, peak], row=2, col=1)
