@@ -92,6 +92,58 @@ def test_a_static_folder_that_cannot_take_the_script_sends_it_with_each_chart(mo
         ui.chart._component.cache_clear()
 
 
+def test_the_focus_script_goes_once_to_the_static_folder_and_each_request_carries_its_loader(make_app):
+    """ui/focus.py's script (~6.5 KB) went inline with every request for the focus (every view clicked, every box
+    changed with the mouse: ~10% of the ~64 KB a view change sent). It is served as the charts' script is."""
+    import ui.focus
+
+    at = make_app(view="attention", sentence_a="你喜欢她", sentence_b="她喜欢你", **SMALL)
+    def sent():
+        return [e.proto for e in at.get("bidi_component") if e.proto.component_name == ui.focus.NAME]
+
+    (first,) = sent()  # a session's first run: the script alone, which watches the presses from then on
+    at.session_state[ui.focus.PENDING] = {"mode": "release", "group": ".st-key-view"}  # a view clicked, as it asks
+    at.run()
+    (request,) = sent()
+    for proto in (first, request):
+        assert len(proto.js_content) < 1000 and "__labFocusWatch" not in proto.js_content
+    (name,) = set(re.findall(r'"app/static/([^"]+\.js)"', request.js_content))
+    assert name.startswith(ui.focus.FOCUS_JS_PREFIX)
+    assert (ui.chart.STATIC / name).read_text(encoding="utf-8") == ui.focus.JS
+    assert json.loads(json.loads(request.json))["mode"] == "release"  # the data: a JSON string, sent as JSON
+
+
+def test_each_script_keeps_its_own_copy_in_the_static_folder(tmp_path):
+    """The charts' and the focus script are written side by side; each removes only its own older copies."""
+    import ui.focus
+
+    stale = tmp_path / f"{ui.focus.FOCUS_JS_PREFIX}0123456789abcdef.js"
+    stale.write_text("// an older focus script", encoding="utf-8")
+    chart = ui.chart.ensure_chart_js(tmp_path)
+    focus = ui.focus.ensure_focus_js(tmp_path)
+    assert focus.read_text(encoding="utf-8") == ui.focus.JS and focus.name.startswith(ui.focus.FOCUS_JS_PREFIX)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([chart.name, focus.name])  # the stale copy gone
+    assert ui.chart.ensure_chart_js(tmp_path) == chart and chart.exists() and focus.exists()
+
+
+def test_a_static_folder_that_cannot_take_the_focus_script_sends_it_with_each_request(monkeypatch, caplog):
+    import ui.focus
+
+    def read_only(static=None):
+        raise PermissionError(13, "Read-only file system", str(ui.chart.STATIC))
+
+    registered = {}
+    monkeypatch.setattr(ui.focus, "ensure_focus_js", read_only)
+    monkeypatch.setattr(ui.focus.st.components.v2, "component", lambda name, **kw: registered.update(kw) or print)
+    ui.focus._component.cache_clear()
+    try:
+        with caplog.at_level("ERROR", logger="attention_lab"):
+            ui.focus._component()
+        assert registered["js"] == ui.focus.JS and "the focus script" in caplog.text
+    finally:
+        ui.focus._component.cache_clear()
+
+
 def _state(text: str) -> dict:
     return {"view": "attention", "sentence_a": text, "sentence_b": "她喜欢你", **SMALL}
 

@@ -11,7 +11,7 @@ identity is its key: the same key keeps the same <div>, and a new figure goes th
 Plotly.react, which updates the drawn chart instead of rebuilding it. Its script is ui/chart.js
 (sizing, twins side by side, a phone's type, print, screen readers), which takes a few of Python's
 values (_script). That script (~70 KB) is served once per browser from the static folder too
-(`ensure_chart_js`); each chart's element carries only a loader of a few hundred bytes (LOADER): carried
+(`ensure_chart_js`); each chart's element carries only a loader of about 1 KB (ui/served.py LOADER): carried
 inline, the script went with every chart of every rerun, ~440 of the ~520 KB a class's change sent.
 
 plotly.js is the copy inside the plotly Python package (the version the figures were built for),
@@ -23,16 +23,14 @@ st.plotly_chart sends (plotly.io.to_json), as bytes, with the same config.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
-import logging
 from pathlib import Path
 
 import plotly
 import streamlit as st
 
+from ui import served
 from viz import crisp
-from viz.export import write_atomic
 from viz.fig import payload_json
 from viz.theme import (
     APP_HEIGHT,
@@ -45,8 +43,8 @@ from viz.theme import (
     theme_spec,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
-STATIC = ROOT / "static"  # Streamlit serves <app dir>/static/ at app/static/ (server.enableStaticServing)
+ROOT = served.ROOT
+STATIC = served.STATIC
 PLOTLY_JS = f"plotly-{plotly.__version__}.min.js"  # versioned name: a browser never keeps an old copy
 NAME = "attention_lab_chart"
 # Themes without a size of their own (default, dark) are laid out for a 700 px column but read well down
@@ -57,7 +55,6 @@ FLUID_MIN_WIDTH = NARROW_WIDTH  # viz.theme lays a legend out under the plot for
 # type then smaller than the default theme's; stacked, each is shown whole
 STACK_REM = 28
 STACK_FRACTION = 0.7
-log = logging.getLogger("attention_lab")
 
 # The component's script (ui/chart.js), read once: _script fills in the values it takes from Python.
 JS = (ROOT / "ui" / "chart.js").read_text(encoding="utf-8")
@@ -84,16 +81,7 @@ def ensure_plotly_js(static: Path = STATIC) -> Path:
 
     Written to a temporary file and renamed, so a browser never reads half a file."""
     source = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
-    return _put_static(static / PLOTLY_JS, source.read_bytes())
-
-
-def _put_static(target: Path, data: bytes) -> Path:
-    """target (in the static folder) holding data: written where missing or different, through viz.export's
-    write_atomic (a temporary file renamed, so a browser never reads half a file); the path."""
-    if not (target.is_file() and target.read_bytes() == data):
-        target.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(target, data)
-    return target
+    return served.put_static(static / PLOTLY_JS, source.read_bytes())
 
 
 def print_colours() -> dict[str, str]:
@@ -139,57 +127,37 @@ def _script() -> str:
 
 CHART_JS_PREFIX = "attention-lab-chart-"  # + the script's hash: a browser never keeps an old copy
 
-# What each chart's element carries: the script from the static folder, imported once per page (a module: one
-# copy of its state for every chart), then called as Streamlit calls a component's script; until it has come,
-# the chart's cleanup waits for it. A script that cannot load says so in the chart's place, and the next rerun
-# tries again (under another URL: the browser keeps a failed import's failure).
-LOADER = """let chart = null, loading = null, failed = 0;
-export default function (args) {
-  if (chart) return chart.default(args);
-  const url = new URL(__URL__ + (failed ? "?try=" + failed : ""), document.baseURI).href;  // a failed import is kept
-  loading ??= import(url).then((m) => (chart = m), (err) => {
-    loading = null;
-    failed += 1;
-    throw err;
-  });
-  let cleanup = null, gone = false;
-  const said = () => args.parentElement.querySelector(":scope > .lab-chart-box[data-loader]");
-  loading.then((m) => {
-    if (gone) return;
-    said()?.remove();
-    cleanup = m.default(args);
-  }, () => {  // said as the script says plotly.js did not load: in a box with an empty chart, to a screen reader too
-    if (gone || said()) return;
+# What a chart shows where the charts' script did not load (ui/served.py LOADER), as the script says plotly.js did not
+# load: in a box with an empty chart, to a screen reader too (role status); taken back once it loads.
+SAID = """{
+  box: (args) => args.parentElement.querySelector(":scope > .lab-chart-box[data-loader]"),
+  loaded(args) { this.box(args)?.remove(); },
+  failed(args, url) {
+    if (this.box(args)) return;
     const box = document.createElement("div"), gd = document.createElement("div"), message = document.createElement("div");
     box.className = "lab-chart-box";
     box.dataset.loader = "";
     gd.className = "lab-chart";
     message.className = "lab-chart-message";
     message.setAttribute("role", "status");
-    message.textContent = "This chart could not be drawn: its script did not load from " + __URL__ + ". The app " +
-      "serves it from its static folder: server.enableStaticServing must stay on (.streamlit/config.toml next to app.py).";
+    message.textContent = "This chart could not be drawn: its script did not load from " + url + ". The app serves " +
+      "it from its static folder: server.enableStaticServing must stay on (.streamlit/config.toml next to app.py).";
     box.append(gd, message);
     args.parentElement.append(box);
-  });
-  return () => { gone = true; if (cleanup) cleanup(); };
-}
-"""
+  },
+}"""
 
 
 def ensure_chart_js(static: Path = STATIC) -> Path:
     """static/attention-lab-chart-<hash>.js: the charts' script (_script), written if missing or different, older
-    copies removed; the path. Written as plotly.js is (_put_static)."""
-    text = _script().encode("utf-8")
-    target = _put_static(static / f"{CHART_JS_PREFIX}{hashlib.sha256(text).hexdigest()[:16]}.js", text)
-    for old in static.glob(f"{CHART_JS_PREFIX}*.js"):
-        if old != target:
-            old.unlink(missing_ok=True)
-    return target
+    copies removed (ui/served.py ensure_script); the path."""
+    return served.ensure_script(CHART_JS_PREFIX, _script(), static)
 
 
 def loader(script: Path) -> str:
-    """LOADER for the script at `script` (in the static folder, served at app/static/)."""
-    return LOADER.replace("__URL__", json.dumps(f"app/static/{script.name}"))
+    """The loader (ui/served.py LOADER) of the charts' script at `script`, which says in a chart's place that it
+    did not load."""
+    return served.loader(script, SAID)
 
 
 @functools.cache
@@ -198,13 +166,12 @@ def _component():
     cannot be written, the log says so, each chart carries the whole script (as before ensure_chart_js) and
     says that plotly.js did not load. Styles not isolated: plotly.js puts its own (modebar, hover labels) in
     the page's <head>, which a shadow root would not see."""
-    try:
+    def ensure() -> Path:
         ensure_plotly_js()
-        js = loader(ensure_chart_js())
-    except OSError:
-        log.exception("Attention Lab could not put plotly.js and the charts' script in %s: the charts cannot draw",
-                      STATIC)
-        js = _script()
+        return ensure_chart_js()
+
+    js = served.inline_or_loader(ensure, _script(), SAID, what="plotly.js and the charts' script",
+                                 then="the charts cannot draw")
     return st.components.v2.component(NAME, js=js, css=CSS, isolate_styles=False)
 
 

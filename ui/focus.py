@@ -16,6 +16,9 @@ focused, and a control changed by the mouse lets its focus go (release): ← →
 
 Tab (or Shift+Tab) into the view bar, a radio group of buttons that is one Tab stop, lands on the view shown, not
 on the group's first (or last) view, which Streamlit's control focused until a view was clicked.
+
+The script (JS, ~6.5 KB) is served from the static folder as the charts' is (ui/served.py): the element carries a
+loader of about 1 KB. Inline, it went with every request (a view clicked, a box changed with the mouse).
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ import functools
 import json
 
 import streamlit as st
+
+from ui import served
 
 NAME = "attention_lab_focus"
 PENDING = "_refocus"
@@ -166,9 +171,23 @@ def let_go(key: str) -> dict:
     return dict(on_change=release, args=(f".st-key-{key}",))
 
 
+FOCUS_JS_PREFIX = "attention-lab-focus-"  # + the script's hash
+
+
+def ensure_focus_js(static=served.STATIC):
+    """static/attention-lab-focus-<hash>.js: the script (JS), written if missing or different, older copies removed
+    (ui/served.py ensure_script); the path."""
+    return served.ensure_script(FOCUS_JS_PREFIX, JS, static)
+
+
 @functools.cache
 def _component():
-    return st.components.v2.component(NAME, js=JS, css=CSS, isolate_styles=False)
+    """Registered once per process, its script put in the static folder first (where that cannot be written, the
+    log says so and the element carries the whole script). A script that does not load shows nothing: the page works
+    without it, the focus left where the browser puts it, and the next request tries again."""
+    js = served.inline_or_loader(lambda: ensure_focus_js(), JS, what="the focus script",
+                                 then="it goes with each request")
+    return st.components.v2.component(NAME, js=js, css=CSS, isolate_styles=False)
 
 
 def restore() -> None:
