@@ -1043,6 +1043,25 @@ def test_a_chart_says_why_when_its_script_cannot_load_and_draws_once_it_can(brow
         context.close()
 
 
+def test_a_chart_that_plotly_js_fails_to_draw_says_so_in_its_place(page):
+    """A review of the charts' script: paint caught what Plotly.react threw at once, not a failure that came later
+    (its promise rejected): the chart kept its old figure or stayed blank without a word, and the page had an
+    uncaught rejection. It says so in its place, as a chart whose plotly.js did not load does."""
+    open_view(page, "3 · Attention step by step")
+    drawn_charts(page)
+    page.evaluate("() => { window.Plotly.react = () => Promise.reject(new Error('the GPU process went away')); }")
+    page.locator('[data-testid="stMain"] h3').first.click()  # the focus on the page, not on a control
+    page.keyboard.press("ArrowRight")  # the next head: every chart on the screen drawn again
+    wait_for_setting(page, "head", "1")
+    page.wait_for_timeout(500)
+    said = page.evaluate("() => [...document.querySelectorAll('[data-testid=\"stMain\"] .lab-chart')]"
+                         ".filter(gd => !gd.parentElement.hasAttribute('data-waiting'))"
+                         ".map(gd => gd.__lab.message.textContent)")
+    assert said and all(s == "This chart could not be drawn: the GPU process went away" for s in said), said
+    assert page.get_by_role("status").filter(has_text="the GPU process went away").count() == len(said)
+    assert page.script_errors == []  # no uncaught rejection
+
+
 def test_a_theme_chosen_live_draws_what_a_fresh_page_of_that_theme_draws(page, browser, streamlit_url):
     """Plotly.react moves each kept chart to the new layout; nothing of the old theme stays behind."""
     from viz.theme import THEMES

@@ -890,7 +890,9 @@ function draw(gd, again = false) {
   const barsBelow = under !== traces;
   if (gd._fullLayout && gd.__lab.barsBelow !== undefined && gd.__lab.barsBelow !== barsBelow) window.Plotly.purge(gd);
   gd.__lab.barsBelow = barsBelow;
+  // a failure that comes later (the promise rejected, not thrown: paint catches that) is said in the chart's place too
   return window.Plotly.react(gd, data, layout, toolbarConfig(config, touch)).then(() => {
+    say(gd, "");
     const drawn = toolbar ? (gd.querySelector(".modebar") || {}).offsetWidth || 0 : 0;  // layout px: no CSS scale
     toolbarSeen.set(scaleKey(k), Math.max(toolbarSeen.get(scaleKey(k)) || 0, drawn));
     // plotly.js's automargin moves the plot right of the left margin where the y labels need more (readableType raised
@@ -905,8 +907,10 @@ function draw(gd, again = false) {
     const bar = toolbar && drawn && Math.abs(drawn + 8 - toolbar) > 1;
     if (!again && (bar || rewrapped)) drawRow(gd, true);
     else describe(gd);
-  });
+  }).catch((err) => say(gd, couldNot(err)));
 }
+
+const couldNot = (err) => "This chart could not be drawn: " + ((err && err.message) || String(err));
 
 const titleTexts = (layout) => [(layout.title || {}).text].concat((layout.annotations || []).map((a) => a.text))
   .join("\n");  // what draw() wraps again: the title, notes and subplot titles
@@ -1062,7 +1066,7 @@ function paint(gd) {
     drawRow(gd);
     say(gd, "");
   } catch (err) {
-    say(gd, "This chart could not be drawn: " + err.message);
+    say(gd, couldNot(err));
   }
   gd.parentElement.style.minHeight = "";  // the placeholder height of a chart not yet drawn
   if (!gd.__lab.observer) follow(gd);
