@@ -1216,6 +1216,34 @@ def test_a_twin_going_full_screen_and_back_leaves_the_chart_behind_it_as_drawn(p
     assert_side_by_side_and_level(before)
 
 
+@pytest.mark.skipif(not trained_available(), reason="the order view switches to the trained models")
+def test_printed_each_chart_of_a_pair_is_drawn_once_each_time_and_level(page, streamlit_url, tmp_path):
+    """A review of the charts' script: printed, every chart is drawn again for the paper, and a pair's second chart
+    was drawn twice each time (its twin's draw levelled it, then its own turn drew it again). Each chart is drawn once
+    each time, and the pair is as it was on the screen afterwards."""
+    page.goto(f"{streamlit_url}/?views=order&sentence_a=你喜欢她&sentence_b=她喜欢你")
+    wait_idle(page)
+    draw_every_chart(page, 100)
+    before = twin_rows(page, 1500)
+    assert_side_by_side_and_level(before)
+    charts = page.evaluate("() => [...document.querySelectorAll('[data-testid=\"stMain\"] .lab-chart')].map(gd =>"
+                           " gd.closest('[class*=\"st-key-chart-\"]').className.match(/st-key-chart-(\\S+)/)[1])")
+    page.evaluate(COUNT_DRAWS)
+    page.evaluate(f"() => matchMedia('print').addEventListener('change', (e) => {{ if (e.matches) {{"
+                  f" window.__onPaper = ({TWIN_ROWS})(); window.__printDraws = {{...window.__draws}}; }} }})")
+    printed(page, tmp_path / "order.pdf")
+    page.wait_for_timeout(1000)  # back on the screen
+    assert len(charts) >= 6 and set(before) >= {"order-diff", "order-pooled"}, (charts, before)
+    # before the paper's layout (beforeprint) and on it (the print media query), then once back on the screen
+    assert page.evaluate("() => window.__printDraws") == dict.fromkeys(charts, 2)
+    assert page.evaluate("() => window.__draws") == dict.fromkeys(charts, 3)
+    on_paper = page.evaluate("() => window.__onPaper")
+    assert set(on_paper) == set(before), on_paper
+    for name, (first, second) in on_paper.items():  # on paper's narrower page, stacked (or level, side by side)
+        assert second["top"] > first["bottom"] or abs(first["plot"] - second["plot"]) <= 1, (name, first, second)
+    assert twin_rows(page, 1500) == before
+
+
 @pytest.mark.skipif(not trained_available(), reason="the translate view needs the trained models")
 def test_the_translate_views_step_charts_sit_level_or_stack(page):
     open_view(page, "7 · Translate")

@@ -847,6 +847,20 @@ function fitted(gd, room, k, fullscreen, toolbar, left = 0) {
   return [layout, under, traces];
 }
 
+function sizing(gd) {
+  // What draw() draws gd at now: in full screen or not, the room it has, its CSS scale k, on a touch screen or not, the
+  // px its title keeps for the toolbar (toolbarRoom), the size drawn at (gd.__lab.left's key) and the left margin
+  // plotly.js took there before. --lab-scale: k, for what is sized for the screen inside the chart (ui/style.py: a
+  // touch screen's toolbar buttons, 25 px to tap as shown), set before the toolbar is measured (a review: a chart drawn
+  // again at 390 px after 320 read its toolbar at 320's scale, 157 px for 134, and wrapped its title early)
+  const fullscreen = fullScreen(gd), room = roomWidth(gd), k = shrinkFactor(gd, room), touch = touchScreen();
+  gd.style.setProperty("--lab-scale", String(k));
+  const toolbar = toolbarRoom(gd, k, fullscreen, touch);
+  const at = `${sizeKey(gd)} ${k}`;
+  const left = (gd.__lab.left || {}).at === at ? gd.__lab.left.px : 0;
+  return {fullscreen, room, k, touch, toolbar, at, left};
+}
+
 function draw(gd, again = false) {
   // The figure's own size, its width the container's unless it sets one; the whole screen in full screen.
   // Where that is narrower than the figure's design width (spec.design, design_width in Python: 1280 px
@@ -857,18 +871,8 @@ function draw(gd, again = false) {
   waiting.delete(gd);  // drawn now (also as a twin of the chart drawn, or in full screen): it waits no more
   delete box.dataset.waiting;
   gd.__lab.size = sizeKey(gd);
-  const fullscreen = fullScreen(gd);
-  const room = roomWidth(gd);
-  const k = shrinkFactor(gd, room);
+  const {fullscreen, room, k, touch, toolbar, at, left} = sizing(gd);
   gd.__lab.scale = k;
-  // --lab-scale: k, for what is sized for the screen inside the chart (ui/style.py: a touch screen's toolbar buttons,
-  // 25 px to tap as shown), set before the toolbar is measured below (a review: a chart drawn again at 390 px after
-  // 320 read its toolbar at 320's scale, 157 px for 134, and wrapped its title early)
-  gd.style.setProperty("--lab-scale", String(k));
-  const touch = touchScreen();
-  const toolbar = toolbarRoom(gd, k, fullscreen, touch);
-  const at = `${gd.__lab.size} ${k}`;  // the size drawn at (gd.__lab.left's key)
-  const left = (gd.__lab.left || {}).at === at ? gd.__lab.left.px : 0;
   let [layout, under, traces] = fitted(gd, room, k, fullscreen, toolbar, left);
   gd.__lab.ownTop = (layout.margin || {}).t || 0;
   gd.__lab.top = row && !fullscreen ? rowTop(row) : 0;
@@ -1060,10 +1064,12 @@ function schedule(gd) {
   else nextIdle();
 }
 
-function paint(gd) {
-  // Draw gd (and its row: drawRow), or say why it cannot be drawn; the first time, follow its size from then on
+function paint(gd, level = true) {
+  // Draw gd (and, where level, its row: drawRow), or say why it cannot be drawn; the first time, follow its size from
+  // then on
   try {
-    drawRow(gd);
+    if (level) drawRow(gd);
+    else draw(gd);
     say(gd, "");
   } catch (err) {
     say(gd, couldNot(err));
@@ -1146,7 +1152,13 @@ function redrawForPrint(now) {
   if (!window.Plotly || (!now && !printing)) return;
   printing = now;
   const charts = [...document.querySelectorAll("div.lab-chart")].filter((gd) => gd.__lab && gd.__lab.spec);
-  for (const gd of charts) paint(gd);  // waiting ones too
+  // every chart's own top margin at its new width first, so that each is drawn once, level with its twins (rowTop):
+  // drawn in turn, each levelling its row (drawRow), a pair's second chart was drawn twice, by its twin and by itself
+  for (const gd of charts) {
+    const {room, k, fullscreen, toolbar, left} = sizing(gd);
+    gd.__lab.ownTop = (fitted(gd, room, k, fullscreen, toolbar, left)[0].margin || {}).t || 0;
+  }
+  for (const gd of charts) paint(gd, false);  // waiting ones too
   for (const row of new Set(charts.map((gd) => gd.__lab.spec.row))) if (row) equalize(row);
 }
 
