@@ -194,15 +194,15 @@ function rewrap(text, room, size, family) {
 const touchScreen = () => Boolean(window.matchMedia && window.matchMedia("(hover: none)").matches);
 const TOUCH_REMOVED = ["zoom2d", "pan2d", "select2d", "lasso2d", "zoomIn2d", "zoomOut2d", "autoScale2d"];
 // chart scale k -> px: the widest toolbar plotly.js has drawn at that scale on this page, for a chart that has none yet
-// (a touch screen's buttons are sized by k, ui/style.py: 320's 157 px stood for 390's 134 after the phone turned)
+// (a touch screen's buttons are sized by k, ui/style.py: 320's 141 px stood for 390's 118 after the phone turned)
 // Keyed by k to 2 decimals (scaleKey): a window dragged through many widths adds at most ~100 entries, not one per
 // width, and toolbars at scales that close differ by under a pixel.
 const toolbarSeen = new Map();
 const scaleKey = (k) => k.toFixed(2);
 // A touch screen's toolbar at scale k before any is drawn there, by ui/style.py's (hover: none) rule: each of its three
-// buttons an icon of max(22, 25 / k - 12) px and 6 px either side, and plotly.js's four groups (two left empty by
-// TOUCH_REMOVED) 8 px before each: 134 px at 0.75, 157 at 0.6
-const touchToolbar = (k) => 4 * 8 + 3 * (Math.max(22, 25 / k - 12) + 2 * 6);
+// buttons an icon of max(22, 25 / k - 12) px and 6 px either side, and its two groups (reset; camera and full screen)
+// 8 px before each: 118 px at 0.75, 141 at 0.6. The two groups TOUCH_REMOVED empties are not shown (ui/style.py)
+const touchToolbar = (k) => 2 * 8 + 3 * (Math.max(22, 25 / k - 12) + 2 * 6);
 
 // A layout's panels: its x axes (xaxis, xaxis2, ...), each on the y axis it names as its anchor ("y2": yaxis2).
 const isXAxis = (name) => /^xaxis\d*$/.test(name);

@@ -62,6 +62,9 @@ CSS = """
 /* a radio option (Sentence A/B, the sidebar's) reached with Tab: Streamlit's own mark was a faint grey box */
 [data-testid="stRadio"] label:has(input:focus-visible) { outline: 2px solid currentColor; outline-offset: 2px; }
 .js-plotly-plot .plotly .modebar-btn { color: inherit; }  /* a button's own is the browser's black or white */
+/* a group whose buttons the app removed (ui/chart.js toolbarConfig): plotly.js keeps it, 8 px of the toolbar's
+   background with nothing in it, which a title on a touch screen kept clear of too */
+.js-plotly-plot .plotly .modebar-group:empty { display: none; }
 .js-plotly-plot .plotly .modebar-btn:focus-visible { outline: 2px solid currentColor; outline-offset: 1px; }
 .js-plotly-plot .plotly .modebar-btn[data-title]:focus-visible::before,
 .js-plotly-plot .plotly .modebar-btn[data-title]:focus-visible::after { display: block; opacity: 1; }
