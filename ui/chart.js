@@ -826,6 +826,31 @@ function toolbarRoom(gd, k, fullscreen, touch) {
   return ((gd.querySelector(".modebar") || {}).offsetWidth || toolbarSeen.get(scaleKey(k)) || guess) + 8;
 }
 
+function automarginLeft(layout) {
+  // px of left margin that plotly.js's automargin takes for the y labels of the panels at the plot's left edge: the
+  // longest label, its tick and the gap to it (0.2 em + 1 px), and the axis title beside them (its standoff and a line
+  // of 1.45 em), as its bounding boxes measure them. Reckoned a few px over rather than under (a 320 px phone: 36-40 px
+  // of title and gap measured, 41.6 reckoned): a margin that is enough is kept as it is, one short is pushed.
+  const family = familyOf(layout);
+  let need = 0;
+  for (const [name, y] of Object.entries(layout)) {
+    if (!/^yaxis\d*$/.test(name) || !y || !y.automargin || y.side === "right" || y.showticklabels === false) continue;
+    if (!Array.isArray(y.ticktext) || !y.ticktext.length) continue;
+    const x = layout["xaxis" + String(y.anchor || "x").slice(1)] || {};
+    if ((x.domain || [0, 1])[0] > 0.01) continue;  // a panel right of another: its labels lie between them
+    const size = sizeOf(y.tickfont, layout), font = (y.tickfont || {}).family || family;
+    const widest = Math.max(...y.ticktext.flatMap((t) => String(t).split(/<br\s*\/?>/i))
+      .map((line) => textWidth(line, size, font)));
+    let depth = widest + (y.ticks === "outside" ? (y.ticklen === undefined ? 5 : y.ticklen) : 0) + 0.2 * size + 1;
+    const title = y.title || {};
+    if (String(title.text || "").trim()) {
+      depth += (title.standoff === undefined ? 15 : title.standoff) + LINE_EM * sizeOf(title.font, layout) * (brs(title.text) + 1);
+    }
+    need = Math.max(need, Math.ceil(depth));
+  }
+  return need;
+}
+
 function fitted(gd, room, k, fullscreen, toolbar, left = 0) {
   // [layout, traces, the traces before colorbarBelow]: the figure fitted to the size it is drawn at, before the CSS
   // scale k (sizedLayout), as draw() draws it but for its row's top (rowTop) and print's colours; placeholder() too.
@@ -834,7 +859,15 @@ function fitted(gd, room, k, fullscreen, toolbar, left = 0) {
   const sized = sizedLayout(figure.layout, room, k, fullscreen);
   if (left > 0) sized.margin = Object.assign({}, sized.margin, {l: ((sized.margin || {}).l || 0) + left});
   const laidOut = figure.layout.width || wrapped;
-  const [readable, traces] = readableType(sized, figure.data || [], k);
+  let [readable, traces] = readableType(sized, figure.data || [], k);
+  if (readable !== sized) {
+    // its type raised, the y labels may need more than the left margin laid out: the margin plotly.js's automargin
+    // will take (automarginLeft), so that the title and notes, which start at the plot, are wrapped for it (a review:
+    // wrapped for the margin laid out and drawn again after plotly.js moved the plot, two view 7 charts at 320 px came
+    // out a line, 14 px, taller than the height held for them, and the page jumped)
+    const l = (readable.margin || {}).l || 0, need = automarginLeft(readable);
+    if (need > l) readable = Object.assign({}, readable, {margin: Object.assign({}, readable.margin, {l: need})});
+  }
   let titled = fitTitle(readable, sized.width, laidOut, toolbar);
   if (k < 1 || sized.width < laidOut) titled = fitLowerTitles(titled, figure.layout, sized.width);  // shrunk, narrower
   let [layout, under] = colorbarBelow(legendBelow(titled, sized.width), traces, sized.width);
@@ -903,9 +936,11 @@ function draw(gd, again = false) {
     // them: view 7's step charts on a 320 px phone, 22 px), and the title and notes start at the plot, wrapped for the
     // margin: "head 0" ran 7 px past the chart's right edge. The margin it took is kept for this size and figure
     // (gd.__lab.left), and the chart drawn again where its titles wrap otherwise with it
-    const pushed = Math.round(((gd._fullLayout || {})._size || {}).l - ((layout.margin || {}).l || 0));
-    if (pushed > 0) gd.__lab.left = {at, px: left + pushed};
-    const rewrapped = pushed > 1 && titleTexts(fitted(gd, room, k, fullscreen, toolbar, left + pushed)[0])
+    const drawnLeft = (layout.margin || {}).l || 0;
+    const pushed = Math.round(((gd._fullLayout || {})._size || {}).l - drawnLeft);
+    const more = drawnLeft + pushed - (((gd.__lab.spec.figure.layout || {}).margin || {}).l || 0);  // than laid out
+    if (pushed > 0) gd.__lab.left = {at, px: more};
+    const rewrapped = pushed > 1 && titleTexts(fitted(gd, room, k, fullscreen, toolbar, more)[0])
       !== titleTexts(layout);
     // wrapped for a bar too short, or too long (a title a line longer than its next draw's): drawn again, once
     const bar = toolbar && drawn && Math.abs(drawn + 8 - toolbar) > 1;
