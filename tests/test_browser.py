@@ -1256,6 +1256,23 @@ def test_printed_each_chart_of_a_pair_is_drawn_once_each_time_and_level(page, st
     assert twin_rows(page, 1500) == before
 
 
+@pytest.mark.skipif(not trained_available(), reason="the order view switches to the trained models")
+def test_a_new_width_draws_each_chart_of_a_pair_once_and_level(page, streamlit_url):
+    """A review of the charts' script: a new width (the window, the sidebar) drew each chart again from its own
+    ResizeObserver, and a pair's first chart levelled with its twin's top margin at the old width, so the second
+    was drawn twice (as a stale twin, then again to level the first). Each is drawn once, the pair level."""
+    page.goto(f"{streamlit_url}/?views=order&sentence_a=你喜欢她&sentence_b=她喜欢你")
+    wait_idle(page)
+    draw_every_chart(page, 100)
+    assert_side_by_side_and_level(twin_rows(page, 1500))
+    charts = page.evaluate("() => [...document.querySelectorAll('[data-testid=\"stMain\"] .lab-chart')].map(gd =>"
+                           " gd.closest('[class*=\"st-key-chart-\"]').className.match(/st-key-chart-(\\S+)/)[1])")
+    page.evaluate(COUNT_DRAWS)
+    rows = twin_rows(page, 1400)
+    assert_side_by_side_and_level(rows)
+    assert page.evaluate("() => window.__draws") == dict.fromkeys(charts, 1)
+
+
 @pytest.mark.skipif(not trained_available(), reason="the translate view needs the trained models")
 def test_the_translate_views_step_charts_sit_level_or_stack(page):
     open_view(page, "7 · Translate")

@@ -894,6 +894,12 @@ function sizing(gd) {
   return {fullscreen, room, k, touch, toolbar, at, left};
 }
 
+function reckonTop(gd) {
+  // gd's own top margin as draw() will draw it now, before it is drawn: its twins are then drawn level with it
+  const {room, k, fullscreen, toolbar, left} = sizing(gd);
+  gd.__lab.ownTop = (fitted(gd, room, k, fullscreen, toolbar, left)[0].margin || {}).t || 0;
+}
+
 function draw(gd, again = false) {
   // The figure's own size, its width the container's unless it sets one; the whole screen in full screen.
   // Where that is narrower than the figure's design width (spec.design, design_width in Python: 1280 px
@@ -994,8 +1000,14 @@ function drawRow(gd, again = false) {
   // screen the page's are hidden behind it: levelled as it comes back (its box hears fullscreenchange: follow), not
   // drawn twice unseen (a review: a chart of a pair going full screen drew its twin at the twin's own top, and again
   // level with it on leaving)
-  draw(gd, again);
   const row = gd.__lab.spec.row;
+  // twins that a new width will draw again (each at its ResizeObserver's turn): their top margins there reckoned
+  // first, so that gd is drawn level with them at once (a review: a pair's first chart levelled with its twin's top at
+  // the old width, and the twin was drawn twice, as a stale twin and again to level the first)
+  if (row && !document.fullscreenElement) {
+    twins(row).filter((g) => g !== gd && g._fullLayout && sizeKey(g) !== g.__lab.size).forEach(reckonTop);
+  }
+  draw(gd, again);
   for (let pass = 0; row && !document.fullscreenElement && pass < 3; pass++) {
     const stale = twins(row).filter((g) => g._fullLayout && g.__lab.top !== rowTop(row));
     if (!stale.length) break;
@@ -1189,10 +1201,7 @@ function redrawForPrint(now) {
   const charts = [...document.querySelectorAll("div.lab-chart")].filter((gd) => gd.__lab && gd.__lab.spec);
   // every chart's own top margin at its new width first, so that each is drawn once, level with its twins (rowTop):
   // drawn in turn, each levelling its row (drawRow), a pair's second chart was drawn twice, by its twin and by itself
-  for (const gd of charts) {
-    const {room, k, fullscreen, toolbar, left} = sizing(gd);
-    gd.__lab.ownTop = (fitted(gd, room, k, fullscreen, toolbar, left)[0].margin || {}).t || 0;
-  }
+  charts.forEach(reckonTop);
   for (const gd of charts) paint(gd, false);  // waiting ones too
   for (const row of new Set(charts.map((gd) => gd.__lab.spec.row))) if (row) equalize(row);
 }
