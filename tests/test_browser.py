@@ -2350,3 +2350,56 @@ def test_a_dark_page_prints_on_light_paper_with_its_charts_in_the_light_themes_c
         grey = np.asarray(pdf[i].render(scale=0.5).to_pil().convert("L"))
         assert np.median(grey) > 240, f"page {i + 1} is not light paper"
         assert (grey < 100).mean() > 0.002, f"page {i + 1} has no dark text on it"
+
+
+# Each number written beside view 2's clocks (the chart of round panels), as shown on the screen: [panel, number, px
+# right of its panel's y axis line, px above its x axis line, px under its panel's title, px left of what is right of
+# it (the next panel's y tick labels and title, or the chart's right edge), the chart's scale, px from the title's
+# centre to the panel's]
+PHONE_CLOCK_NUMBERS = r"""() => [...document.querySelectorAll('[data-testid="stMain"] .lab-chart')]
+    .filter((gd) => gd._fullLayout && (gd.layout.meta || {}).round).flatMap((gd) => {
+  const L = gd._fullLayout, k = gd.__lab.scale, g = gd.querySelector('.main-svg').getBoundingClientRect();
+  const titles = [...gd.querySelectorAll('.annotation')].filter((a) => a.textContent.startsWith('ω'))
+    .map((a) => a.getBoundingClientRect());
+  const labels = [...gd.querySelectorAll('.ytick text, .g-ytitle text, [class*="g-y"][class*="title"] text')]
+    .map((t) => t.getBoundingClientRect()).filter((r) => r.width > 0);
+  const lefts = Object.keys(L).filter((n) => /^xaxis\d*$/.test(n)).map((n) => g.left + L[n]._offset * k);
+  return [...gd.querySelectorAll('.subplot')].flatMap((sp) => {
+    const [, x, y] = sp.getAttribute('class').match(/subplot x(\d*)y(\d*)/);
+    const xa = L['xaxis' + x], ya = L['yaxis' + y];
+    const left = g.left + xa._offset * k, right = g.left + (xa._offset + xa._length) * k;
+    const bottom = g.top + (ya._offset + ya._length) * k;
+    const title = titles.find((b) => b.left < right && b.right > left);
+    return [...sp.querySelectorAll('.textpoint text')].filter((t) => t.textContent).map((t) => {
+      const b = t.getBoundingClientRect();
+      const next = Math.min(Infinity, ...lefts.filter((l) => l > right));  // the next panel's plot starts
+      const beside = labels.filter((r) => r.right > right && r.right <= next + 1 && r.bottom > b.top && r.top < b.bottom);
+      const edge = Math.min(g.right, ...beside.map((r) => r.left));
+      return [x || '1', t.textContent, b.left - left, bottom - b.bottom, b.top - title.bottom, edge - b.right, k,
+              Math.abs((title.left + title.right - left - right) / 2)];
+    });
+  }); })"""
+
+
+def test_on_a_phone_the_clocks_numbers_keep_inside_their_panel_clear_of_its_axes_title_and_the_next_panel(
+        browser, streamlit_url):
+    """A phone walk (390 and 320 px, touch): view 2's clocks, laid out for 700 px and drawn at 480 shrunk to fit, their
+    type raised to a phone's (11 px as shown: 14.7 px drawn at 390, 18.3 at 320), wrote "3" and "10" across the x axis
+    line, "0" into the title "ω = 57.3°", and "2", "4" and "6" on the next panel's "cos (dim 9)": the axes' ranges
+    were measured for the theme's own size and type (viz.positional._clock_ranges), not the phone's."""
+    found = {}
+    with opened_tab(browser, f"{streamlit_url}/?views=positional", 320, 640, is_mobile=True, has_touch=True) as tab:
+        for width in (320, 390):
+            if width != 320:
+                tab.set_viewport_size({"width": width, "height": 844})
+                tab.wait_for_function("(w) => [...document.querySelectorAll('.lab-chart')].every((gd) => "
+                                      "gd.__lab.size === String(gd.parentElement.parentElement.clientWidth))",
+                                      arg=width)
+            draw_every_chart(tab, 100)
+            found[width] = tab.evaluate(PHONE_CLOCK_NUMBERS)
+    for width, numbers in found.items():
+        assert {panel for panel, *_ in numbers} == {"1", "2", "3"} and len(numbers) >= 10, (width, numbers)
+        assert all(n[6] < 1 for n in numbers), (width, numbers)  # shown shrunk, as on a phone
+        assert all(n[7] <= 2 for n in numbers), (width, numbers)  # each title over its own panel
+        wrong = [n for n in numbers if min(n[2:6]) < 0]
+        assert wrong == [], (width, wrong)

@@ -489,6 +489,78 @@ function clearRightEnds(layout, plotW) {
   return out;
 }
 
+const CLOCK_SPAN = [1.4, 1.6];  // viz.positional.CLOCK_SPAN: the least the clocks' axes span (±1.4, 1.6 above)
+
+function clockRanges(layout, data, width, laidOut) {
+  // A figure of round panels (view 2's clocks) drawn narrower than laid out (a phone: 480 px for 700, its type raised
+  // by readableType, 18.3 px at 320): each panel's ranges as far as the numbers written beside its points need at the
+  // px a unit and the type drawn (viz.positional._clock_ranges' rule, and the numbers at the right inside the panel
+  // too, where the next panel's y labels begin), never less than laid out, the same on every panel. Measured at the
+  // theme's own size and type, "3" and "10" crossed the x axis line, "0" the title "ω = 57.3°", "4" "cos (dim 17)".
+  if (!(layout.meta || {}).round || !width || !laidOut || width >= laidOut) return layout;
+  const m = layout.margin || {};
+  const plotW = width - (m.l || 0) - (m.r || 0), plotH = (layout.height || 0) - (m.t || 0) - (m.b || 0);
+  const panels = data.filter((t) => (t.meta || {}).role === "positions" && Array.isArray(t.x) && Array.isArray(t.y)
+    && Array.isArray(t.text) && Array.isArray(t.textposition)).map((t) => {
+    const x = layout["xaxis" + (t.xaxis || "x").slice(1)], y = layout["yaxis" + (t.yaxis || "y").slice(1)];
+    return {t, x, y};
+  }).filter(({x, y}) => x && y && Array.isArray(x.range) && Array.isArray(y.range));
+  if (!panels.length) return layout;
+  const family = familyOf(layout);
+  // the gap between panels as wide as the next panel's y labels need at the type drawn ("−1", its tick and the
+  // title "cos (dim 17)" a line beside it): laid out at the theme's type, 18.3 px at 320 put the title on "4" and "6",
+  // ~7 px into the panel before
+  panels.sort((a, b) => (a.x.domain || [0, 1])[0] - (b.x.domain || [0, 1])[0]);
+  const labels = (y) => {  // px left of its axis line: tick labels, their tick and pad, the title's standoff and line
+    const title = sizeOf((y.title || {}).font, layout);  // (measured at 18.3 px: labels to 30 px, the title 46-72)
+    return textWidth("−1", sizeOf(y.tickfont, layout), family) + (y.ticklen || 5) + 6 + (0.9 + LINE_EM) * title + 4;
+  };
+  const gap = Math.max(0, ...panels.slice(1).map(({y}) => labels(y))) / plotW;
+  const [start, end] = [(panels[0].x.domain || [0, 1])[0], (panels[panels.length - 1].x.domain || [0, 1])[1]];
+  const shown = panels.slice(1).map(({x}, i) => (x.domain || [0, 1])[0] - (panels[i].x.domain || [0, 1])[1]);
+  if (panels.length > 1 && Math.min(...shown) < gap) {
+    const each = (end - start - (panels.length - 1) * gap) / panels.length;
+    const moved = new Map();  // each panel's title (an annotation centred over it) moves with it
+    panels.forEach((p, i) => {
+      const [d0, d1] = p.x.domain || [0, 1], a = start + i * (each + gap);
+      moved.set(Math.round(((d0 + d1) / 2) * 1e4), a + each / 2);
+      p.x = Object.assign({}, p.x, {domain: [a, a + each]});
+    });
+    layout = Object.assign({}, layout, {annotations: (layout.annotations || []).map((a) => {
+      const to = a.xref === "paper" && a.xanchor === "center" ? moved.get(Math.round(a.x * 1e4)) : undefined;
+      return to === undefined ? a : Object.assign({}, a, {x: to});
+    })});
+  }
+  let [lo, hi] = [Math.min(...panels.map(({x}) => x.range[0])), Math.max(...panels.map(({x}) => x.range[1]))];
+  let [bottom, top] = [Math.min(...panels.map(({y}) => y.range[0])), Math.max(...panels.map(({y}) => y.range[1]))];
+  for (let round = 0; round < 4; round++) {  // the px a unit shrinks as the ranges grow: a few rounds settle it
+    const need = {left: -lo, right: hi, top, bottom: -bottom};
+    for (const {t, x, y} of panels) {
+      const [x0, x1] = x.domain || [0, 1], [y0, y1] = y.domain || [0, 1];
+      const unit = Math.min(plotW * (x1 - x0) / (hi - lo), plotH * (y1 - y0) / (top - bottom));
+      const font = sizeOf(t.textfont, layout);
+      const sizes = (t.marker || {}).size;
+      t.text.forEach((number, i) => {
+        if (!number) return;
+        const size = Array.isArray(sizes) ? sizes[i] : (typeof sizes === "number" ? sizes : 6);
+        const clear = size / 2 + 1.3 * font, wide = (size / 2 + 4 + textWidth(String(number), font, family)) / unit;
+        const side = t.textposition[i], px = t.x[i], py = t.y[i];
+        if (side === "bottom center") need.bottom = Math.max(need.bottom, -py + clear / unit);
+        else if (side === "top center") need.top = Math.max(need.top, py + (clear + 0.5 * font) / unit);
+        else if (side === "middle left") need.left = Math.max(need.left, -px + wide);
+        else if (side === "middle right") need.right = Math.max(need.right, px + wide);
+      });
+    }
+    [lo, hi, top, bottom] = [-need.left, need.right, need.top, -need.bottom];
+  }
+  const out = Object.assign({}, layout);
+  for (const {t, x, y} of panels) {
+    out["xaxis" + (t.xaxis || "x").slice(1)] = Object.assign({}, x, {range: [lo, hi]});
+    out["yaxis" + (t.yaxis || "y").slice(1)] = Object.assign({}, y, {range: [bottom, top]});
+  }
+  return out;
+}
+
 function roundPanels(layout, width) {
   // A figure whose panels keep their aspect (layout.meta.round: the clock's circles stay round, their y axes
   // giving up domain toward the top): its plot only as tall as its widest panel needs at the width drawn. Its
@@ -875,7 +947,8 @@ function fitted(gd, room, k, fullscreen, toolbar, left = 0) {
   if (fullscreen) layout.height = window.innerHeight / k;  // the screen's, whatever the title takes
   else {
     const smallest = Math.max(cellType || 0, SMALLEST_PX) / k;  // thinTicks': the cells' type, as shown
-    layout = roundPanels(narrowPanels(layout, sized.width, laidOut, smallest), sized.width);
+    layout = roundPanels(clockRanges(narrowPanels(layout, sized.width, laidOut, smallest), traces, sized.width,
+                                            laidOut), sized.width);
   }
   return [layout, under, traces];
 }
