@@ -2386,7 +2386,8 @@ def test_on_a_phone_the_clocks_numbers_keep_inside_their_panel_clear_of_its_axes
     """A phone walk (390 and 320 px, touch): view 2's clocks, laid out for 700 px and drawn at 480 shrunk to fit, their
     type raised to a phone's (11 px as shown: 14.7 px drawn at 390, 18.3 at 320), wrote "3" and "10" across the x axis
     line, "0" into the title "ω = 57.3°", and "2", "4" and "6" on the next panel's "cos (dim 9)": the axes' ranges
-    were measured for the theme's own size and type (viz.positional._clock_ranges), not the phone's."""
+    were measured for the theme's own size and type (viz.positional._clock_ranges), not the phone's. In full screen
+    on a 320 px phone too."""
     found = {}
     with opened_tab(browser, f"{streamlit_url}/?views=positional", 320, 640, is_mobile=True, has_touch=True) as tab:
         for width in (320, 390):
@@ -2397,6 +2398,14 @@ def test_on_a_phone_the_clocks_numbers_keep_inside_their_panel_clear_of_its_axes
                                       arg=width)
             draw_every_chart(tab, 100)
             found[width] = tab.evaluate(PHONE_CLOCK_NUMBERS)
+        tab.set_viewport_size({"width": 320, "height": 640})  # and in full screen (drawn 457 px wide at 0.7)
+        tab.evaluate("() => [...document.querySelectorAll('.lab-chart')].find((gd) => (gd.layout.meta || {}).round)"
+                     ".closest('.lab-chart-box').classList.add('clock-box')")
+        tab.locator(".clock-box .modebar-btn[data-title^='Full screen']").click()
+        tab.wait_for_function("() => { const gd = document.querySelector('.clock-box .lab-chart');"
+                              " return document.fullscreenElement && gd._fullLayout.height * gd.__lab.scale"
+                              " >= window.innerHeight - 1; }")
+        found["320, full screen"] = tab.evaluate(PHONE_CLOCK_NUMBERS)
     for width, numbers in found.items():
         assert {panel for panel, *_ in numbers} == {"1", "2", "3"} and len(numbers) >= 10, (width, numbers)
         assert all(n[6] < 1 for n in numbers), (width, numbers)  # shown shrunk, as on a phone

@@ -944,7 +944,10 @@ function fitted(gd, room, k, fullscreen, toolbar, left = 0) {
   if (k < 1 || sized.width < laidOut) titled = fitLowerTitles(titled, figure.layout, sized.width);  // shrunk, narrower
   let [layout, under] = colorbarBelow(legendBelow(titled, sized.width), traces, sized.width);
   layout = fitBottom(layout, under, sized.width, laidOut);
-  if (fullscreen) layout.height = window.innerHeight / k;  // the screen's, whatever the title takes
+  if (fullscreen) {
+    layout.height = window.innerHeight / k;  // the screen's, whatever the title takes
+    layout = clockRanges(layout, traces, sized.width, laidOut);  // a phone's full screen: 457 px at 320, 18.3 px type
+  }
   else {
     const smallest = Math.max(cellType || 0, SMALLEST_PX) / k;  // thinTicks': the cells' type, as shown
     layout = roundPanels(clockRanges(narrowPanels(layout, sized.width, laidOut, smallest), traces, sized.width,
