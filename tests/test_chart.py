@@ -7,6 +7,7 @@ tests/test_browser.py; here: plotly.js on the static path Streamlit serves, and 
 from __future__ import annotations
 
 import filecmp
+import importlib
 import json
 import re
 import tomllib
@@ -76,20 +77,27 @@ def test_each_chart_carries_a_loader_of_the_script_in_the_static_folder_not_the_
     assert (ui.chart.STATIC / name).read_text(encoding="utf-8") == ui.chart._script()
 
 
-def test_a_static_folder_that_cannot_take_the_script_sends_it_with_each_chart(monkeypatch, caplog):
+@pytest.mark.parametrize("module, ensure, said", [("ui.chart", "ensure_chart_js", "the charts' script"),
+                                                   ("ui.focus", "ensure_focus_js", "the focus script")])
+def test_a_static_folder_that_cannot_take_a_script_sends_it_with_each_element(monkeypatch, caplog, module, ensure, said):
+    """Where static/ cannot be written, the log says which script, and each chart (each focus request) carries the
+    whole script, as before it was served (ui/served.py inline_or_loader)."""
+    served = importlib.import_module(module)
+
     def read_only(static=None):
         raise PermissionError(13, "Read-only file system", str(ui.chart.STATIC))
 
     registered = {}
-    monkeypatch.setattr(ui.chart, "ensure_chart_js", read_only)
-    monkeypatch.setattr(ui.chart.st.components.v2, "component", lambda name, **kw: registered.update(kw) or print)
-    ui.chart._component.cache_clear()
+    monkeypatch.setattr(served, ensure, read_only)
+    monkeypatch.setattr(served.st.components.v2, "component", lambda name, **kw: registered.update(kw) or print)
+    served._component.cache_clear()
     try:
         with caplog.at_level("ERROR", logger="attention_lab"):
-            ui.chart._component()
-        assert registered["js"] == ui.chart._script() and "the charts' script" in caplog.text
+            served._component()
+        script = served._script() if module == "ui.chart" else served.JS
+        assert registered["js"] == script and said in caplog.text
     finally:
-        ui.chart._component.cache_clear()
+        served._component.cache_clear()
 
 
 def test_the_focus_script_goes_once_to_the_static_folder_and_each_request_carries_its_loader(make_app):
@@ -124,24 +132,6 @@ def test_each_script_keeps_its_own_copy_in_the_static_folder(tmp_path):
     assert focus.read_text(encoding="utf-8") == ui.focus.JS and focus.name.startswith(ui.focus.FOCUS_JS_PREFIX)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([chart.name, focus.name])  # the stale copy gone
     assert ui.chart.ensure_chart_js(tmp_path) == chart and chart.exists() and focus.exists()
-
-
-def test_a_static_folder_that_cannot_take_the_focus_script_sends_it_with_each_request(monkeypatch, caplog):
-    import ui.focus
-
-    def read_only(static=None):
-        raise PermissionError(13, "Read-only file system", str(ui.chart.STATIC))
-
-    registered = {}
-    monkeypatch.setattr(ui.focus, "ensure_focus_js", read_only)
-    monkeypatch.setattr(ui.focus.st.components.v2, "component", lambda name, **kw: registered.update(kw) or print)
-    ui.focus._component.cache_clear()
-    try:
-        with caplog.at_level("ERROR", logger="attention_lab"):
-            ui.focus._component()
-        assert registered["js"] == ui.focus.JS and "the focus script" in caplog.text
-    finally:
-        ui.focus._component.cache_clear()
 
 
 def _state(text: str) -> dict:
