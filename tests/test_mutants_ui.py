@@ -305,3 +305,42 @@ def test_the_model_line_gives_each_heads_own_width_d_k(make_app):
     d_k = trace.layers[0].self_attn.q.shape[-1]
     assert d_k != size["d_model"] // size["n_layers"]  # the premise: the mutant's number differs
     assert f"· 4 heads (d_k {d_k}) · 2 encoder layers + 2 decoder layers ·" in line, line
+
+
+@needs_trained
+def test_view_7s_kept_step_charts_follow_every_control_they_show(make_app):
+    """Mutants of ui.translate._step_key (the step charts kept server-wide by what they show): the key without the
+    sentence's row, the layer, B's text, the model's fields or the theme gave, after that control changed, the pair
+    of charts kept for the one before it: A's attention under the Sentence radio's B, layer 0's under layer 1,
+    zh-en's under zh-en-nope, the default theme's white charts in the dark theme. After each change, in one session
+    (the cache warm), the step charts are the top-left corner of the view's own whole charts of that change (built
+    apart, by ui.cache.view_result), in their theme's colours."""
+    at = make_app(view="translate", model="zh-en", sentence_a="你喜欢她", sentence_b="我爱我家")
+    clean(at)
+
+    def check(layer: int, head: int) -> None:
+        clean(at)
+        whole_self_fig = figure_titled(at, "Decoder self-attention (causal")
+        whole_cross_fig = figure_titled(at, "Cross-attention: each decoding step over the source")
+        whole_self, whole_cross = values_z(whole_self_fig), values_z(whole_cross_fig)
+        step = int(at.slider(key="translate_step").value)
+        own = figure_titled(at, f"Decoder self-attention, layer {layer}, head {head}, step {step}")
+        cross = figure_titled(at, f"Cross-attention, layer {layer}, head {head}, step {step}")
+        np.testing.assert_array_equal(values_z(own), whole_self[:step, :step])
+        np.testing.assert_array_equal(values_z(cross), whole_cross[:step, :values_z(cross).shape[1]])
+        for fig in (own, cross):
+            assert fig["layout"].get("paper_bgcolor") == whole_cross_fig["layout"].get("paper_bgcolor")
+            assert fig["layout"]["font"]["size"] == whole_cross_fig["layout"]["font"]["size"]
+
+    at.slider(key="translate_step").set_value(2).run()
+    check(0, 0)
+    at.radio(key="sentence").set_value("b").run()  # the row: B's decoding, not A's
+    check(0, 0)
+    at.text_input(key="sentence_b").set_value("她爱你").run()  # B's text, shown as row b
+    check(0, 0)
+    at.selectbox(key="layer").set_value(1).run()  # the layer
+    check(1, 0)
+    at.selectbox(key="positional").set_value("none").run()  # the model: zh-en-nope
+    check(1, 0)
+    at.selectbox(key="theme").set_value("dark").run()  # the theme
+    check(1, 0)
