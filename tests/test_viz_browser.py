@@ -369,6 +369,31 @@ def test_neighbouring_panels_tick_labels_stand_apart_as_two_numbers(plot_page, m
             assert apart >= 0.9 * font, (theme, key, round(apart, 1))
 
 
+def test_in_the_paper_theme_facing_tick_labels_are_no_further_apart_than_an_em_needs(plot_page, models):
+    """A mutation walk: viz.heatmap.value_gap holding the whole of each facing label ("15", "0") and an em, not half of
+    each, let every test through, where the paper theme's panels stood ~1.9 em apart, not ~1.1, each heatmap narrower
+    for nothing. Where value_gap decides the gap (paper: no y labels between the panels), the facing labels stand an
+    em apart and not much more: at most 1.5 em (the labels sit near, not exactly at, their panels' ends)."""
+    spec, m = models
+    spec = dataclasses.replace(spec, theme="paper")
+    figures = {**{p.key: p.figure for p in build_view("attention", spec, m).panels},
+               **{p.key: p.figure for p in build_view("positional", spec, m).panels},
+               **{p.key: p.figure for p in build_view("order", spec, m).panels}}
+    from viz.theme import theme_spec
+
+    font = theme_spec("paper")["font_size"]
+    # (figure, the gaps value_gap alone decides: 0 between panels 1 and 2, 1 between 2 and 3)
+    for key, gaps in (("attention-qkv", (0, 1)), ("embedding-pe", (0, 1)), ("aligned-pe", (1,))):
+        fig = json.loads(figures[key].to_json())
+        width, height = design_size("paper", figures[key])
+        fig["layout"].update(width=width, height=height)
+        panels = sorted(plot_page.evaluate(X_TICKS, fig), key=lambda p: int(p[0][5:] or 1))
+        assert len(panels) == 3 and all(len(ticks) >= 2 for _, ticks in panels), (key, panels)
+        for i in gaps:
+            apart = min(left for left, _ in panels[i + 1][1]) - max(right for _, right in panels[i][1])
+            assert 0.9 * font <= apart <= 1.5 * font, (key, i, round(apart / font, 2))
+
+
 # px of the figure left blank under its lowest text (or legend mark) and plot.
 BLANK_UNDER = """async (f) => {
     const d = document.getElementById('d');
