@@ -101,6 +101,27 @@ def test_each_number_sits_outside_the_circle_and_the_circle_stays_round_under_it
 
 
 @pytest.mark.parametrize("theme", ["default", "slide", "paper"])
+def test_a_clock_without_numbers_keeps_its_least_span_and_position_0_stands_out(theme):
+    """Mutants of viz.positional's clocks (a mutation walk): widening the axes for the numbers of a clock of more
+    than 12 positions, where none is written, drew every circle smaller for numbers not there (paper: ~20% smaller);
+    and position 0's marker, the hand's start, drawn as large as the rest. Without numbers the axes span the least
+    (CLOCK_SPAN: ±1.4, 1.6 above), and position 0's marker is larger than every other one, on every clock."""
+    from viz.positional import CLOCK_SPAN
+
+    ref = pe_reference(20, 64)
+    fig = viz.pe_rotation(ref.table[:20], pairs=ref.pairs, omegas=ref.omegas, theme=theme)
+    positions = [t for t in fig.data if (t.meta or {}).get("role") == "positions"]
+    assert positions and all("text" not in t.mode for t in positions)  # no number written
+    for name in [k for k in fig.layout if k.startswith(("xaxis", "yaxis"))]:
+        top = CLOCK_SPAN[1] if name.startswith("y") else CLOCK_SPAN[0]
+        assert tuple(fig.layout[name].range) == (-CLOCK_SPAN[0], top), (name, fig.layout[name].range)
+    numbered = viz.pe_rotation(ref.table[:12], pairs=ref.pairs, omegas=ref.omegas, theme=theme)
+    for t in [*positions, *(t for t in numbered.data if (t.meta or {}).get("role") == "positions")]:
+        size = np.asarray(t.marker.size, dtype=float)
+        assert size[0] > size[1:].max(), size
+
+
+@pytest.mark.parametrize("theme", ["default", "slide", "paper"])
 def test_the_numbers_on_each_circle_keep_clear_of_one_another(theme):
     # slide, ω = 18.1°: "11 10 9" ran together as "1109" (a number every 12° of turn, whatever the panel's size)
     from viz.heatmap import panel_px
