@@ -344,3 +344,22 @@ def test_view_7s_kept_step_charts_follow_every_control_they_show(make_app):
     check(1, 0)
     at.selectbox(key="theme").set_value("dark").run()  # the theme
     check(1, 0)
+
+
+@needs_trained
+@pytest.mark.parametrize("trained", ["sinusoidal", "none"])
+def test_after_one_run_the_train_panel_names_the_choice_not_yet_trained(make_app, trained):
+    """Mutant of ui/train.py (a mutation walk): the translations' caption after one run, "Train again with “Train with
+    positional encoding: …” to compare the two", named the choice just trained, sending a student to train the
+    same model again. It names the panel's own radio, as it is labelled, and the option of it that has no run yet."""
+    at = make_app(view="translate", model="zh-en")
+    radio = at.radio(key="train_positional")
+    radio.set_value(trained)
+    at.slider(key="train_steps").set_value(10)
+    at.button(key="train_go").click().run()
+    clean(at)
+    radio = at.radio(key="train_positional")
+    shown = dict(zip(["sinusoidal", "none"], radio.options, strict=True))  # as the radio shows its options
+    (said,) = [plain(c.value) for c in at.caption if "Train again with" in plain(c.value)]
+    other = shown["none" if trained == "sinusoidal" else "sinusoidal"]
+    assert f"“{radio.label}: {other}”" in said, said
