@@ -23,6 +23,7 @@ from conftest import CHROMIUM
 from lab.compute import load_model, model_fields, run
 from lab.spec import FigureSpec
 from lab.views import Models, build_view, pe_reference
+from viz.attention import weights_heatmap
 from viz.positional import pe_rotation
 from viz.theme import design_size
 
@@ -287,6 +288,39 @@ def test_no_text_of_a_paper_figure_at_a_long_sentence_runs_past_the_figures_edge
                 assert left >= 0 and right >= 0, (view, panel.key, text, round(left), round(right))
             checked += 1
     assert checked >= 15
+
+
+TITLE_EDGES = """async (f) => {
+    const d = document.getElementById('d');
+    Plotly.purge(d);
+    await Plotly.newPlot(d, f.data, f.layout, {});
+    const box = d.querySelector('.main-svg').getBoundingClientRect();
+    return [...d.querySelectorAll('.gtitle')].filter((t) => t.textContent.trim()).map((t) => {
+        const b = t.getBoundingClientRect();
+        return [t.textContent, b.left - box.left, box.right - b.right];
+    });
+}"""
+
+
+def test_a_paper_figures_title_of_any_length_wraps_inside_the_figure(plot_page):
+    """A mutation walk: viz.theme._fit_title's room without the figure's edge of white at the right (width -
+    margin.l - 4, not - edge - 4) let every test through, the one long sentence's titles happening to wrap early
+    enough, where a title ran 5.8 px past a paper figure's right edge, cut. Titles of 8 to 19 words, wrapped as
+    exported: every line inside the figure."""
+    from viz import export as vx
+
+    rng = np.random.default_rng(0)
+    words = ["attention", "of", "the", "encoder", "weights", "a", "head", "layer", "softmax", "query", "key", "—"]
+    w = rng.random((4, 4))
+    w /= w.sum(1, keepdims=True)
+    for k in range(40):
+        text = " ".join(rng.choice(words, size=8 + k % 12))
+        fig = weights_heatmap(w, row_labels=list("abcd"), title=text, theme="paper")
+        data = json.loads(vx.figure_json(fig))
+        width, height = design_size("paper", fig)
+        data["layout"].update(width=width, height=vx.round_height(data, width, height))
+        for line, left, right in plot_page.evaluate(TITLE_EDGES, data):
+            assert left >= 0 and right >= 0, (text, line, round(left, 1), round(right, 1))
 
 
 # Each number written beside a clock's points (view 2's PE rotation), measured against its own panel: px from the
