@@ -1041,15 +1041,20 @@ def add_panel(
 def label_gap(labels: Sequence[str], theme: str, *, cols: int) -> float:
     """make_subplots horizontal_spacing that leaves room for `labels` as y tick labels of a
     panel that is not the first (a fraction of the plot width, at the theme's size)."""
+    f = theme_spec(theme)["font_size"]
+    longest = widest(labels, f)
+    return min(0.6 / max(cols - 1, 1), max(0.04, (longest + 0.5 * f + 16) / _gap_plot_px(longest, theme)))
+
+
+def _gap_plot_px(longest: float, theme: str) -> float:
+    """The plot's width in px that label_gap and value_gap take their fractions of, as plot_px estimates it: the
+    theme's figure less its edges, y labels `longest` px wide left of it and a colour bar (not a fixed fraction of the
+    figure: that was 0.75 of it, where paper's 600 px leave 0.64, a 15% smaller gap, and B's labels touched A's
+    heatmap); at least 40."""
     t = theme_spec(theme)
     f = t["font_size"]
-    # the plot's width as plot_px estimates it (the figure less the labels left of it and a colour bar), not a
-    # fixed fraction of the figure: that was 0.75 of it, where paper's 600 px leave 0.64 (a 15% smaller gap,
-    # and B's labels touched A's heatmap)
-    w = design_size(theme)[0]
-    longest = widest(labels, f)
-    plot_w = w - 2 * edge_px(f) - (longest + 1.5 * f + 12) - (t["colorbar_thickness"] + 3.5 * f)
-    return min(0.6 / max(cols - 1, 1), max(0.04, (longest + 0.5 * f + 16) / max(plot_w, 40.0)))
+    plot_w = design_size(theme)[0] - 2 * edge_px(f) - (longest + 1.5 * f + 12) - (t["colorbar_thickness"] + 3.5 * f)
+    return max(plot_w, 40.0)
 
 
 def value_gap(dims: int, theme: str, *, cols: int, labels: Sequence[str] = ()) -> float:
@@ -1058,14 +1063,11 @@ def value_gap(dims: int, theme: str, *, cols: int, labels: Sequence[str] = ()) -
     or near the panels' ends, an em apart (0.04 of the plot left "15 0" and "60 0" ~8 px apart in the paper theme's
     QKV, token outputs and embedding + PE figures, read as "150" and "600"), and for `labels` as y tick labels of the
     second panel where it has any (label_gap). A fraction of the plot's width, at least label_gap's."""
-    t = theme_spec(theme)
-    f = t["font_size"]
-    w = design_size(theme)[0]
+    f = theme_spec(theme)["font_size"]
     longest = widest(labels, f) if labels else 0.0
-    plot_w = w - 2 * edge_px(f) - (longest + 1.5 * f + 12) - (t["colorbar_thickness"] + 3.5 * f)
     ticks = (text_width(str(max(dims - 1, 0)), f) + text_width("0", f)) / 2 + f  # half of each, an em between
     floor = label_gap(labels, theme, cols=cols) if labels else 0.04
-    return min(0.6 / max(cols - 1, 1), max(floor, ticks / max(plot_w, 40.0)))
+    return min(0.6 / max(cols - 1, 1), max(floor, ticks / _gap_plot_px(longest, theme)))
 
 
 def set_column_gaps(fig: Fig, gaps: Sequence[float]) -> None:
