@@ -103,7 +103,12 @@ def _view_key(view: str, spec: FigureSpec) -> tuple:
 def view_result(view: str, spec: FigureSpec) -> ViewResult:
     """lab.views.build_view with the app's models, once per (view, spec but its download settings) for the whole
     server (read-only from here on, like a Run), with each figure's payload made (ui.chart sends it)."""
-    result = build_view(view, spec, models())
+    return with_payloads(build_view(view, spec, models()))
+
+
+def with_payloads(result: ViewResult) -> ViewResult:
+    """result, each figure's payload made (viz.fig.payload_json keeps it on the figure): once, where the result is
+    kept, not on every rerun that sends it (ui.chart)."""
     for panel in result.panels:
         if panel.figure is not None:
             payload_json(panel.figure)

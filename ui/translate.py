@@ -15,7 +15,6 @@ from ui import cache, focus
 from ui.panels import render_panel
 from ui.state import LINKED_STEP
 from ui.text import md
-from viz.fig import payload_json
 from viz.labels import count_of
 from viz.theme import theme_spec
 
@@ -129,7 +128,7 @@ def step_panels(run: Run, spec: FigureSpec, row: int, layer: int, head: int, ste
     # and "paper" by name left paper-sans without them)
     sums = theme_spec(spec.theme)["width"] is not None
     # each chart's own title names the step: a download of it is read away from the slider (a researcher's walk)
-    result = ViewResult(panels=[
+    return cache.with_payloads(ViewResult(panels=[
         Panel(f"step{step}-self", f"Step {step}: decoder self-attention",
               viz.decoder_self_attention_heatmap(self_w, target_labels=tgt[:step], step_labels=steps[:step],
                                                  mask=sa["allowed"][:step, :step], row_sums=sums,
@@ -142,7 +141,4 @@ def step_panels(run: Run, spec: FigureSpec, row: int, layer: int, head: int, ste
                                           title=f"Cross-attention, layer {layer}, head {head}, step {step}",
                                           theme=spec.theme),
               viz.matrix_frame(cross_w, steps[:step], src)),
-    ])
-    for panel in result.panels:
-        payload_json(panel.figure)  # made once, as ui.cache.view_result's
-    return result
+    ]))
