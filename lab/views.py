@@ -1051,6 +1051,27 @@ VIEW_BUILDERS: dict[str, Callable[[FigureSpec, Models], ViewResult]] = {
 }
 
 
+# The selection controls each view reads, and so the ones the app shows above its figures (ui/look.py): a view's
+# result is the same whatever the others hold (tests/test_views.py changes each, and each one shown changes it).
+USES = {
+    "block": {"attention", "heads", "query"},
+    "layer": {"attention", "heads", "query", "order", "translate"},
+    "head": {"attention", "query", "order", "translate"},
+    "heads": {"heads"},
+    "sentence": {"positional", "attention", "heads", "query", "translate"},
+    "query": {"query"},
+}
+
+
+def read_spec(view: str, spec: FigureSpec) -> FigureSpec:
+    """spec with each selection control `view` does not read (USES) at its default: what a cache of views keys on
+    (ui.cache.view_result), so that a view does not wait for a build of the figures it holds already because
+    a control it does not show moved (a student back in view 2 from another head of view 3; a class on 30 heads
+    sharing one view 2)."""
+    return dataclasses.replace(spec, **{name: getattr(FigureSpec, name) for name, views in USES.items()
+                                        if view not in views})
+
+
 def build_view(view: str, spec: FigureSpec, models: Models) -> ViewResult:
     if view not in VIEW_BUILDERS:
         raise ValueError(f"view {view!r} is unknown: choose one of {sorted(VIEW_BUILDERS)}")

@@ -14,6 +14,7 @@ import tracemalloc
 import plotly.io as pio
 import pytest
 from conftest import SMALL, charts, figures, needs_trained, title, unique_sentence
+from test_app import view as view_of
 
 import lab.views
 from bench.app_figures import APP_SPECS, spec_for
@@ -59,6 +60,27 @@ def test_going_back_to_a_head_builds_nothing_and_another_sentence_builds_its_own
     assert len(builds["attention"]) == 2 and sent(at) == head0
     other = make_app(view="attention", sentence_a=unique_sentence("你喜欢她"), **SMALL)
     assert len(builds["attention"]) == 3 and sent(other) != head0
+
+
+def test_a_control_a_view_does_not_show_builds_it_no_more_and_it_draws_what_a_fresh_build_draws(make_app, builds):
+    """view_result was keyed on every selection control, those a view does not read among them: view 2 was built again
+    for each head a student had visited in view 3 (and once per student in a class on different heads), view 4 for
+    each head opened from its buttons. Keyed on lab.views.read_spec, a view is built once whatever those hold."""
+    import ui.cache
+
+    at = make_app(view="attention", sentence_a=unique_sentence("你喜欢她"), **SMALL)
+    drawn = {v: sent(view_of(at, v)) for v in ("positional", "heads")}
+    view_of(at, "attention")
+    at.selectbox(key="head").set_value(1).run()  # view 3 at head 1: views 2 and 4 read no head
+    assert {v: sent(view_of(at, v)) for v in drawn} == drawn
+    view_of(at, "attention")
+    at.selectbox(key="layer").set_value(1).run()  # and at layer 1: view 2 reads no layer, view 4 does
+    assert sent(view_of(at, "positional")) == drawn["positional"]
+    assert sent(view_of(at, "heads")) != drawn["heads"]
+    assert {v: len(builds[v]) for v in ("positional", "heads", "attention")} == {
+        "positional": 1, "heads": 2, "attention": 3}, "a control the view does not read built it again"
+    ui.cache.view_result.cache_clear()
+    assert sent(view_of(at, "positional")) == drawn["positional"]  # what a fresh build at head 1, layer 1 draws
 
 
 def test_a_new_export_size_or_scale_builds_no_view_again_and_its_downloads_take_it(make_app, builds):

@@ -1344,3 +1344,40 @@ def test_no_text_a_view_lays_out_is_under_the_smallest_type_shown(models, theme)
             if panel.figure is not None:
                 small = [(k, v) for k, v in sizes(panel.figure.to_plotly_json()) if v < SMALLEST_SHOWN_PX]
                 assert not small, (view, panel.key, small)
+
+
+def _shown(result) -> tuple:
+    """All a view's result shows: notices, hint, and each panel's key, title, caption, highlighted rows, figure
+    and table."""
+    return (result.notices, result.hint, [
+        (p.key, p.title, p.caption, p.highlight, None if p.figure is None else p.figure.to_json(),
+         p.table.to_csv() if p.has_table else None) for p in result.panels])
+
+
+# a value for each selection control other than its default, each within SPEC's model and the trained one
+OTHER_CHOICE = {"block": "decoder self", "layer": 1, "head": 2, "heads": (1, 3), "sentence": "b", "query": 2}
+
+
+@pytest.mark.parametrize("view", [v for v in VIEW_BUILDERS if v != "translate"]
+                         + [pytest.param("translate", marks=needs_trained)])
+def test_a_view_changes_with_each_control_the_app_shows_for_it_and_with_no_other(models, view):
+    """lab.views.USES says which selection controls each view reads: the app shows those above its figures (ui/look.py)
+    and keys its cache of views on them alone (read_spec). A control it leaves out that the view read would draw
+    another head's figures from the cache, and could not be changed; one it shows that the view does not read
+    would do nothing."""
+    from lab.compute import model_fields, run
+    from lab.views import USES, read_spec
+
+    assert set(USES) == set(OTHER_CHOICE)
+    spec = dataclasses.replace(SPEC, model="zh-en") if view == "translate" else SPEC
+    runs = functools.lru_cache(maxsize=None)(lambda key, a, b, mask: run(models.load(key), a, b, mask))
+    models = Models(models.load, lambda s: runs(model_fields(s), s.sentence_a, s.sentence_b, s.mask))  # as the app's
+    first = _shown(build_view(view, spec, models))
+    for name, value in OTHER_CHOICE.items():
+        other = dataclasses.replace(spec, **{name: value})
+        if view in USES[name]:
+            assert _shown(build_view(view, other, models)) != first, f"{view} is shown {name}, which changes nothing"
+            assert read_spec(view, other) != read_spec(view, spec)
+        else:
+            assert _shown(build_view(view, other, models)) == first, f"{view} reads {name}, which the app hides"
+            assert read_spec(view, other) == read_spec(view, spec)

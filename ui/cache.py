@@ -11,8 +11,9 @@ same way. Runs and order passes are bounded (max_entries) and dropped an hour af
 
 A view's figures are shared the same way (view_result; a cachetools cache, since Streamlit's counts
 entries, not bytes): built once per (view, spec) for the whole server, the spec's download settings aside
-(no figure reads them), each figure's payload made once with them. A class on the teacher's sentence and
-layer builds each figure once, not once per student, and going back to a head costs no figure work.
+(no figure reads them) and the selection controls the view does not read (lab.views.USES: view 2 reads no
+head), each figure's payload made once with them. A class on the teacher's sentence and layer builds each
+figure once, not once per student, and going back to a head costs no figure work.
 Bounded by bytes (VIEW_CACHE_BYTES), since a view of 512 tokens holds ~100x what one of 8 does, and
 dropped an hour after it was made; a student waiting for the same view another is building waits for it
 (one build, not two).
@@ -30,7 +31,7 @@ import streamlit as st
 from lab import compute
 from lab.compute import Loaded, Run, model_fields
 from lab.spec import FigureSpec
-from lab.views import Models, OrderData, ViewResult, build_view, compared_pe, order_data
+from lab.views import Models, OrderData, ViewResult, build_view, compared_pe, order_data, read_spec
 from viz.fig import payload_json
 
 TRAINED = ("zh-en", "zh-en-nope")  # with sinusoidal PE, without PE
@@ -95,13 +96,16 @@ DOWNLOADS_ONLY = ("width", "height", "scale", "format")  # a spec's download set
 
 def _view_key(view: str, spec: FigureSpec) -> tuple:
     """view_result's key: the view and its spec but for DOWNLOADS_ONLY (a new export size in the sidebar built the
-    view shown again, every figure the same; its downloads read the page's own spec)."""
-    return cachetools.keys.hashkey(view, dataclasses.replace(spec, **{f: getattr(FigureSpec, f) for f in DOWNLOADS_ONLY}))
+    view shown again, every figure the same; its downloads read the page's own spec) and the selection controls
+    the view does not read (lab.views.read_spec: view 2 was built again for every head a student had visited in
+    view 3, and once per student in a class on different heads)."""
+    read = read_spec(view, spec)
+    return cachetools.keys.hashkey(view, dataclasses.replace(read, **{f: getattr(FigureSpec, f) for f in DOWNLOADS_ONLY}))
 
 
 @shared(VIEW_CACHE_BYTES, ViewResult.nbytes, info=True, key=_view_key)
 def view_result(view: str, spec: FigureSpec) -> ViewResult:
-    """lab.views.build_view with the app's models, once per (view, spec but its download settings) for the whole
+    """lab.views.build_view with the app's models, once per (view, spec but what _view_key leaves out) for the whole
     server (read-only from here on, like a Run), with each figure's payload made (ui.chart sends it)."""
     return with_payloads(build_view(view, spec, models()))
 

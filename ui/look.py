@@ -15,7 +15,7 @@ import streamlit as st
 
 from lab.compute import Run, Sentence, model_fields
 from lab.spec import BLOCKS, FigureSpec
-from lab.views import order_draws_attention
+from lab.views import USES, order_draws_attention  # USES: which controls each view reads
 from ui import cache, focus
 from ui.state import keep_choice, step_choice
 from viz import unique_labels
@@ -25,15 +25,6 @@ BLOCK_HELP = ("encoder self: the source attends to itself. decoder self: the dec
               "attends to itself, with the look-ahead mask under the Mask 'paper' or 'look-ahead'. cross: each "
               "decoder token attends to the encoder's output.")
 
-# which controls each view uses
-USES = {
-    "block": {"attention", "heads", "query"},
-    "layer": {"attention", "heads", "query", "order", "translate"},
-    "head": {"attention", "query", "order", "translate"},
-    "heads": {"heads"},
-    "sentence": {"positional", "attention", "heads", "query", "translate"},
-    "query": {"query"},
-}
 KEYS = tuple(USES)  # session_state keys of these controls (kept while a view does not draw them)
 # Fixed widths keep the row compact and stable: the controls do not jump when labels change.
 WIDTHS = {"block": 160, "layer": 110, "head": 110, "heads": 300, "query": 210}
