@@ -1,9 +1,11 @@
-"""Full-page screenshots of every view of the running app, for looking at (not for tests).
+"""Full-page screenshots of every view of the app (it starts its own server), for looking at, not for tests.
 
-    python scripts/screenshots.py [--out artifacts/screenshots] [--query "sentence_a=...&theme=paper"] [--dark]
+    python scripts/screenshots.py [--out artifacts/screenshots] [--views 3,5|all] [--width 1500]
+        [--prefix before-] [--query "sentence_a=...&theme=paper"] [--dark]
 
 Starts `streamlit run app.py` on a free loopback port, opens each view in headless Chromium
-(/usr/bin/chromium) and saves <view>.png. Nothing is downloaded.
+(/usr/bin/chromium) and saves PREFIX + <n>-<first word of the view's name>.png (3-attention.png,
+6-order.png). Nothing is downloaded.
 """
 
 from __future__ import annotations
@@ -147,11 +149,12 @@ def type_sentence(page, key: str, text: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=str(ROOT / "artifacts" / "screenshots"))
+    parser.add_argument("--out", default=str(ROOT / "artifacts" / "screenshots"),
+                        help="folder to write into (default: artifacts/screenshots, git-ignored)")
     parser.add_argument("--query", default="", help="query string for the first page load (a share link)")
     parser.add_argument("--views", default="all", help="comma-separated view numbers (1-7) or 'all'")
-    parser.add_argument("--prefix", default="")
-    parser.add_argument("--width", type=int, default=1500)
+    parser.add_argument("--prefix", default="", help="put before each file name: PREFIX3-attention.png")
+    parser.add_argument("--width", type=int, default=1500, help="the browser window's width in px (default 1500)")
     parser.add_argument("--dark", action="store_true", help="the browser asks for a dark page (OS dark mode)")
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
