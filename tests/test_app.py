@@ -154,10 +154,14 @@ def test_without_the_trained_models_the_sidebar_offers_the_random_one_and_says_w
     assert f"model = 'zh-en' is not available here ({why}); using 'random'." in alerts(at.warning)
 
 
-def test_page_says_which_norm_and_which_masking_convention(make_app):
-    at = make_app(view="attention", **SMALL)
+@pytest.mark.parametrize("norm", ["post", "pre"])
+def test_page_says_which_norm_and_which_masking_convention(make_app, norm):
+    """FACTS: post-norm (the paper) or pre-norm is fine if the UI says which. The line said "post-norm" for a pre-norm
+    model and every test passed (only post was opened); each placement is named now, the other not."""
+    at = make_app(view="attention", norm=norm, **SMALL)
     line = " ".join(texts(at))
-    assert "post-norm" in line and "LayerNorm(x + Sublayer(x))" in line
+    said = {"post": "post-norm: x = LayerNorm(x + Sublayer(x))", "pre": "pre-norm: x = x + Sublayer(LayerNorm(x))"}
+    assert said[norm] in line and said[{"post": "pre", "pre": "post"}[norm]] not in line, line
     assert "−∞" in line and "all-zero weights" in line
 
 
