@@ -428,8 +428,8 @@ class MultiHeadAttention(nn.Module):
         self.d_model, self.n_heads, self.d_k = d_model, n_heads, d_model // n_heads
         self.dropout = dropout  # on the attention weights, as torch.nn.MultiheadAttention
         self.w_q = nn.Linear(d_model, d_model, bias=bias)  # all heads' W_i^Q side by side
-        self.w_k = nn.Linear(d_model, d_model, bias=bias)
-        self.w_v = nn.Linear(d_model, d_model, bias=bias)
+        self.w_k = nn.Linear(d_model, d_model, bias=bias)  # all heads' W_i^K side by side
+        self.w_v = nn.Linear(d_model, d_model, bias=bias)  # all heads' W_i^V side by side
         self.w_o = nn.Linear(d_model, d_model, bias=bias)  # W^O
         self._stacked: dict[int, tuple] = {}  # inference cache of stacked() (not a parameter)
 

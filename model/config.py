@@ -77,6 +77,7 @@ class TransformerConfig:
 
     @property
     def decoder_layers(self) -> int:
+        """Decoder layers: n_decoder_layers, or n_layers where it is None (the paper's N = 6 for both stacks)."""
         return self.n_layers if self.n_decoder_layers is None else self.n_decoder_layers
 
     def to_dict(self) -> dict:

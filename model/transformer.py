@@ -292,7 +292,8 @@ class Transformer(nn.Module):
     def greedy_decode(
         self, src: torch.Tensor, bos_id: int, eos_id: int, max_new_tokens: int = 32
     ) -> torch.Tensor:
-        """Greedy decoding: start from BOS, append argmax P(next | prefix, src) until EOS.
+        """Greedy decoding: start from BOS, append argmax P(next | prefix, src) until EOS. (The paper decodes
+        with beam search, beam size 4 and length penalty 0.6, §6.1; greedy is beam size 1.)
 
         Returns (B, <= 1 + max_new_tokens) ids starting with BOS; finished rows are padded.
         [PAD] and [BOS] are never chosen: a [PAD] written mid-sentence would read as a finished row's padding
