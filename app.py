@@ -5,7 +5,7 @@
 This file wires widgets to lab/ (numbers) and viz/ (figures); the parts live in ui/. Every widget
 is keyed; one FigureSpec is built from them and passed to lab.views.build_view (through
 ui.cache.view_result, which shares the result among sessions), so what the app draws is what
-`python -m lab.export SPEC.json` draws.
+`python -m lab.export SPEC.json --out DIR` draws.
 
 The page has two parts. The sidebar (model, figure settings) runs with the whole script. The main
 area (the sentences, view picker, block/layer/head controls, figures, tables, downloads, share link)

@@ -1,7 +1,7 @@
 """FigureSpec: everything that decides what a figure shows, as one validated, shareable value.
 
 The same spec is what the app's share link carries in its URL query parameters, what the app
-shows as "the spec of this view", and what `python -m lab.export SPEC.json` renders.
+shows as "the spec of this view", and what `python -m lab.export SPEC.json --out DIR` renders.
 """
 
 from __future__ import annotations
