@@ -99,7 +99,7 @@ def _dataframe(table: pd.DataFrame, panel: Panel, key: str, *, numbers: bool) ->
     gaps = {c: st.column_config.TextColumn(alignment="right") for c in table.columns
             if isinstance(c, str) and pd.api.types.is_numeric_dtype(table[c])
             and not pd.api.types.is_bool_dtype(table[c]) and not pd.api.types.is_numeric_dtype(frame[c])}
-    # a column with values under 1e-3 written as the notes beside it write them (viz.num: "3.58e−07"; st.dataframe's
+    # a column with values under 1e-3 written as the notes beside it write them (viz.labels.num: "3.58e−07"; st.dataframe's
     # own format cut 5.96e-07 to 0.0000005, and a printf format wrote "3.58e-7" beside the verdict's 3.58e−07);
     # a Styler's display values, so that the cells keep their numbers (sorting, the CSV)
     tiny = [] if numbers else [c for c in table.columns if c not in gaps and _has_tiny(table[c])]
@@ -159,7 +159,7 @@ def _slide_table(table: pd.DataFrame, panel: Panel) -> None:
     phone too, _dataframe, in the page's type): where its index is bare row
     numbers, its first column of words as the row names (view 6's "without PE"), or with none where that column
     is numbers (the tokens' positions, which lesson step 1 names: a teacher's walk found them gone), and floats
-    as the notes beside them write them, viz.num (a regression walk: the pandas default wrote view 6's 5.96e-07 as
+    as the notes beside them write them, viz.labels.num (a regression walk: the pandas default wrote view 6's 5.96e-07 as
     0.0000, beside row numbers 0, 1, 2; a teacher's walk: the table's 2.384e-07 beside the verdict's 2.38e−07)."""
     plain = _plain_index(panel.table)
     table = as_text(table)
