@@ -245,7 +245,8 @@ def _labels_drawn() -> set[str]:
 # the part of it before a " · "
 LABELS = {
     "README.md": ["Examples", "Swap A ↔ B", "Share this view", "Model size (random model)", "LayerNorm placement",
-                  "Export size", "PNG scale", "Device", "A 20-minute lesson"],
+                  "Export size", "PNG scale", "Device", "A 20-minute lesson", "Heads in the grid",
+                  "Train with positional encoding"],
     "docs/lesson.md": ["A 20-minute lesson", "Train it yourself", "Train", "Train with positional encoding",
                        "Share this view", "Model"],
     "docs/classroom.md": ["A 20-minute lesson", "Device"],
