@@ -1,8 +1,9 @@
 """Positional encodings, selectable by name ("Attention Is All You Need" §3.5).
 
 Each kind is a module whose forward(T) returns the (T, d_model) table that is ADDED to the token
-embeddings. A new kind (e.g. RoPE or ALiBi, which act inside attention) registers itself in
-POSITIONAL_ENCODINGS with a constructor taking (max_len, d_model).
+embeddings. A new additive kind registers itself in POSITIONAL_ENCODINGS with a constructor taking
+(max_len, d_model). RoPE or ALiBi cannot be one: they act inside attention (rotating q and k, or
+biasing Q K^T by the offset), so they would change model/attention.py, not add a table here.
 """
 
 from __future__ import annotations
