@@ -113,8 +113,9 @@ def scaled_dot_product_attention(
 class AttentionRecord:
     """Everything one attention block computed, per head.
 
-    Only q, k, v and the mask are stored (O(T * d_model) memory, no T^2 tensors); everything else
-    is derived on demand. weights and context come from attention_weights, the forward pass's
+    Only q, k, v and the mask are stored (O(T * d_model) numbers; the only T^2 tensor a record may hold
+    is its boolean mask, shared by every block of a stack); everything else is derived on demand.
+    weights and context come from attention_weights, the forward pass's
     own function, so they are the numbers it computed. scores, scaled and masked show eq. 1 step
     by step (Q K^T, then / sqrt(d_k), then -inf where masked); the forward scaled Q before the
     product, the same numbers up to float rounding (bit for bit when sqrt(d_k) is a power of two).

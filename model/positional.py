@@ -112,7 +112,8 @@ class LearnedEncoding(nn.Module):
 
 
 class NoEncoding(nn.Module):
-    """No position information at all: the encoder becomes permutation-equivariant."""
+    """No position information at all: the encoder (without a look-ahead mask, which leaks order) becomes
+    permutation-equivariant."""
 
     def __init__(self, max_len: int, d_model: int) -> None:
         super().__init__()
