@@ -30,6 +30,8 @@ BLOCKS = ("encoder self", "decoder self", "cross")
 
 @dataclass(eq=False)
 class Masks:
+    """The three blocks' boolean masks of one mask mode (True = may attend; None = attend everywhere)."""
+
     encoder: torch.Tensor | None  # (B, 1, Ts|1, Ts) for encoder self-attention
     decoder: torch.Tensor | None  # (B, 1, Tt|1, Tt) for decoder self-attention
     cross: torch.Tensor | None  # (B, 1, 1, Ts) for encoder-decoder attention

@@ -87,12 +87,16 @@ class Residual(nn.Module):
 
 @dataclass(eq=False)
 class EncoderLayerTrace:
+    """What one encoder layer keeps of a traced forward pass: its self-attention record and its output."""
+
     self_attn: AttentionRecord  # encoder self-attention
     output: torch.Tensor  # (B, T, d_model) the layer's output
 
 
 @dataclass(eq=False)
 class DecoderLayerTrace:
+    """What one decoder layer keeps: its masked self-attention and cross-attention records, and its output."""
+
     self_attn: AttentionRecord  # masked (causal) decoder self-attention
     cross_attn: AttentionRecord  # encoder-decoder attention: queries from the decoder, keys/values from memory
     output: torch.Tensor  # (B, T, d_model)

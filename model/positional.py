@@ -132,6 +132,7 @@ POSITIONAL_ENCODINGS: dict[str, Callable[[int, int], nn.Module]] = {
 
 
 def build_positional(kind: str, max_len: int, d_model: int) -> nn.Module:
+    """The POSITIONAL_ENCODINGS module named `kind`; an unknown name is a ValueError listing the known ones."""
     try:
         factory = POSITIONAL_ENCODINGS[kind]
     except KeyError:

@@ -17,6 +17,7 @@ from model.transformer import Transformer
 
 @torch.no_grad()
 def copy_attention(ours: MultiHeadAttention, theirs: nn.MultiheadAttention) -> nn.MultiheadAttention:
+    """Our W^Q, W^K, W^V, W^O (and biases) into torch's in_proj_weight / in_proj_bias and out_proj; returns theirs."""
     # torch packs W_Q, W_K, W_V as one (3·d_model, d_model) in_proj_weight, rows in that order
     theirs.in_proj_weight.copy_(torch.cat([ours.w_q.weight, ours.w_k.weight, ours.w_v.weight], dim=0))  # (3d, d)
     theirs.in_proj_bias.copy_(torch.cat([ours.w_q.bias, ours.w_k.bias, ours.w_v.bias], dim=0))  # (3d,)

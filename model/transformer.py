@@ -45,6 +45,8 @@ class EmbeddingTrace:
 
 @dataclass(eq=False)
 class StackTrace:
+    """One stack's trace (encoder or decoder): its embedding step, one record per layer, and its output."""
+
     embeddings: EmbeddingTrace
     layers: list = field(default_factory=list)  # EncoderLayerTrace or DecoderLayerTrace, one per layer
     output: torch.Tensor | None = None  # (B, T, d_model) the stack's output (after the final norm, if any)
@@ -115,6 +117,7 @@ class Embeddings(nn.Module):
         self.dropout = nn.Dropout(config.dropout)
 
     def forward(self, ids: torch.Tensor, return_trace: bool = False):
+        """(B, T) ids -> Dropout(embedding x sqrt(d_model) + PE) (B, T, d_model) [, EmbeddingTrace] (§3.4, §3.5)."""
         if ids.dim() != 2:
             raise ValueError(f"token ids must have shape (batch, length), got {tuple(ids.shape)}")
         T = ids.size(1)
