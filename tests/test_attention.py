@@ -124,6 +124,11 @@ def test_fully_masked_row_gives_zero_weights_and_no_nan_on_both_paths():
     torch.testing.assert_close(traced, fused, atol=1e-5, rtol=0)
     # the query still gets the output projection's bias, nothing from any value
     torch.testing.assert_close(traced[1, 2], ours.w_o.bias, atol=1e-6, rtol=0)
+    # without autograd (as the app runs) attention_weights works in place on another branch: the same zeros
+    with torch.no_grad():
+        traced, rec = ours(q, kv, kv, mask=mask)
+        assert not torch.isnan(traced).any() and torch.all(rec.weights[1, :, 2] == 0)
+        assert not torch.isnan(rec.weights).any() and torch.all(rec.context[1, :, 2] == 0)
 
 
 @pytest.mark.parametrize("d_k", [16, 256])
