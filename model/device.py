@@ -8,12 +8,9 @@ DEVICE_CHOICES = ("auto", "cpu", "cuda", "mps")
 
 
 def available_devices() -> list[str]:
-    found = ["cpu"]
-    if torch.cuda.is_available():
-        found.insert(0, "cuda")
-    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
-        found.insert(0, "mps")
-    return found
+    """The devices present, in the order "auto" prefers them: cuda, mps, cpu."""
+    mps = getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available()
+    return ["cuda"] * torch.cuda.is_available() + ["mps"] * mps + ["cpu"]
 
 
 def pick_device(name: str = "auto") -> torch.device:

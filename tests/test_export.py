@@ -1419,3 +1419,18 @@ def test_the_cli_makes_view_6s_passes_once_for_its_check_and_its_figures(monkeyp
     spec = FigureSpec(views=("order",), **SMALL)
     assert [view for view, _ in lx.build_spec(spec, lx.cli_models())] == ["order"]
     assert len(calls) == 1, calls
+
+
+def test_auto_picks_cuda_then_mps_then_cpu_as_it_says_on_a_machine_with_both(monkeypatch):
+    """model.device.pick_device says "auto" picks cuda, then mps, then cpu; available_devices put mps first where
+    both were present, so auto picked mps."""
+    import torch
+
+    from model.device import available_devices, pick_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: True)
+    assert available_devices() == ["cuda", "mps", "cpu"]
+    assert pick_device("auto") == torch.device("cuda")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert available_devices() == ["mps", "cpu"] and pick_device("auto") == torch.device("mps")
