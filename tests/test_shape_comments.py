@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import io
+import re
 import tokenize
 from pathlib import Path
 
@@ -24,6 +25,8 @@ FUNCTIONS = {"stack", "cat", "concat", "concatenate", "einsum", "vstack", "hstac
              "chunk", "broadcast_to", "expand_dims", "moveaxis", "swapaxes", "transpose", "reshape"}
 ARRAY_MODULES = {"torch", "np", "numpy"}
 ATTRIBUTES = {"T", "mT"}
+# a shape: a parenthesised list with a comma, "(B, H, T, d_k)", "(T,)"; not any "(" ("# (see above)" was one)
+SHAPE = re.compile(r"\((?:[^(),]+,)+[^(),]*\)")
 
 
 def _adds_an_axis(index: ast.AST) -> bool:
@@ -61,12 +64,13 @@ def comments(source: str) -> dict[int, str]:
 
 
 def missing_shape_comments(source: str, name: str) -> list[str]:
-    """"name:line what: code" for each reshape-like expression with no "(" comment on its lines or the line above."""
+    """"name:line what: code" for each reshape-like expression with no shape (SHAPE) in a comment on its lines or the
+    line above."""
     notes, lines = comments(source), source.splitlines()
     bad = []
     for first, last, what in sorted(set(reshapes(ast.parse(source)))):
         near = [notes.get(n, "") for n in range(first - 1, last + 1)]
-        if not any("(" in c for c in near):
+        if not any(SHAPE.search(c) for c in near):
             bad.append(f"{name}:{first} {what}: {lines[first - 1].strip()}")
     return bad
 
@@ -87,11 +91,12 @@ def test_the_check_sees_each_kind_of_reshape_without_its_comment():
         "w = a @ b.T\n"
         "e = np.einsum('ij,jk->ik', a, b)\n"
         "u = k.transpose(-2, -1)  # no shape here\n"
+        "v = k.view(B, T)  # (as above)\n"
         "words = text.split()\n"
         "first = x[0, :]\n"
     )
     assert [line.split(" ", 1)[1].split(": ", 1)[0] for line in missing_shape_comments(bare, "f")] == [
-        ".view()", "torch.cat", "[..., None]", ".T", "np.einsum", ".transpose()"]
+        ".view()", "torch.cat", "[..., None]", ".T", "np.einsum", ".transpose()", ".view()"]
     commented = (
         "x = q.view(B, T, H, d)  # (B, T, H, d_k)\n"
         "# (B, H, T, d_k) -> (B, T, d_model)\n"
@@ -99,5 +104,6 @@ def test_the_check_sees_each_kind_of_reshape_without_its_comment():
         "    B, T, D)\n"
         "z = torch.cat([\n"
         "    a, b])  # (2 T, d)\n"
+        "n = x.flatten()  # (T,)\n"
     )
     assert missing_shape_comments(commented, "f") == []
