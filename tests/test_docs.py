@@ -263,7 +263,7 @@ def test_every_label_a_doc_names_is_on_the_page(doc):
 
 
 def test_readmes_share_link_keys_are_the_links():
-    """`step=2` (view 7's decoding step) and a spec's fields (`n_heads in the link`) are what a link carries."""
+    """`step=2` (README's view 7) and a spec's fields (docs/app.md's `n_heads in the link`) are what a link carries."""
     import dataclasses
 
     from lab.spec import FigureSpec
@@ -271,7 +271,9 @@ def test_readmes_share_link_keys_are_the_links():
 
     readme = text(ROOT / "README.md")
     assert "`step=2`" in readme and STEP == "step"
-    for key in re.findall(r"\((\w+) in the link\)", readme):
+    keys = re.findall(r"\((\w+) in the link\)", text(ROOT / "docs" / "app.md"))
+    assert keys, "docs/app.md no longer names a link's field"
+    for key in keys:
         assert key in {f.name for f in dataclasses.fields(FigureSpec)}, key  # a field (not offer, an InitVar)
 
 
@@ -322,17 +324,17 @@ def test_readmes_trace_table_names_each_field_with_its_shape():
 
 
 def test_readmes_slide_grid_of_every_layer_and_head_fits_one_slide_with_its_labels_in_the_notes_type():
-    """README: in the slide theme view 4's every layer × head fits one slide where its panels label every token
+    """docs/app.md: in the slide theme view 4's every layer × head fits one slide where its panels label every token
     (720 px, not 864, lesson step 5's), and a grid's token labels are drawn as large as the notes (21 px)."""
     import numpy as np
 
     import viz
     from viz.theme import note_size, type_scale
 
-    body = " ".join(text(ROOT / "README.md").split())
+    body = " ".join(text(ROOT / "docs" / "app.md").split())
     said = re.search(r"view 4's every layer × head where its panels there still label every token \((\d+) px, not (\d+)",
                      body)
-    assert said, "README no longer says how tall the slide's grid of every layer and head is"
+    assert said, "docs/app.md no longer says how tall the slide's grid of every layer and head is"
     now, was = map(int, said.groups())
     slide = viz.THEMES["slide"]
     w = np.full((2, 4, 4, 4), 0.25)  # the lesson's random model: 2 layers of 4 heads; its 4 tokens
@@ -344,9 +346,9 @@ def test_readmes_slide_grid_of_every_layer_and_head_fits_one_slide_with_its_labe
 
 
 def test_readmes_cell_type_and_smallest_type_are_what_the_figures_write():
-    """README: the values written in a chart's cells are the theme's cell type (`viz.theme.cell_type_px`: slide 21 px,
+    """docs/app.md: the values written in a chart's cells are the theme's cell type (`viz.theme.cell_type_px`: slide 21 px,
     default 11), and no other text of a chart is shown under 11 px (`viz.theme.SMALLEST_SHOWN_PX`), a phone's smallest
-    comfortable type and the default theme's cell type: each number read off the README, each checked against a
+    comfortable type and the default theme's cell type: each number read off docs/app.md, each checked against a
     small matrix's cell values as the figure writes them (a mutation walk: 3 px under the slide's text, 19, or 2 px
     under the default's, 12, passed every test)."""
     import numpy as np
@@ -354,13 +356,13 @@ def test_readmes_cell_type_and_smallest_type_are_what_the_figures_write():
     import viz
     from viz.theme import SMALLEST_SHOWN_PX
 
-    body = " ".join(text(ROOT / "README.md").split())
+    body = " ".join(text(ROOT / "docs" / "app.md").split())
     said = re.search(r"`viz\.theme\.cell_type_px`: slide (\d+) px, (\d+) as shown on a 1280 × 720 projector; "
                      r"default (\d+)\)", body)
-    assert said, "README no longer says the cell type"
+    assert said, "docs/app.md no longer says the cell type"
     slide, shown, default = map(int, said.groups())
     smallest = re.search(r"is shown under (\d+) px either \(`viz\.theme\.SMALLEST_SHOWN_PX`", body)
-    assert smallest, "README no longer says the smallest type shown"
+    assert smallest, "docs/app.md no longer says the smallest type shown"
     assert "and the default theme's cell type" in body
     w = np.array([[0.25, 0.75], [0.5, 0.5]])
     for theme, size in (("slide", slide), ("default", default)):

@@ -1321,7 +1321,7 @@ def test_every_view_of_weights_says_when_mask_none_lets_a_query_attend_the_pad_t
 
 @pytest.mark.parametrize("theme", THEMES)
 def test_no_text_a_view_lays_out_is_under_the_smallest_type_shown(models, theme):
-    """README: no text of a chart is shown under 11 px (viz.theme.SMALLEST_SHOWN_PX, a phone's smallest comfortable
+    """docs/app.md: no text of a chart is shown under 11 px (viz.theme.SMALLEST_SHOWN_PX, a phone's smallest comfortable
     type): ui/chart.js raises a shrunk chart's fonts to it, but a chart shown at its own size, and every export, show
     the sizes the figure sets. Every font size every figure of views 3, 4 and 5 sets (notes, tick labels, cell values,
     colour bars, hover) is that or more, in every theme (a mutation walk: notes at min(10, 0.8 of the text), 10 px in
