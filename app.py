@@ -49,6 +49,7 @@ from ui.state import (  # noqa: E402
     open_head,
     page_is_dark,
     page_turned,
+    remember_shared,
     share_query,
     spec_from_state,
 )
@@ -197,6 +198,7 @@ def share(spec: FigureSpec) -> None:
     query = share_query(spec, theme_follows_page=follows_page(), step=shared_step())
     if st.query_params.to_dict() != query:
         st.query_params.from_dict(query)
+    remember_shared(query)  # a later run that brings another is the browser's Back or Forward (ui/state.py)
     base = (st.context.url or "").split("?")[0]
     box = st.expander("Share this view · reproduce its figures", key="share", on_change="rerun")
     with box:  # drawn only while open (a lazy expander): a rerun sends one closed expander

@@ -1546,3 +1546,83 @@ def test_the_share_box_says_when_the_export_command_would_refuse_its_spec(make_a
     assert said == ["`python -m lab.export` refuses this spec as it is (views: 'translate' needs model 'zh-en' (the "
                     "random model does not translate)); the link above still opens this view."], said
     assert [b.proto.label for b in at.get("download_button")][-1] == "SPEC.json"  # the spec is still the view's
+
+
+def test_the_browsers_back_and_forward_buttons_open_the_link_they_bring(make_app):
+    """A teacher's walk (lesson step 3, then view 4, then the browser's Back): each change pushes its link into the
+    address bar, and Back brings the one before, with which Streamlit reruns the script; the app kept view 4 and put
+    its link back, so Back did nothing, and pressed again went on out of the page's history. The page now shows the
+    link the browser brought: its view, block and sentences, its theme, and view 7's decoding step."""
+    step_3 = {"views": "attention", "sentence_a": "你喜欢她", "sentence_b": "她喜欢你", "block": "decoder self",
+              "theme": "slide"}
+    at = make_app(link=step_3)
+    clean(at)
+    before = dict(at.query_params)
+    view(at, "heads")
+    clean(at)
+    after = dict(at.query_params)
+    assert after["views"] == "heads"
+
+    def navigate(query: dict[str, str]) -> None:  # the browser's Back or Forward: the address bar's query, a rerun
+        at.query_params.clear()
+        at.query_params.update(query)
+        at.run()
+        clean(at)
+
+    navigate(before)  # Back
+    assert at.session_state["view"] == "attention" and at.session_state["block"] == "decoder self"
+    assert dict(at.query_params) == before  # the address bar keeps what Back brought
+    assert "5. Weights" in " ".join(title(f) for f in figures(at))  # view 3's figures, not view 4's
+    navigate(after)  # Forward
+    assert at.session_state["view"] == "heads" and dict(at.query_params) == after
+    at.text_input(key="sentence_a").input("我爱我家").run()  # a new sentence, then Back to the one before
+    clean(at)
+    navigate(after)
+    assert at.session_state["sentence_a"] == "你喜欢她" and dict(at.query_params) == after  # (the default: not in it)
+    assert at.text_input(key="sentence_a").value == "你喜欢她"
+    at.selectbox(key="theme").set_value("dark").run()  # a theme chosen, then Back to the link of slide
+    navigate(after)
+    assert at.session_state["theme"] == "slide"
+    navigate({"views": "heads", "sentence_a": "你喜欢她", "sentence_b": "她喜欢你"})  # a link without a theme
+    assert at.session_state["theme"] == "default" and "theme" not in at.query_params  # follows the (light) page
+    navigate({})  # back to the page as first opened, without a query: the defaults
+    assert at.session_state["view"] == "tokens" and at.session_state["sentence_a"] == DEFAULTS["sentence_a"]
+    assert at.query_params["views"] == "tokens"
+
+
+def test_a_sidebar_change_that_brings_the_query_before_the_last_is_a_change_not_back(make_app):
+    """A run brings the address bar's query: a setting changed in the sidebar before the page had put the last run's
+    link there brings the one before it, which is not the browser's Back (its settings are the ones changed)."""
+    at = make_app(link={"views": "attention", "theme": "slide"})
+    clean(at)
+    before = dict(at.query_params)
+    view(at, "heads")
+    clean(at)
+    at.query_params.clear()
+    at.query_params.update(before)  # the address bar not yet at view 4's link
+    at.selectbox(key="mask").set_value("none").run()
+    clean(at)
+    assert at.session_state["mask"] == "none" and at.session_state["view"] == "heads"
+    assert at.query_params["views"] == "heads" and at.query_params["mask"] == "none"
+
+
+@needs_trained
+def test_back_in_the_translate_view_opens_the_decoding_step_of_the_link_it_brings(make_app):
+    """Lesson step 7: the teacher drags the decoding step from 1 to 3; Back brings step 2's link and shows step 2."""
+    at = make_app(link={"views": "translate", "model": "zh-en", "theme": "slide"})
+    clean(at)
+    at.slider(key="translate_step").set_value(2).run()
+    step_2 = dict(at.query_params)
+    at.slider(key="translate_step").set_value(3).run()
+    assert at.query_params["step"] == "3"
+    at.query_params.clear()
+    at.query_params.update(step_2)
+    at.run()
+    clean(at)
+    assert at.slider(key="translate_step").value == 2 and at.query_params["step"] == "2"
+    step_1 = {"views": "translate", "model": "zh-en", "theme": "slide"}
+    at.query_params.clear()
+    at.query_params.update(step_1)
+    at.run()
+    clean(at)
+    assert at.slider(key="translate_step").value == 1 and "step" not in at.query_params

@@ -344,6 +344,28 @@ def test_a_share_link_opens_the_same_view_layer_and_head(page, streamlit_url):
         assert page.locator(f".st-key-{key} [role='combobox']").input_value() == shown
 
 
+def test_the_browsers_back_button_shows_the_view_before_and_forward_the_one_after(browser, streamlit_url):
+    """A teacher's walk: from lesson step 3 (a slide link) to view 4, then the browser's Back. The address bar went
+    back to view 3's link for a moment and Streamlit reran with it, but the app kept view 4 and wrote its link back:
+    Back did nothing on the screen. Now Back shows view 3 (its block and head too) and keeps its link; Forward view 4."""
+    checked = ".st-key-view [role='radio'][aria-checked='true']"
+    with opened_tab(browser, f"{streamlit_url}/?views=attention&sentence_a=你喜欢她&sentence_b=她喜欢你"
+                             "&block=decoder+self&theme=slide") as tab:
+        tab.keyboard.press("ArrowRight")  # head 1, then view 4
+        wait_for_setting(tab, "head", "1")
+        open_view(tab, "4 · Heads")
+        tab.go_back()
+        wait_for_setting(tab, "views", "attention")
+        tab.wait_for_timeout(1500)  # had the app kept view 4, it would have written its link back by now
+        assert tab.locator(checked).inner_text() == "3 · Attention step by step"
+        assert "decoder self, layer 0, head 1" in headings(tab)
+        assert "views=attention" in tab.url and "head=1" in tab.url
+        tab.go_forward()
+        wait_for_setting(tab, "views", "heads")
+        tab.wait_for_timeout(1500)
+        assert tab.locator(checked).inner_text() == "4 · Heads" and "views=heads" in tab.url
+
+
 def test_a_bad_links_message_goes_at_the_first_change_though_only_the_main_area_reruns(page, streamlit_url):
     page.goto(f"{streamlit_url}/?views=attention&layer=abc")
     wait_idle(page)

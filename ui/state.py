@@ -65,30 +65,72 @@ def init_state() -> None:
     that only one view shows), instead of Streamlit dropping it.
     """
     ss = st.session_state
-    first = "_started" not in ss
-    if first:
+    params = st.query_params.to_dict()  # a key given twice: its last value
+    if "_started" not in ss:
         ss["_started"] = True
-        params = st.query_params.to_dict()  # a key given twice: its last value
-        step, step_error = linked_step(params.pop(STEP, None))  # the page's own, not the spec's
-        if step is not None:  # ui/translate.py decoding_steps opens the link's sentence on it
-            ss[LINKED_STEP] = step
-        spec, errors, dropped = spec_from_link(params) if params else (None, [], [])
-        errors = _repeated(params) + errors + step_error
-        if spec is not None and len(spec.views) > 1:  # an export's spec names several
-            errors.append(SpecError("views", f"this app shows one view at a time: {spec.views[0]} (python -m "
-                                             f"lab.export draws {', '.join(spec.views)})"))
-        linked_theme = "theme" in params and spec is not None and "theme" not in dropped
-        if not linked_theme and "theme" not in ss:  # nobody chose one (a link's bad one left out): the page's
-            ss[FOLLOWS_PAGE] = True               # light or dark
-        if spec is not None:  # a share link decides every setting it carries, and the defaults the rest
-            for key, value in state_from_spec(spec).items():
-                ss[key] = one_line(value) if key in ("sentence_a", "sentence_b") else value
-        if errors:  # said until a setting changes (app.py link_error_notice)
-            ss["_link_error"] = link_error_message(errors, dropped, opened=spec is not None)
+        open_link(params)
+    elif went_back_or_forward(params):  # the browser's Back or Forward: the address bar holds another link of this page
+        open_link(params, navigated=True)
     for key, value in DEFAULTS.items():
         ss[key] = ss[key] if key in ss else value  # re-assigned where set: kept (see above)
     if follows_page():
         ss["theme"] = page_theme()
+
+
+# The query the app last wrote into the address bar (app.py share) and the settings it was written for. A run that
+# brings another query with those settings unchanged is the browser's Back or Forward: Streamlit reruns the script
+# with the address bar's query, and each change of a setting had pushed one (a teacher's walk: Back from view 4 to the
+# lesson's step 3 left view 4 on the screen and put its link back in the address bar, as if Back did nothing; pressed
+# again, it went on out of the page's history).
+SHARED = "_shared_query"
+
+
+def remember_shared(query: dict[str, str]) -> None:
+    """The query just written into the address bar, with the settings it shows (app.py share)."""
+    ss = st.session_state
+    ss[SHARED] = (query, {key: ss.get(key) for key in DEFAULTS})
+
+
+def went_back_or_forward(params: dict[str, str]) -> bool:
+    """Whether this run's query is the browser's Back or Forward: not the one the app last wrote, while every setting
+    is as it was then. A setting changed in the sidebar a moment after the last write, before the page had put it in
+    the address bar, brings the query before it too: that run is the change, not a step back in history."""
+    ss = st.session_state
+    if SHARED not in ss:
+        return False
+    query, settings = ss[SHARED]
+    return params != query and all(ss.get(key) == value for key, value in settings.items())
+
+
+def open_link(params: dict[str, str], navigated: bool = False) -> None:
+    """Set the widgets from a share link's query `params`: on a session's first run, or (`navigated`) where the browser
+    went Back or Forward to another link of this page, which then shows that link's settings, every one it does not
+    carry at its default (no query: the page as first opened), its theme followed from the page where it names none
+    (a share link names a theme unless it followed the page), and view 7 on the link's decoding step."""
+    ss = st.session_state
+    step, step_error = linked_step(params.pop(STEP, None))  # the page's own, not the spec's
+    if navigated:
+        ss.pop(LINKED_STEP, None)
+        ss.pop("_translate_step_of", None)  # view 7 opens on the link's step, or the first (ui/translate.py)
+    if step is not None:  # ui/translate.py decoding_steps opens the link's sentence on it
+        ss[LINKED_STEP] = step
+    spec, errors, dropped = spec_from_link(params) if params else (None, [], [])
+    errors = _repeated(params) + errors + step_error
+    if spec is not None and len(spec.views) > 1:  # an export's spec names several
+        errors.append(SpecError("views", f"this app shows one view at a time: {spec.views[0]} (python -m "
+                                         f"lab.export draws {', '.join(spec.views)})"))
+    linked_theme = "theme" in params and spec is not None and "theme" not in dropped
+    if navigated:
+        ss[FOLLOWS_PAGE] = not linked_theme
+    elif not linked_theme and "theme" not in ss:  # nobody chose one (a link's bad one left out): the page's
+        ss[FOLLOWS_PAGE] = True                   # light or dark
+    if spec is not None:  # a share link decides every setting it carries, and the defaults the rest
+        for key, value in state_from_spec(spec).items():
+            ss[key] = one_line(value) if key in ("sentence_a", "sentence_b") else value
+    elif navigated and not params:  # the page as it first opened, without a query
+        ss.update({key: list(value) if isinstance(value, list) else value for key, value in DEFAULTS.items()})
+    if errors:  # said until a setting changes (app.py link_error_notice)
+        ss["_link_error"] = link_error_message(errors, dropped, opened=spec is not None)
 
 
 STEP, LINKED_STEP = "step", "_linked_step"  # view 7's decoding step in a share link, and where a link's waits
