@@ -2148,6 +2148,71 @@ def test_every_tab_stop_of_the_main_area_is_named_and_shows_the_pages_ring(page,
     assert page.evaluate(TAB_STOP)["name"] == "5 · One query"
 
 
+TOOL = """() => { const e = document.activeElement, bar = e.closest('[role="toolbar"]');
+    return {tool: e.classList.contains('modebar-btn') ? e.dataset.title : null,
+            chart: (e.closest('[class*="st-key-chart-"]') || {className: ''}).className.match(/st-key-chart-\\S+/)?.[0],
+            bar: bar ? bar.getAttribute('aria-label') : null}; }"""
+
+
+def test_each_charts_toolbar_is_one_tab_stop_with_the_arrow_keys_inside_it(browser, streamlit_url):
+    """A keyboard walk at 1280 px: every chart put its six toolbar buttons (zoom in, zoom out, autoscale, reset,
+    download, full screen) in the Tab order, 36 stops on view 3 and 48 on view 6 between a person and the next
+    control. A chart's toolbar is one Tab stop (WAI-ARIA's toolbar: ← → Home End move inside it, Tab leaves, and
+    Tab back in lands on the button used last); ← → there do not flip heads. A button clicked with the mouse still
+    lets → flip the head, and in full screen Tab still goes round every button while ← → flip heads."""
+    with opened_tab(browser, f"{streamlit_url}/?views=attention", 1280, 800) as page:
+        drawn_charts(page)
+        charts = page.locator('[data-testid="stMain"] .lab-chart-box').count()
+        page.get_by_role("link", name="Skip to main content").focus()
+        page.keyboard.press("Enter")
+        stops = []
+        for _ in range(120):
+            page.keyboard.press("Tab")
+            if not page.evaluate(TAB_STOP)["inMain"]:
+                break
+            stops.append(page.evaluate(TOOL))
+        tools = [s for s in stops if s["tool"]]
+        assert len(tools) == charts >= 6, tools  # one stop per chart
+        assert len({s["chart"] for s in tools}) == charts, tools
+        assert all(s["bar"] and s["bar"].startswith("Chart tools") for s in tools), tools
+        first = tools[0]["chart"]
+        page.locator(f".{first} .modebar-btn[tabindex='0']").focus()
+        seen = [page.evaluate(TOOL)["tool"]]
+        for key in ["ArrowRight", "ArrowRight", "End", "ArrowRight", "Home", "ArrowLeft", "ArrowLeft", "ArrowLeft"]:
+            page.keyboard.press(key)
+            seen.append(page.evaluate(TOOL)["tool"])
+        assert seen == ["Zoom in", "Zoom out", "Autoscale", "Full screen (Esc leaves)", "Zoom in", "Zoom in",
+                        "Full screen (Esc leaves)", "Download plot", "Reset axes"], seen
+        page.wait_for_timeout(500)
+        assert new_url_head(page) is None  # the arrows moved inside the toolbar: no head flipped
+        page.keyboard.press("Shift+Tab")
+        page.keyboard.press("Tab")  # back in: on the button used last
+        assert page.evaluate(TOOL) == {"tool": "Reset axes", "chart": first, "bar": tools[0]["bar"]}
+        page.keyboard.press("Enter")  # it still works from the keyboard
+        chart = f".{first} .js-plotly-plot"
+        page.hover(chart)
+        page.locator(f"{chart} .modebar-btn[data-title='Zoom in']").click()  # the mouse: → flips the head as before
+        page.keyboard.press("ArrowRight")
+        wait_for_setting(page, "head", "1")
+        page.locator(f"{WEIGHTS_CHART} .modebar-btn[data-title^='Full screen']").focus()
+        page.keyboard.press("Enter")  # full screen: Tab goes round its buttons, ← → flip heads
+        page.wait_for_function(f"() => document.querySelector('{WEIGHTS_CHART}')._fullLayout.height === innerHeight")
+        round_ = []
+        for _ in range(6):
+            page.keyboard.press("Tab")
+            round_.append(page.evaluate(TOOL)["tool"])
+        assert len(set(round_)) == 6, round_
+        page.keyboard.press("ArrowRight")
+        wait_for_setting(page, "head", "2")
+        assert page.evaluate("() => document.fullscreenElement && document.fullscreenElement.className") == "lab-chart-box"
+        page.evaluate("() => document.exitFullscreen()")
+
+
+def new_url_head(page) -> str | None:
+    """The head the page's URL (the share link) names, None for the default."""
+    return page.evaluate("() => new URLSearchParams(location.search).get('head')")
+
+
 def test_the_keyboard_focus_stays_on_the_page_after_a_click_that_redraws_it(page):
     """View 4's "head 1" opens view 3 and an Examples item closes its menu: the focused control was gone, the
     focus fell to the page's <body>, and the next Tab landed part way down the new page. Now the focus goes to

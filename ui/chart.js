@@ -1067,7 +1067,47 @@ function describe(gd) {
   // box zoom and pan work by dragging the mouse: no Tab stop (zoom in/out, reset, download and full screen keep one)
   gd.querySelectorAll('.modebar-btn[data-attr="dragmode"]').forEach((b) => b.setAttribute("tabindex", "-1"));
   nameFullscreenButton(gd);  // what pressing it does now
+  rove(gd);
   return gd;
+}
+
+// A chart's toolbar is one Tab stop (WAI-ARIA's toolbar pattern): each of its six buttons was one, 36 stops on view 3
+// and 48 on view 6 between a keyboard and the next control (a keyboard walk). Tab reaches the button used last (the
+// first at first), ← → Home End move between the buttons (the head's keys do not flip heads there), Tab leaves.
+// A button focused by a mouse click lets ← → flip heads, as before; in full screen, where the chart's buttons are all
+// there is, Tab goes round every one of them and ← → flip heads (a projector: README).
+const TOOLBAR_NAME = "Chart tools";
+const isTool = (el) => el.classList.contains("modebar-btn") && el.dataset.attr !== "dragmode";
+const tools = (gd) => [...gd.querySelectorAll(".modebar-btn")].filter(isTool);
+
+function rove(gd, at = gd.__lab.tool || 0) {
+  // the toolbar's one Tab stop: its button `at` (kept by index: full screen renames its button)
+  const bar = gd.querySelector(".modebar"), buttons = tools(gd);
+  if (!bar || !buttons.length) return;
+  bar.setAttribute("aria-label", TOOLBAR_NAME);
+  gd.__lab.tool = Math.min(Math.max(0, at), buttons.length - 1);
+  buttons.forEach((b, i) => b.setAttribute("tabindex", i === gd.__lab.tool ? "0" : "-1"));
+}
+
+function toolbarKeys(gd) {
+  gd.addEventListener("focusin", (event) => {  // a button focused (Tab, the arrows, a click) is the stop from now on
+    const at = tools(gd).indexOf(event.target);
+    if (at < 0) return;
+    // focused by a click, or from the keyboard (Chromium's :focus-visible, as the focus comes: at a key's press it
+    // turns on whatever focused the button)
+    gd.__lab.keyed = event.target.matches(":focus-visible");
+    if (at !== gd.__lab.tool) rove(gd, at);
+  });
+  gd.addEventListener("keydown", (event) => {
+    const buttons = tools(gd), at = buttons.indexOf(event.target);
+    if (at < 0 || fullScreen(gd) || event.altKey || event.ctrlKey || event.metaKey || event.shiftKey) return;
+    if (!gd.__lab.keyed) return;  // clicked with the mouse: ← → flip heads, as before
+    const to = {ArrowRight: at + 1, ArrowLeft: at - 1, Home: 0, End: buttons.length - 1}[event.key];
+    if (to === undefined) return;
+    event.preventDefault();
+    event.stopPropagation();  // not on to the page's ← → (Streamlit's shortcuts listen on the document)
+    buttons[(to + buttons.length) % buttons.length].focus();
+  });
 }
 
 function drawRow(gd, again = false) {
@@ -1152,7 +1192,7 @@ document.addEventListener("keydown", (event) => {
   // not on to the page hidden behind it.
   const box = document.fullscreenElement;
   if (event.key !== "Tab" || !box || !box.classList.contains("lab-chart-box")) return;
-  const stops = [...box.querySelectorAll("a, button, input, [tabindex]")].filter((el) => el.tabIndex >= 0);
+  const stops = [...box.querySelectorAll("a, button, input, [tabindex]")].filter((el) => el.tabIndex >= 0 || isTool(el));
   event.preventDefault();
   if (!stops.length) return;
   const at = stops.indexOf(document.activeElement);
@@ -1320,12 +1360,15 @@ function mount(parentElement) {
   // gd.__lab, the chart's own state: text (the figure's JSON as it came) and spec (parsed: figure, config, title,
   // caption, row, design, wrapped, cellType; ui/chart.py chart), size (sizeKey as drawn last), observer (its
   // ResizeObserver from the first draw on: follow), inView (near the screen: sightline), message, title and caption
-  // (its elements); set by draw: scale (the CSS scale k), ownTop and top (its own top margin and its row's: rowTop),
-  // barsBelow (its colour bars under the plot: colorbarBelow), left (the left margin plotly.js took beyond the
-  // layout's, at a size, for this figure: fitted); cleanup, for the unmount
+  // (its elements), tool (which of its toolbar's buttons is its Tab stop: rove) and keyed (whether the keyboard
+  // focused the button that has the focus: toolbarKeys); set by draw: scale (the CSS scale
+  // k), ownTop and top (its own top margin and its row's: rowTop), barsBelow (its colour bars under the plot:
+  // colorbarBelow), left (the left margin plotly.js took beyond the layout's, at a size, for this figure: fitted);
+  // cleanup, for the unmount
   gd.__lab = {text: null, spec: null, size: null, observer: null, inView: undefined, left: null, message, title,
-              caption};
+              caption, tool: 0};
   sightline(box).observe(box);
+  toolbarKeys(gd);
   gd.__lab.cleanup = () => {  // the element left the page (another view): free plotly's state
     if (gd.__lab.observer) gd.__lab.observer.disconnect();
     waiting.delete(gd);
