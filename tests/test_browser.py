@@ -2337,6 +2337,32 @@ def test_a_chart_toolbar_button_reached_with_tab_shows_a_ring_and_its_name(brows
         assert mark == ["radio", "solid", "2px"], mark  # its option ringed too, not Streamlit's faint grey box
 
 
+@pytest.mark.skipif(not trained_available(), reason="the translate view needs the trained models")
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_a_slider_reached_with_tab_shows_the_pages_ring_on_its_thumb(browser, streamlit_url, scheme):
+    """A keyboard walk of view 7: Tab onto the decoding-step or training-steps slider marked its thumb only by a
+    halo of the thumb's own red at half opacity, 3.2 px (2.2:1 on white, 1.8:1 on the dark page: WCAG 1.4.11 asks
+    3:1), where every other control shows the page's 2 px ring. The thumb is ringed as they are, in the text's
+    colour."""
+    with opened_tab(browser, f"{streamlit_url}/?views=translate&model=zh-en", 1280, 800, color_scheme=scheme) as page:
+        for key in ("translate_step", "train_steps"):
+            page.locator(f".st-key-{key} input").focus()
+            page.keyboard.press("Shift+Tab")  # reached from the control before it, with Tab
+            page.keyboard.press("Tab")
+            ring = page.evaluate("""() => { const input = document.activeElement;
+                const thumb = input.closest('[data-testid="stSlider"] [style*="translate"]');
+                const s = getComputedStyle(thumb), app = document.querySelector('[data-testid="stApp"]');
+                return {type: input.type, style: s.outlineStyle, width: s.outlineWidth, color: s.outlineColor,
+                        page: getComputedStyle(app).backgroundColor}; }""")
+            assert ring["type"] == "range", (key, ring)
+            assert ring["style"] == "solid" and ring["width"] == "2px", (key, ring)
+            assert _contrast(rgb(ring["color"]), rgb(ring["page"])) >= 4.5, (key, ring)
+            page.keyboard.press("ArrowRight")  # the ring stays while the value moves
+            page.wait_for_timeout(300)
+            assert page.evaluate("() => getComputedStyle(document.activeElement.closest("
+                                 "'[data-testid=\"stSlider\"] [style*=\"translate\"]')).outlineStyle") == "solid"
+
+
 def rgb(color: str) -> tuple[float, ...]:
     """(r, g, b) of "rgb(r, g, b)", "rgba(...)" or "#rrggbb"."""
     if color.startswith("#"):

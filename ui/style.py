@@ -71,6 +71,9 @@ CSS = """
 .st-key-view [role="radio"][aria-checked="true"] { color: inherit; text-decoration: underline 2px;
   text-underline-offset: 0.3em; }
 [data-testid="stSliderThumbValue"] { color: inherit; }
+/* a slider's thumb reached with Tab: Streamlit's mark was a halo of its own red at half opacity, 2.2:1 on white */
+[data-testid="stSlider"] div:has(> div > input[type="range"]:focus-visible) { outline: 2px solid currentColor;
+  outline-offset: 2px; }
 [data-testid="stMain"] button kbd { opacity: 0.8; }
 /* the Examples menu's item under the arrow keys: Streamlit marks it by a background 1.1:1 on white */
 [role="menuitem"]:focus-visible { outline: 2px solid currentColor; outline-offset: -2px; }
