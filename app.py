@@ -316,7 +316,7 @@ def _view_area(trained_ok: bool) -> None:
         spec_error(exc)
         return
     notes: list[str] = []
-    look.look_controls(view, base, notes)
+    drawn = look.look_controls(view, base, notes)
     for note in notes:
         st.warning(md(note))
     try:
@@ -327,6 +327,7 @@ def _view_area(trained_ok: bool) -> None:
     # the view's name as the heading between the page's title (h1) and the panels' (h3), for a screen reader's
     # list of headings; hidden from the eye, where the view bar above shows it (ui/style.py)
     st.container(key="view-heading").header(VIEW_LABELS[view], anchor=False)
+    look.say_shown(VIEW_LABELS[view], spec, drawn)  # said to a screen reader as it changes (← → flip heads)
     st.container(key="view-intro").caption(md(VIEW_INTROS[view]))  # small in a slide page too (ui/style.py)
     model_switch_notice(view)
     try:

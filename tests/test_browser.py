@@ -2102,6 +2102,32 @@ def test_a_screen_reader_hears_named_charts_and_buttons_and_captions_read_at_aa_
         assert _contrast(shown, (255, 255, 255)) >= 4.5, (r, g, b, opacity)
 
 
+SAID = '[data-testid="stMain"] .st-key-said'
+
+
+def test_a_screen_reader_hears_the_layer_and_head_that_the_keys_choose(page):
+    """A screen reader's walk: ← → and Shift+← → (or the ◂ ▸ buttons) chose another head or layer and redrew every
+    chart, and a screen reader said nothing: the focus stays where it was (the page, a button), and a chart's new name
+    is not read until someone goes to it. The page has a status line (a polite live region, hidden from the eye) that
+    says what the figures now show, so the change is said as it comes."""
+    open_view(page, "3 · Attention step by step")
+    drawn_charts(page)
+    status = page.locator(SAID)
+    assert status.get_attribute("role") == "status"
+    assert status.inner_text().strip() == "Shown: 3 · Attention step by step, encoder self, layer 0, head 0, sentence A."
+    box = status.bounding_box()
+    assert box is None or (box["width"] <= 1 and box["height"] <= 1)  # hidden from the eye
+    page.locator('[data-testid="stMain"] h1').click()
+    page.keyboard.press("ArrowRight")
+    wait_for_setting(page, "head", "1")
+    page.keyboard.press("Shift+ArrowRight")
+    wait_for_setting(page, "layer", "1")
+    assert "layer 1, head 1, sentence A" in status.inner_text()
+    assert "status:" in page.locator('[data-testid="stMain"]').aria_snapshot()  # in the accessibility tree
+    open_view(page, "1 · Tokens")  # a view without those controls: its name alone
+    assert page.locator(SAID).inner_text().strip() == "Shown: 1 · Tokens."
+
+
 # the focused element as a Tab walk sees it: its tag, its name (what a screen reader says, roughly), whether it is
 # in the main area, its ring (a radio's is on its label) and, for a radio, whether it is the one chosen
 TAB_STOP = """() => { const e = document.activeElement; const ringed = e.type === 'radio' ? e.closest('label') : e;

@@ -76,6 +76,15 @@ if (!window.__labFocusWatch) {
     setTimeout(look, 50);
   })).observe(document.body, {subtree: true, attributes: true, attributeFilter: ["data-collapsed"],
                               attributeOldValue: true});
+  // The page's status line (ui/look.py say_shown, hidden from the eye): a polite live region, so that a screen reader
+  // hears the layer or head that ← → or a ◂ ▸ button chose (nothing was said: the focus stays where it was). A
+  // Streamlit container cannot carry the role: given here, to each such line as it comes (a view, a rerun).
+  const live = () => document.querySelectorAll(".st-key-said:not([role])").forEach((el) => {
+    el.setAttribute("role", "status");
+    el.setAttribute("aria-atomic", "true");
+  });
+  live();
+  new MutationObserver(live).observe(document.body, {childList: true, subtree: true});
   // The view bar (Streamlit's segmented control: a radio group of buttons, one Tab stop) was entered with Tab at
   // its first view and with Shift+Tab at its last, whatever view was shown (until one was clicked): a screen
   // reader said "1 · Tokens, not checked" above view 5, and Space opened view 1. Entered from outside with the

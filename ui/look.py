@@ -18,6 +18,7 @@ from lab.spec import BLOCKS, FigureSpec
 from lab.views import USES, order_draws_attention  # USES: which controls each view reads
 from ui import cache, focus
 from ui.state import keep_choice, step_choice
+from ui.text import md
 from viz import unique_labels
 from viz.labels import count_of
 
@@ -130,15 +131,15 @@ def query_select(spec: FigureSpec, notes: list[str]) -> None:
                  disabled=run is None, **focus.let_go("query"))
 
 
-def look_controls(view: str, base: FigureSpec, notes: list[str]) -> None:
+def look_controls(view: str, base: FigureSpec, notes: list[str]) -> set[str]:
     """The controls `view` uses, in one horizontal row; values out of range become the first option. The
     translate view with a random model draws none: it only asks for the trained model (a student's walk: its
-    layer and head did nothing there)."""
+    layer and head did nothing there). Returns the keys of the controls drawn."""
     used = uses(view)
     if not used or (view == "translate" and base.model == "random"):
-        return
+        return set()
     if view == "order" and not order_draws_attention(base, cache.models()):
-        return  # its layer and head choose only the attention panels, drawn where B reorders A
+        return set()  # its layer and head choose only the attention panels, drawn where B reorders A
     ss = st.session_state
     with st.container(horizontal=True, gap="small", vertical_alignment="bottom", key="look"):
         if "block" in used:
@@ -156,3 +157,23 @@ def look_controls(view: str, base: FigureSpec, notes: list[str]) -> None:
                      help="Which sentence the figures show.", **focus.let_go("sentence"))
         if "query" in used:
             query_select(base, notes)
+    return used
+
+
+def shown_words(view_label: str, spec: FigureSpec, drawn: set[str]) -> str:
+    """What the figures show, as the controls drawn (`drawn`) set it: "Shown: 3 · Attention step by step, encoder
+    self, layer 0, head 1, sentence A." (no user text: the query token and the heads' choice say themselves)."""
+    parts = [view_label]
+    if "block" in drawn:
+        parts.append(spec.block)
+    parts += [f"{key} {getattr(spec, key)}" for key in ("layer", "head") if key in drawn]
+    if "sentence" in drawn:
+        parts.append(f"sentence {spec.sentence.upper()}")
+    return "Shown: " + ", ".join(parts) + "."
+
+
+def say_shown(view_label: str, spec: FigureSpec, drawn: set[str]) -> None:
+    """The page's status line, for a screen reader: ← → or a ◂ ▸ button redraw every chart and leave the focus where
+    it was, so nothing was said. The line (hidden from the eye, ui/style.py) is a polite live region (ui/focus.py
+    gives it the role, which a Streamlit container cannot carry), said as its words change."""
+    st.container(key="said").caption(md(shown_words(view_label, spec, drawn)))
