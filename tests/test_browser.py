@@ -2128,6 +2128,32 @@ def test_a_screen_reader_hears_the_layer_and_head_that_the_keys_choose(page):
     assert page.locator(SAID).inner_text().strip() == "Shown: 1 · Tokens."
 
 
+def test_a_screen_reader_hears_a_training_run_begin_and_end(browser, streamlit_url):
+    """A screen reader's walk of view 7's "Train it yourself": Enter on Train ran the training, its progress bar and
+    loss chart grew, the translations came, and a screen reader, its focus left on Train, heard none of it. A status
+    line hidden from the eye says the run began and how it ended."""
+    with opened_tab(browser, f"{streamlit_url}/?views=translate", 1280, 800) as page:
+        status = page.locator('[data-testid="stMain"] .st-key-said-train')
+        assert status.get_attribute("role") == "status"
+        assert status.inner_text().strip() == "No run yet."
+        box = status.bounding_box()
+        assert box is None or (box["width"] <= 1 and box["height"] <= 1)  # hidden from the eye
+        page.locator(".st-key-train_steps input").focus()
+        page.keyboard.press("Home")  # 10 steps
+        page.wait_for_timeout(1000)
+        wait_idle(page)
+        page.locator(".st-key-train_go button").focus()
+        page.keyboard.press("Enter")
+        page.wait_for_function("() => /^Trained /.test(document.querySelector("
+                               "'[data-testid=\"stMain\"] .st-key-said-train').innerText.trim())", timeout=120_000)
+        said = status.inner_text().strip()
+        assert said.startswith("Trained 10 steps with positional encoding: yes (sinusoidal): loss "), said
+        assert "token accuracy" in said and said.endswith("The translations are below."), said
+        assert status.get_attribute("role") == "status"  # the same live region, not a new one
+        wait_idle(page)
+        assert status.inner_text().strip() == said  # kept as it is on the next rerun: not said again
+
+
 # the focused element as a Tab walk sees it: its tag, its name (what a screen reader says, roughly), whether it is
 # in the main area, its ring (a radio's is on its label) and, for a radio, whether it is the one chosen
 TAB_STOP = """() => { const e = document.activeElement; const ringed = e.type === 'radio' ? e.closest('label') : e;

@@ -76,10 +76,11 @@ if (!window.__labFocusWatch) {
     setTimeout(look, 50);
   })).observe(document.body, {subtree: true, attributes: true, attributeFilter: ["data-collapsed"],
                               attributeOldValue: true});
-  // The page's status line (ui/look.py say_shown, hidden from the eye): a polite live region, so that a screen reader
-  // hears the layer or head that ← → or a ◂ ▸ button chose (nothing was said: the focus stays where it was). A
-  // Streamlit container cannot carry the role: given here, to each such line as it comes (a view, a rerun).
-  const live = () => document.querySelectorAll(".st-key-said:not([role])").forEach((el) => {
+  // The page's status lines (ui/look.py say_shown, ui/train.py's, hidden from the eye): polite live regions, so that
+  // a screen reader hears the layer or head that ← → or a ◂ ▸ button chose (nothing was said: the focus stays where it
+  // was), and a training run begin and end. A Streamlit container cannot carry the role: given here, to each such
+  // line as it comes (a view, a rerun).
+  const live = () => document.querySelectorAll(":is(.st-key-said, .st-key-said-train):not([role])").forEach((el) => {
     el.setAttribute("role", "status");
     el.setAttribute("aria-atomic", "true");
   });

@@ -96,8 +96,8 @@ CSS = """
 /* for screen readers only (the ◂ ▸ labels, the view's heading, the status line and their layout wrappers): one
    visually hidden rule */
 :is(.st-key-layer-prev, .st-key-layer-next, .st-key-head-prev, .st-key-head-next) button [data-testid="stMarkdownContainer"],
-[data-testid="stLayoutWrapper"]:has(> :is(.st-key-view-heading, .st-key-said)), .st-key-view-heading,
-.st-key-said { __HIDDEN__ }
+[data-testid="stLayoutWrapper"]:has(> :is(.st-key-view-heading, .st-key-said, .st-key-said-train)),
+:is(.st-key-view-heading, .st-key-said, .st-key-said-train) { __HIDDEN__ }
 /* a folded sidebar is off the screen, not out of the way: its controls were the page's first Tab stops, focused
    out of sight (a teacher's walk: ↓ on the hidden Model box opened its list off the screen). Hidden, they are no
    Tab stops and no screen reader's; the » button that opens it is outside it */
