@@ -1064,8 +1064,12 @@ function describe(gd) {
   // and the SVG plotly.js measures text in, off the screen at the page's end: read as an image with no name
   const tester = document.getElementById("js-plotly-tester");
   if (tester) tester.setAttribute("aria-hidden", "true");
-  // box zoom and pan work by dragging the mouse: no Tab stop (zoom in/out, reset, download and full screen keep one)
-  gd.querySelectorAll('.modebar-btn[data-attr="dragmode"]').forEach((b) => b.setAttribute("tabindex", "-1"));
+  // box zoom and pan work by dragging the mouse: no Tab stop (zoom in/out, reset, download and full screen keep one),
+  // and not in a screen reader's list of the toolbar's buttons, which is what its arrow keys go through (rove)
+  gd.querySelectorAll('.modebar-btn[data-attr="dragmode"]').forEach((b) => {
+    b.setAttribute("tabindex", "-1");
+    b.setAttribute("aria-hidden", "true");
+  });
   nameFullscreenButton(gd);  // what pressing it does now
   rove(gd);
   return gd;
