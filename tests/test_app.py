@@ -1626,3 +1626,49 @@ def test_back_in_the_translate_view_opens_the_decoding_step_of_the_link_it_bring
     at.run()
     clean(at)
     assert at.slider(key="translate_step").value == 1 and "step" not in at.query_params
+
+
+@pytest.fixture
+def history_navigation(monkeypatch):
+    """history_navigation(at, query): the browser's Back or Forward as Streamlit 1.67 sends it: a rerun with the
+    address bar's `query`, the widget values the page still shows, and is_history_navigation (from popstate)."""
+    from streamlit.runtime.scriptrunner_utils.script_run_context import ScriptRunContext
+
+    flag = {"on": False}
+    real_reset = ScriptRunContext.reset
+
+    def reset(self, *args, **kwargs):
+        real_reset(self, *args, **kwargs)
+        self.is_history_navigation = flag["on"]
+
+    monkeypatch.setattr(ScriptRunContext, "reset", reset)
+
+    def navigate(at, query: dict[str, str]):
+        at.query_params.clear()
+        at.query_params.update(query)
+        flag["on"] = True
+        try:
+            return at.run()
+        finally:
+            flag["on"] = False
+
+    return navigate
+
+
+def test_back_pressed_while_a_typed_sentence_still_runs_opens_the_link_before(make_app, history_navigation):
+    """A student types a sentence, presses Enter and, before the run has finished, Back. The rerun Back sends carries
+    the typed sentence (the box's value) and the address bar's link before; the settings no longer matched the link
+    last written, so the app took it for the typing: it showed the typed sentence under the link before, and wrote its
+    own link over that history entry (a Back during a run replaces it). Back now opens the link it brings."""
+    at = make_app(link={"views": "attention", "head": "1"})
+    clean(at)
+    before = dict(at.query_params)
+    view(at, "heads")
+    clean(at)
+    at.text_input(key="sentence_a").set_value("我爱我家")  # typed, its run not yet finished when Back comes
+    history_navigation(at, before)
+    clean(at)
+    assert at.text_input(key="sentence_a").value == "你喜欢她"
+    assert at.session_state["view"] == "attention" and at.session_state["head"] == 1
+    assert dict(at.query_params) == before
+

@@ -366,6 +366,33 @@ def test_the_browsers_back_button_shows_the_view_before_and_forward_the_one_afte
         assert tab.locator(checked).inner_text() == "4 · Heads" and "views=heads" in tab.url
 
 
+def test_forward_pressed_twice_at_once_shows_the_link_it_lands_on(browser, streamlit_url):
+    """A student's walk: an example, Swap A ↔ B, Back twice to the first link, then Forward twice at once. The first
+    Forward's run was cut short by the second before the app had noted its link, so the second was taken for a change
+    of a setting: the page kept the first link's sentences (the boxes' values, sent with the rerun) under the last
+    link's address, and view 5's query token came back as its label from the old sentence ('0:a'), so the view said
+    "Something went wrong drawing this view (TypeError ...)". Each Back or Forward now opens the link it brings."""
+    with opened_tab(browser, f"{streamlit_url}/?views=query&sentence_a=abc") as tab:
+        tab.locator(".st-key-preset button").first.click()
+        tab.get_by_text("I like her / her like I", exact=False).first.click()
+        wait_for_setting(tab, "sentence_a", "I like her")
+        tab.locator(".st-key-swap button").click()
+        wait_for_setting(tab, "sentence_a", "her like I")
+        tab.go_back()
+        wait_for_setting(tab, "sentence_a", "I like her")
+        tab.go_back()
+        wait_for_setting(tab, "sentence_a", "abc")
+        tab.go_forward()
+        tab.go_forward()  # before the first one's run has finished
+        wait_for_setting(tab, "sentence_a", "her like I")
+        tab.wait_for_timeout(1500)
+        wait_idle(tab)
+        assert "sentence_a=her+like+I" in tab.url
+        shown = [tab.locator(f".st-key-{key} input").input_value() for key in ("sentence_a", "sentence_b")]
+        assert shown == ["her like I", "I like her"]
+        assert tab.locator(ERRORS).count() == 0, tab.locator(ERRORS).all_inner_texts()
+
+
 def test_a_bad_links_message_goes_at_the_first_change_though_only_the_main_area_reruns(page, streamlit_url):
     page.goto(f"{streamlit_url}/?views=attention&layer=abc")
     wait_idle(page)

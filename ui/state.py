@@ -11,6 +11,7 @@ import dataclasses
 from collections.abc import Sequence
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from lab.spec import MAX_CHARS, VIEWS, FigureSpec, SpecError
 from ui import focus
@@ -69,8 +70,8 @@ def init_state() -> None:
     if "_started" not in ss:
         ss["_started"] = True
         open_link(params)
-    elif went_back_or_forward(params):  # the browser's Back or Forward: the address bar holds another link of this page
-        open_link(params, navigated=True)
+    elif history_navigation() or went_back_or_forward(params):  # the browser's Back or Forward: the address bar
+        open_link(params, navigated=True)                          # holds another link of this page
     for key, value in DEFAULTS.items():
         ss[key] = ss[key] if key in ss else value  # re-assigned where set: kept (see above)
     if follows_page():
@@ -89,6 +90,17 @@ def remember_shared(query: dict[str, str]) -> None:
     """The query just written into the address bar, with the settings it shows (app.py share)."""
     ss = st.session_state
     ss[SHARED] = (query, {key: ss.get(key) for key in DEFAULTS})
+
+
+def history_navigation() -> bool:
+    """Whether the browser says this run is its Back or Forward (Streamlit 1.67 sends it with the rerun, from the
+    page's popstate). went_back_or_forward's guess misses a Back or Forward that comes while the run before it is
+    still going: that run had not noted its link, or the rerun brings widget values the page still showed (the
+    sentence a student had just typed, view 5's query token as its label from the sentence before: '0:a'), so the
+    settings no longer match the link last written. Forward pressed twice at once kept the first link's sentences
+    under the second's address, and view 5 said "TypeError: '<=' not supported between instances of 'int' and 'str'"."""
+    ctx = get_script_run_ctx()
+    return bool(getattr(ctx, "is_history_navigation", False))
 
 
 def went_back_or_forward(params: dict[str, str]) -> bool:
