@@ -1672,3 +1672,29 @@ def test_back_pressed_while_a_typed_sentence_still_runs_opens_the_link_before(ma
     assert at.session_state["view"] == "attention" and at.session_state["head"] == 1
     assert dict(at.query_params) == before
 
+
+
+@needs_trained
+def test_back_from_the_view_that_switched_to_the_trained_model_leaves_nothing_of_the_switch(make_app,
+                                                                                          history_navigation):
+    """Views 6 and 7 switch the random model to zh-en, setting aside its learned positional encoding for the way back
+    (ui/state.py choose_model) and noting the switch. Back to view 4's link opened the random model, but both stayed:
+    later, the random model with positional 'none', then zh-en and random again in the sidebar, put 'learned' back
+    over the 'none' chosen; and zh-en chosen by hand said, in view 3, that it had been chosen for views 6 and 7."""
+    at = make_app(link={"views": "heads", "positional": "learned"})
+    clean(at)
+    before = dict(at.query_params)
+    view(at, "order")
+    assert at.session_state["model"] == "zh-en"  # the switch (app.py on_view_change)
+    history_navigation(at, before)
+    clean(at)
+    assert at.session_state["model"] == "random" and at.session_state["positional"] == "learned"
+    at.selectbox(key="positional").set_value("none").run()
+    at.selectbox(key="model").set_value("zh-en").run()
+    at.selectbox(key="model").set_value("random").run()
+    clean(at)
+    assert at.session_state["positional"] == "none"  # as chosen, not the learned one set aside before Back
+    at.selectbox(key="model").set_value("zh-en").run()
+    view(at, "attention")
+    clean(at)
+    assert not [i.value for i in at.info if "chosen for views 6 and 7" in i.value]

@@ -124,6 +124,8 @@ def open_link(params: dict[str, str], navigated: bool = False) -> None:
     if navigated:
         ss.pop(LINKED_STEP, None)
         ss.pop("_translate_step_of", None)  # view 7 opens on the link's step, or the first (ui/translate.py)
+        for key in (RANDOM_POSITIONAL, *MODEL_SWITCH):  # the link decides the model: no switch of view 6 or 7 stays
+            ss.pop(key, None)
     if step is not None:  # ui/translate.py decoding_steps opens the link's sentence on it
         ss[LINKED_STEP] = step
     spec, errors, dropped = spec_from_link(params) if params else (None, [], [])
@@ -282,6 +284,9 @@ def page_turned() -> bool:
 
 
 RANDOM_POSITIONAL = "_random_positional"  # the random model's learned PE, set aside while the trained pair is shown
+# What app.py on_view_change notes where view 6 or 7 switched the random model to zh-en: the switch (to say once in
+# the view it leads to), and that it was automatic (said again, once, back in a view the random model began with)
+MODEL_SWITCH = ("_auto_model", "_switched_model", "_still_trained")
 
 
 def choose_model(group: str = "") -> None:
