@@ -46,10 +46,10 @@ from ui.state import (  # noqa: E402
     RANDOM_POSITIONAL,
     follows_page,
     init_state,
+    keep_link,
     open_head,
     page_is_dark,
     page_turned,
-    remember_shared,
     share_query,
     spec_from_state,
 )
@@ -196,9 +196,7 @@ def head_buttons(spec: FigureSpec, models) -> None:
 def share(spec: FigureSpec) -> None:
     """Keep the address bar a share link of this view; show it and the spec JSON."""
     query = share_query(spec, theme_follows_page=follows_page(), step=shared_step())
-    if st.query_params.to_dict() != query:
-        st.query_params.from_dict(query)
-    remember_shared(query)  # a later run that brings another is the browser's Back or Forward (ui/state.py)
+    keep_link(query)  # and remember it: a later run that brings another is the browser's Back or Forward (ui/state.py)
     base = (st.context.url or "").split("?")[0]
     box = st.expander("Share this view · reproduce its figures", key="share", on_change="rerun")
     with box:  # drawn only while open (a lazy expander): a rerun sends one closed expander

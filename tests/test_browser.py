@@ -366,6 +366,23 @@ def test_the_browsers_back_button_shows_the_view_before_and_forward_the_one_afte
         assert tab.locator(checked).inner_text() == "4 · Heads" and "views=heads" in tab.url
 
 
+def test_the_page_opened_without_a_link_takes_one_history_entry_so_back_from_its_first_view_leaves(browser,
+                                                                                                  streamlit_url):
+    """A student opens the bare address (no query), goes to view 2, then presses Back twice. The first run put view 1's
+    link into the address bar as a new history entry, so the page held two entries for one view: the second Back
+    showed view 1 again, the same page, and a third was needed to leave. The bare address is view 1's link already:
+    the first run now leaves it so, and the first change is the page's second entry."""
+    with opened_tab(browser, f"{streamlit_url}/") as tab:
+        assert tab.evaluate("history.length") == 2  # the blank tab, and the page
+        open_view(tab, "2 · Positional encoding")
+        assert tab.evaluate("history.length") == 3
+        tab.go_back()
+        wait_idle(tab)
+        assert tab.locator(".st-key-view [role='radio'][aria-checked='true']").inner_text() == "1 · Tokens"
+        tab.go_back()
+        tab.wait_for_url("about:blank")
+
+
 def test_forward_pressed_twice_at_once_shows_the_link_it_lands_on(browser, streamlit_url):
     """A student's walk: an example, Swap A ↔ B, Back twice to the first link, then Forward twice at once. The first
     Forward's run was cut short by the second before the app had noted its link, so the second was taken for a change

@@ -103,6 +103,19 @@ def history_navigation() -> bool:
     return bool(getattr(ctx, "is_history_navigation", False))
 
 
+def keep_link(query: dict[str, str]) -> None:
+    """Keep the address bar a share link of this view (app.py share): write `query` unless it holds it, or unless the
+    session's first run found the bare address (no query) that opens this same page, view 1 with every default. Each
+    write from a rerun that is not Back or Forward is a new history entry: the first run's made two entries of the bare
+    page (a student's walk: after view 2, Back showed view 1, and Back again view 1 once more, not the page before)."""
+    params = st.query_params.to_dict()
+    bare = not params and SHARED not in st.session_state and query == share_query(
+        dataclasses.replace(FigureSpec(), views=(VIEWS[0],)), theme_follows_page=True)
+    if params != query and not bare:
+        st.query_params.from_dict(query)
+    remember_shared(params if bare else query)
+
+
 def went_back_or_forward(params: dict[str, str]) -> bool:
     """Whether this run's query is the browser's Back or Forward: not the one the app last wrote, while every setting
     is as it was then. A setting changed in the sidebar a moment after the last write, before the page had put it in
