@@ -212,3 +212,31 @@ def browser():
         chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         yield chromium
         chromium.close()
+
+
+@pytest.fixture
+def history_navigation(monkeypatch):
+    """history_navigation(at, query): the browser's Back or Forward as Streamlit 1.67 sends it: a rerun with the
+    address bar's `query`, the widget values the page still shows, and is_history_navigation (from popstate)."""
+    from streamlit.runtime.scriptrunner_utils.script_run_context import ScriptRunContext
+
+    flag = {"on": False}
+    real_reset = ScriptRunContext.reset
+
+    def reset(self, *args, **kwargs):
+        real_reset(self, *args, **kwargs)
+        self.is_history_navigation = flag["on"]
+
+    monkeypatch.setattr(ScriptRunContext, "reset", reset)
+
+    def navigate(at, query: dict[str, str]):
+        at.query_params.clear()
+        at.query_params.update(query)
+        flag["on"] = True
+        try:
+            return at.run()
+        finally:
+            flag["on"] = False
+
+    return navigate
+

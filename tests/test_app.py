@@ -1548,7 +1548,7 @@ def test_the_share_box_says_when_the_export_command_would_refuse_its_spec(make_a
     assert [b.proto.label for b in at.get("download_button")][-1] == "SPEC.json"  # the spec is still the view's
 
 
-def test_the_browsers_back_and_forward_buttons_open_the_link_they_bring(make_app):
+def test_the_browsers_back_and_forward_buttons_open_the_link_they_bring(make_app, history_navigation):
     """A teacher's walk (lesson step 3, then view 4, then the browser's Back): each change pushes its link into the
     address bar, and Back brings the one before, with which Streamlit reruns the script; the app kept view 4 and put
     its link back, so Back did nothing, and pressed again went on out of the page's history. The page now shows the
@@ -1564,9 +1564,7 @@ def test_the_browsers_back_and_forward_buttons_open_the_link_they_bring(make_app
     assert after["views"] == "heads"
 
     def navigate(query: dict[str, str]) -> None:  # the browser's Back or Forward: the address bar's query, a rerun
-        at.query_params.clear()
-        at.query_params.update(query)
-        at.run()
+        history_navigation(at, query)
         clean(at)
 
     navigate(before)  # Back
@@ -1607,7 +1605,7 @@ def test_a_sidebar_change_that_brings_the_query_before_the_last_is_a_change_not_
 
 
 @needs_trained
-def test_back_in_the_translate_view_opens_the_decoding_step_of_the_link_it_brings(make_app):
+def test_back_in_the_translate_view_opens_the_decoding_step_of_the_link_it_brings(make_app, history_navigation):
     """Lesson step 7: the teacher drags the decoding step from 1 to 3; Back brings step 2's link and shows step 2."""
     at = make_app(link={"views": "translate", "model": "zh-en", "theme": "slide"})
     clean(at)
@@ -1615,44 +1613,13 @@ def test_back_in_the_translate_view_opens_the_decoding_step_of_the_link_it_bring
     step_2 = dict(at.query_params)
     at.slider(key="translate_step").set_value(3).run()
     assert at.query_params["step"] == "3"
-    at.query_params.clear()
-    at.query_params.update(step_2)
-    at.run()
+    history_navigation(at, step_2)
     clean(at)
     assert at.slider(key="translate_step").value == 2 and at.query_params["step"] == "2"
     step_1 = {"views": "translate", "model": "zh-en", "theme": "slide"}
-    at.query_params.clear()
-    at.query_params.update(step_1)
-    at.run()
+    history_navigation(at, step_1)
     clean(at)
     assert at.slider(key="translate_step").value == 1 and "step" not in at.query_params
-
-
-@pytest.fixture
-def history_navigation(monkeypatch):
-    """history_navigation(at, query): the browser's Back or Forward as Streamlit 1.67 sends it: a rerun with the
-    address bar's `query`, the widget values the page still shows, and is_history_navigation (from popstate)."""
-    from streamlit.runtime.scriptrunner_utils.script_run_context import ScriptRunContext
-
-    flag = {"on": False}
-    real_reset = ScriptRunContext.reset
-
-    def reset(self, *args, **kwargs):
-        real_reset(self, *args, **kwargs)
-        self.is_history_navigation = flag["on"]
-
-    monkeypatch.setattr(ScriptRunContext, "reset", reset)
-
-    def navigate(at, query: dict[str, str]):
-        at.query_params.clear()
-        at.query_params.update(query)
-        flag["on"] = True
-        try:
-            return at.run()
-        finally:
-            flag["on"] = False
-
-    return navigate
 
 
 def test_back_pressed_while_a_typed_sentence_still_runs_opens_the_link_before(make_app, history_navigation):
@@ -1698,3 +1665,19 @@ def test_back_from_the_view_that_switched_to_the_trained_model_leaves_nothing_of
     view(at, "attention")
     clean(at)
     assert not [i.value for i in at.info if "chosen for views 6 and 7" in i.value]
+
+
+def test_a_rerun_that_changes_nothing_with_the_address_bar_a_link_behind_keeps_the_last_change(make_app):
+    """A rerun brings the address bar's query: one that changes no setting (the lesson's box opened, the page turned
+    dark) a moment after a change, before the page had put that change's link in the address bar, brings the link
+    before it. The app took that for the browser's Back (another query, the settings of the last link written) and
+    undid the change: head 1 went back to head 0. Only a rerun the browser sends for Back or Forward opens its link."""
+    at = make_app(link={"views": "attention"})
+    clean(at)
+    before = dict(at.query_params)
+    at.selectbox(key="head").set_value(1).run()
+    at.query_params.clear()
+    at.query_params.update(before)  # the address bar not yet at head 1's link
+    at.run()
+    clean(at)
+    assert at.session_state["head"] == 1 and at.query_params["head"] == "1"

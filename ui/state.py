@@ -70,35 +70,32 @@ def init_state() -> None:
     if "_started" not in ss:
         ss["_started"] = True
         open_link(params)
-    elif history_navigation() or went_back_or_forward(params):  # the browser's Back or Forward: the address bar
-        open_link(params, navigated=True)                          # holds another link of this page
+    elif history_navigation():  # the browser's Back or Forward: the address bar holds another link of this page
+        open_link(params, navigated=True)
     for key, value in DEFAULTS.items():
         ss[key] = ss[key] if key in ss else value  # re-assigned where set: kept (see above)
     if follows_page():
         ss["theme"] = page_theme()
 
 
-# The query the app last wrote into the address bar (app.py share) and the settings it was written for. A run that
-# brings another query with those settings unchanged is the browser's Back or Forward: Streamlit reruns the script
-# with the address bar's query, and each change of a setting had pushed one (a teacher's walk: Back from view 4 to the
-# lesson's step 3 left view 4 on the screen and put its link back in the address bar, as if Back did nothing; pressed
-# again, it went on out of the page's history).
+# The query the app last left in the address bar (keep_link): none yet on a session's first run.
 SHARED = "_shared_query"
 
 
-def remember_shared(query: dict[str, str]) -> None:
-    """The query just written into the address bar, with the settings it shows (app.py share)."""
-    ss = st.session_state
-    ss[SHARED] = (query, {key: ss.get(key) for key in DEFAULTS})
-
-
 def history_navigation() -> bool:
-    """Whether the browser says this run is its Back or Forward (Streamlit 1.67 sends it with the rerun, from the
-    page's popstate). went_back_or_forward's guess misses a Back or Forward that comes while the run before it is
-    still going: that run had not noted its link, or the rerun brings widget values the page still showed (the
-    sentence a student had just typed, view 5's query token as its label from the sentence before: '0:a'), so the
-    settings no longer match the link last written. Forward pressed twice at once kept the first link's sentences
-    under the second's address, and view 5 said "TypeError: '<=' not supported between instances of 'int' and 'str'"."""
+    """Whether this run is the browser's Back or Forward: Streamlit 1.67 says so with the rerun the page's popstate
+    sends, with the address bar's query. Each change of a setting had pushed one link of this page (a teacher's walk:
+    before, Back from view 4 to the lesson's step 3 left view 4 on the screen and put its link back in the address bar,
+    as if Back did nothing; pressed again, it went on out of the page's history).
+
+    A guess from the query alone (another query than the one last written, with the settings it was written for)
+    failed both ways. It missed a Back or Forward that came while the run before it was still going: that run had not
+    noted its link, or the rerun brought widget values the page still showed, so the settings no longer matched
+    (Forward pressed twice at once kept the first link's sentences under the second's address, and view 5 said
+    "TypeError: '<=' not supported between instances of 'int' and 'str'" of its query token's label '0:a'; a Back
+    pressed while a typed sentence ran kept the typed sentence). And it took for Back a rerun that changed no setting
+    (the lesson's box opened, the page turned dark) but brought the address bar a link behind, the last change not yet
+    there: that change was undone."""
     ctx = get_script_run_ctx()
     return bool(getattr(ctx, "is_history_navigation", False))
 
@@ -108,23 +105,13 @@ def keep_link(query: dict[str, str]) -> None:
     session's first run found the bare address (no query) that opens this same page, view 1 with every default. Each
     write from a rerun that is not Back or Forward is a new history entry: the first run's made two entries of the bare
     page (a student's walk: after view 2, Back showed view 1, and Back again view 1 once more, not the page before)."""
+    ss = st.session_state
     params = st.query_params.to_dict()
-    bare = not params and SHARED not in st.session_state and query == share_query(
+    bare = not params and SHARED not in ss and query == share_query(
         dataclasses.replace(FigureSpec(), views=(VIEWS[0],)), theme_follows_page=True)
     if params != query and not bare:
         st.query_params.from_dict(query)
-    remember_shared(params if bare else query)
-
-
-def went_back_or_forward(params: dict[str, str]) -> bool:
-    """Whether this run's query is the browser's Back or Forward: not the one the app last wrote, while every setting
-    is as it was then. A setting changed in the sidebar a moment after the last write, before the page had put it in
-    the address bar, brings the query before it too: that run is the change, not a step back in history."""
-    ss = st.session_state
-    if SHARED not in ss:
-        return False
-    query, settings = ss[SHARED]
-    return params != query and all(ss.get(key) == value for key, value in settings.items())
+    ss[SHARED] = params if bare else query
 
 
 def open_link(params: dict[str, str], navigated: bool = False) -> None:
