@@ -1681,3 +1681,37 @@ def test_a_rerun_that_changes_nothing_with_the_address_bar_a_link_behind_keeps_t
     at.run()
     clean(at)
     assert at.session_state["head"] == 1 and at.query_params["head"] == "1"
+
+
+def test_back_to_a_link_that_cannot_be_opened_shows_the_defaults_its_notice_promises(make_app, history_navigation):
+    """A link with nothing in it to use (?fbclid=...: a link a social site tagged) opens the defaults and says so. Back
+    or Forward to it from another view (the history menu jumps there from any page) said "showing the default
+    settings instead" over the view it came from, and put that view's link back in the address bar (a mutation
+    walk). It opens as it did first: the defaults, the notice, their link."""
+    bad = {"fbclid": "IwAR0x"}
+    at = make_app(link=bad)
+    first = [e.value for e in at.error]
+    assert len(first) == 1 and "showing the default settings instead" in first[0], first
+    opened = dict(at.query_params)
+    view(at, "heads")
+    at.selectbox(key="mask").set_value("none").run()
+    clean(at)
+    history_navigation(at, bad)
+    assert [e.value for e in at.error] == first
+    assert at.session_state["view"] == DEFAULTS["view"] and at.session_state["mask"] == DEFAULTS["mask"]
+    assert dict(at.query_params) == opened
+
+
+@needs_trained
+def test_back_from_a_links_waiting_step_to_a_link_without_one_opens_the_first_step(make_app, history_navigation):
+    """A link's decoding step waits while view 7 shows the random model (ui/translate.py linked_step_waits). Back or
+    Forward from there to a link of view 7 of zh-en without a step (the history menu jumps over the pages between)
+    opens that link's step, the first, and keeps its link: had the step of the link before waited on (a mutation of
+    open_link), view 7 opened on step 3 and wrote step=3 into the address bar."""
+    at = make_app(link={"views": "translate", "step": "3"})
+    clean(at)
+    assert "This link's step 3 is a decoding step of the trained model" in " ".join(i.value for i in at.info)
+    step_1 = {"views": "translate", "model": "zh-en"}
+    history_navigation(at, step_1)
+    clean(at)
+    assert at.slider(key="translate_step").value == 1 and dict(at.query_params) == step_1

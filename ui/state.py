@@ -117,8 +117,9 @@ def keep_link(query: dict[str, str]) -> None:
 def open_link(params: dict[str, str], navigated: bool = False) -> None:
     """Set the widgets from a share link's query `params`: on a session's first run, or (`navigated`) where the browser
     went Back or Forward to another link of this page, which then shows that link's settings, every one it does not
-    carry at its default (no query: the page as first opened), its theme followed from the page where it names none
-    (a share link names a theme unless it followed the page), and view 7 on the link's decoding step."""
+    carry at its default (no query, or nothing in it the app can use: the page as first opened), its theme followed
+    from the page where it names none (a share link names a theme unless it followed the page), and view 7 on the
+    link's decoding step."""
     ss = st.session_state
     step, step_error = linked_step(params.pop(STEP, None))  # the page's own, not the spec's
     if navigated:
@@ -141,7 +142,7 @@ def open_link(params: dict[str, str], navigated: bool = False) -> None:
     if spec is not None:  # a share link decides every setting it carries, and the defaults the rest
         for key, value in state_from_spec(spec).items():
             ss[key] = one_line(value) if key in ("sentence_a", "sentence_b") else value
-    elif navigated and not params:  # the page as it first opened, without a query
+    elif navigated:  # no query, or nothing in it to use: the page as it first opened, its notice saying so
         ss.update({key: list(value) if isinstance(value, list) else value for key, value in DEFAULTS.items()})
     if errors:  # said until a setting changes (app.py link_error_notice)
         ss["_link_error"] = link_error_message(errors, dropped, opened=spec is not None)
