@@ -10,7 +10,7 @@ DEVICE_CHOICES = ("auto", "cpu", "cuda", "mps")
 def available_devices() -> list[str]:
     """The devices present, in the order "auto" prefers them: cuda, mps, cpu."""
     mps = getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available()
-    return ["cuda"] * torch.cuda.is_available() + ["mps"] * mps + ["cpu"]
+    return [name for name, present in (("cuda", torch.cuda.is_available()), ("mps", mps), ("cpu", True)) if present]
 
 
 def pick_device(name: str = "auto") -> torch.device:

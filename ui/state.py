@@ -66,36 +66,26 @@ def init_state() -> None:
     that only one view shows), instead of Streamlit dropping it.
     """
     ss = st.session_state
-    params = st.query_params.to_dict()  # a key given twice: its last value
     if "_started" not in ss:
         ss["_started"] = True
-        open_link(params)
+        open_link(st.query_params.to_dict())  # a key given twice: its last value
     elif history_navigation():  # the browser's Back or Forward: the address bar holds another link of this page
-        open_link(params, navigated=True)
+        open_link(st.query_params.to_dict(), navigated=True)
     for key, value in DEFAULTS.items():
         ss[key] = ss[key] if key in ss else value  # re-assigned where set: kept (see above)
     if follows_page():
         ss["theme"] = page_theme()
 
 
-# The query the app last left in the address bar (keep_link): none yet on a session's first run.
-SHARED = "_shared_query"
+LINK_KEPT = "_link_kept"  # keep_link has run in this session (not on its first run)
 
 
 def history_navigation() -> bool:
     """Whether this run is the browser's Back or Forward: Streamlit 1.67 says so with the rerun the page's popstate
-    sends, with the address bar's query. Each change of a setting had pushed one link of this page (a teacher's walk:
-    before, Back from view 4 to the lesson's step 3 left view 4 on the screen and put its link back in the address bar,
-    as if Back did nothing; pressed again, it went on out of the page's history).
-
-    A guess from the query alone (another query than the one last written, with the settings it was written for)
-    failed both ways. It missed a Back or Forward that came while the run before it was still going: that run had not
-    noted its link, or the rerun brought widget values the page still showed, so the settings no longer matched
-    (Forward pressed twice at once kept the first link's sentences under the second's address, and view 5 said
-    "TypeError: '<=' not supported between instances of 'int' and 'str'" of its query token's label '0:a'; a Back
-    pressed while a typed sentence ran kept the typed sentence). And it took for Back a rerun that changed no setting
-    (the lesson's box opened, the page turned dark) but brought the address bar a link behind, the last change not yet
-    there: that change was undone."""
+    sends, with the address bar's query (each change of a setting pushed one link of this page: keep_link). Not a guess
+    from the query: a rerun brings the address bar's query whenever it comes, so a link behind the last change (the
+    lesson's box opened just after a change) looked like Back, and a Back pressed while a run was still going looked
+    like a change (a Back/Forward walk)."""
     ctx = get_script_run_ctx()
     return bool(getattr(ctx, "is_history_navigation", False))
 
@@ -107,11 +97,11 @@ def keep_link(query: dict[str, str]) -> None:
     page (a student's walk: after view 2, Back showed view 1, and Back again view 1 once more, not the page before)."""
     ss = st.session_state
     params = st.query_params.to_dict()
-    bare = not params and SHARED not in ss and query == share_query(
+    bare = not params and LINK_KEPT not in ss and query == share_query(
         dataclasses.replace(FigureSpec(), views=(VIEWS[0],)), theme_follows_page=True)
     if params != query and not bare:
         st.query_params.from_dict(query)
-    ss[SHARED] = params if bare else query
+    ss[LINK_KEPT] = True
 
 
 def open_link(params: dict[str, str], navigated: bool = False) -> None:
