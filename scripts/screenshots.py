@@ -125,11 +125,19 @@ def full_screenshot(page, path: str, width: int = 1500) -> None:
     page.set_viewport_size({"width": width, "height": 1000})
 
 
+# What the bare address (no query) shows: the app leaves it as it is, not writing the same page's link over it
+# (ui/state.py keep_link: one history entry)
+BARE = {"views": VIEWS[0], "sentence_a": "你喜欢她", "sentence_b": "她喜欢你"}
+
+
 def wait_for_setting(page, key: str, value: str, timeout_ms: int = 90_000) -> None:
     """Wait until a run with `key` = `value` has finished: the app writes its settings into the URL
-    (the share link) at the end of every run, then the running icon goes away."""
+    (the share link) at the end of every run, but on the bare address it opened with (BARE), then the running icon
+    goes away."""
     page.wait_for_function(
-        "([k, v]) => new URLSearchParams(window.location.search).get(k) === v", arg=[key, value], timeout=timeout_ms
+        "([k, v, bare]) => { const q = new URLSearchParams(window.location.search);"
+        " return q.get(k) === v || (q.toString() === '' && bare === v); }",
+        arg=[key, value, BARE.get(key)], timeout=timeout_ms,
     )
     wait_idle(page, timeout_ms)
 
