@@ -249,13 +249,14 @@ def test_hovering_a_pooled_output_bar_names_its_sentence_its_dimension_and_what_
         assert plot_page.evaluate(HOVER_TEXT) == [label], (x, y)
 
 
-# Every text of a figure as drawn, with the px between it and the figure's left and right edges.
-TEXT_EDGES = """async (f) => {
+# The figure f drawn, each non-blank text that `sel` picks in it with the px between it and the figure's left and right
+# edges: every text (".main-svg text"), or the title's lines (".gtitle")
+TEXT_EDGES = """async ([f, sel]) => {
     const d = document.getElementById('d');
     Plotly.purge(d);
     await Plotly.newPlot(d, f.data, f.layout, {});
     const box = d.querySelector('.main-svg').getBoundingClientRect();
-    return [...d.querySelectorAll('.main-svg text')].filter((t) => t.textContent.trim()).map((t) => {
+    return [...d.querySelectorAll(sel)].filter((t) => t.textContent.trim()).map((t) => {
         const b = t.getBoundingClientRect();
         return [t.textContent, b.left - box.left, box.right - b.right];
     });
@@ -284,22 +285,10 @@ def test_no_text_of_a_paper_figure_at_a_long_sentence_runs_past_the_figures_edge
             data = vx.alone(json.loads(vx.figure_json(panel.figure)))
             width, height = spec.export_size(layout_value(panel.figure, "height"))
             data["layout"].update(width=width, height=vx.round_height(data, width, height))
-            for text, left, right in plot_page.evaluate(TEXT_EDGES, data):
+            for text, left, right in plot_page.evaluate(TEXT_EDGES, [data, ".main-svg text"]):
                 assert left >= 0 and right >= 0, (view, panel.key, text, round(left), round(right))
             checked += 1
     assert checked >= 15
-
-
-TITLE_EDGES = """async (f) => {
-    const d = document.getElementById('d');
-    Plotly.purge(d);
-    await Plotly.newPlot(d, f.data, f.layout, {});
-    const box = d.querySelector('.main-svg').getBoundingClientRect();
-    return [...d.querySelectorAll('.gtitle')].filter((t) => t.textContent.trim()).map((t) => {
-        const b = t.getBoundingClientRect();
-        return [t.textContent, b.left - box.left, box.right - b.right];
-    });
-}"""
 
 
 def test_a_paper_figures_title_of_any_length_wraps_inside_the_figure(plot_page):
@@ -319,7 +308,7 @@ def test_a_paper_figures_title_of_any_length_wraps_inside_the_figure(plot_page):
         data = json.loads(vx.figure_json(fig))
         width, height = design_size("paper", fig)
         data["layout"].update(width=width, height=vx.round_height(data, width, height))
-        for line, left, right in plot_page.evaluate(TITLE_EDGES, data):
+        for line, left, right in plot_page.evaluate(TEXT_EDGES, [data, ".gtitle"]):
             assert left >= 0 and right >= 0, (text, line, round(left, 1), round(right, 1))
 
 
