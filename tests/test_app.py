@@ -1715,3 +1715,15 @@ def test_back_from_a_links_waiting_step_to_a_link_without_one_opens_the_first_st
     history_navigation(at, step_1)
     clean(at)
     assert at.slider(key="translate_step").value == 1 and dict(at.query_params) == step_1
+
+
+def test_the_browser_tests_waits_know_the_views_and_the_bare_addresss_settings_as_the_app_does():
+    """scripts/screenshots.py (the browser tests' helpers) keeps its own copy of the views and of what the bare
+    address shows, which the app leaves unwritten (ui/state.py keep_link): a copy drifted would wait 90 s for a
+    setting the URL never names."""
+    from scripts.screenshots import BARE
+    from scripts.screenshots import VIEWS as SHOT_VIEWS
+
+    assert SHOT_VIEWS == list(VIEWS)
+    assert BARE == {"views": VIEWS[0], "sentence_a": FigureSpec.sentence_a, "sentence_b": FigureSpec.sentence_b}
+    assert all(DEFAULTS[key] == value for key, value in BARE.items() if key in DEFAULTS)
